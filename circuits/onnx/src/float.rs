@@ -1,0 +1,201 @@
+//! The float graph after folding, and a float executor for calibration.
+//!
+//! Tensor 0 is the input; node `i` produces tensor `i + 1` (the same indexing as
+//! [`tgrid_circuits::QuantModel`], which the quantizer produces node for node).
+
+/// One float operation (shapes without the batch dimension).
+#[derive(Clone, Debug, PartialEq)]
+pub enum FloatOp {
+    /// `y = W x + b`, `W` row-major `[out][in]`.
+    Dense {
+        /// Weights.
+        weights: Vec<f32>,
+        /// Bias.
+        bias: Vec<f32>,
+        /// Output size.
+        out: usize,
+        /// Folded ReLU.
+        relu: bool,
+    },
+    /// Convolution over `[C, H, W]`.
+    Conv {
+        /// Weights `[c_out][c_in][kh][kw]`.
+        weights: Vec<f32>,
+        /// Bias.
+        bias: Vec<f32>,
+        /// Output channels.
+        c_out: usize,
+        /// Kernel.
+        kernel: [usize; 2],
+        /// Strides.
+        stride: [usize; 2],
+        /// Pads top, left, bottom, right.
+        pads: [usize; 4],
+        /// Folded ReLU.
+        relu: bool,
+    },
+    /// Max pooling (padding ignored).
+    MaxPool {
+        /// Kernel.
+        kernel: [usize; 2],
+        /// Strides.
+        stride: [usize; 2],
+        /// Pads.
+        pads: [usize; 4],
+    },
+    /// Average pooling.
+    AvgPool {
+        /// Kernel.
+        kernel: [usize; 2],
+        /// Strides.
+        stride: [usize; 2],
+        /// Pads.
+        pads: [usize; 4],
+        /// Divide by the full window even at borders.
+        count_include_pad: bool,
+        /// Folded ReLU.
+        relu: bool,
+    },
+    /// Elementwise sum of two tensors.
+    Add {
+        /// Folded ReLU.
+        relu: bool,
+    },
+    /// max(x, 0).
+    Relu,
+    /// New shape, same data.
+    Reshape,
+}
+
+/// One float node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FloatNode {
+    /// ONNX node name.
+    pub name: String,
+    /// Operation.
+    pub op: FloatOp,
+    /// Input tensor indices.
+    pub inputs: Vec<usize>,
+    /// Output shape.
+    pub shape: Vec<usize>,
+}
+
+/// A float model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FloatGraph {
+    /// Model name.
+    pub name: String,
+    /// Input shape without the batch dimension.
+    pub input_shape: Vec<usize>,
+    /// Nodes in topological order.
+    pub nodes: Vec<FloatNode>,
+}
+
+impl FloatGraph {
+    /// Shape of tensor `t`.
+    pub fn shape(&self, t: usize) -> &[usize] {
+        if t == 0 {
+            &self.input_shape
+        } else {
+            &self.nodes[t - 1].shape
+        }
+    }
+
+    /// Runs the graph, returning every tensor (index as above).
+    pub fn run(&self, input: &[f32]) -> Vec<Vec<f32>> {
+        let mut ts: Vec<Vec<f32>> = vec![input.to_vec()];
+        for n in &self.nodes {
+            let x = &ts[n.inputs[0]];
+            let in_shape = self.shape(n.inputs[0]);
+            let relu = |v: f32, on: bool| if on { v.max(0.0) } else { v };
+            let y: Vec<f32> = match &n.op {
+                FloatOp::Dense { weights, bias, out, relu: r } => (0..*out)
+                    .map(|o| {
+                        let row = &weights[o * x.len()..(o + 1) * x.len()];
+                        let s: f64 = row.iter().zip(x).map(|(&w, &v)| f64::from(w) * f64::from(v)).sum();
+                        relu(s as f32 + bias[o], *r)
+                    })
+                    .collect(),
+                FloatOp::Conv { weights, bias, c_out, kernel, stride, pads, relu: r } => {
+                    let (c_in, h, w) = (in_shape[0], in_shape[1], in_shape[2]);
+                    let (oh, ow) = (n.shape[1], n.shape[2]);
+                    let mut y = vec![0f32; c_out * oh * ow];
+                    for co in 0..*c_out {
+                        for oy in 0..oh {
+                            for ox in 0..ow {
+                                let mut s = f64::from(bias[co]);
+                                for ci in 0..c_in {
+                                    for ky in 0..kernel[0] {
+                                        for kx in 0..kernel[1] {
+                                            let (iy, ix) = (oy * stride[0] + ky, ox * stride[1] + kx);
+                                            if iy < pads[0] || ix < pads[1] || iy - pads[0] >= h || ix - pads[1] >= w {
+                                                continue;
+                                            }
+                                            let wv = weights[((co * c_in + ci) * kernel[0] + ky) * kernel[1] + kx];
+                                            s += f64::from(wv)
+                                                * f64::from(x[(ci * h + iy - pads[0]) * w + ix - pads[1]]);
+                                        }
+                                    }
+                                }
+                                y[(co * oh + oy) * ow + ox] = relu(s as f32, *r);
+                            }
+                        }
+                    }
+                    y
+                }
+                FloatOp::MaxPool { kernel, stride, pads } => {
+                    pool(x, in_shape, &n.shape, *kernel, *stride, *pads, |vals, _| {
+                        vals.iter().copied().fold(f32::NEG_INFINITY, f32::max)
+                    })
+                }
+                FloatOp::AvgPool { kernel, stride, pads, count_include_pad, relu: r } => {
+                    let full = (kernel[0] * kernel[1]) as f32;
+                    pool(x, in_shape, &n.shape, *kernel, *stride, *pads, |vals, _| {
+                        let div = if *count_include_pad { full } else { vals.len() as f32 };
+                        relu(vals.iter().sum::<f32>() / div, *r)
+                    })
+                }
+                FloatOp::Add { relu: r } => {
+                    let b = &ts[n.inputs[1]];
+                    x.iter().zip(b).map(|(&a, &b)| relu(a + b, *r)).collect()
+                }
+                FloatOp::Relu => x.iter().map(|&v| v.max(0.0)).collect(),
+                FloatOp::Reshape => x.clone(),
+            };
+            ts.push(y);
+        }
+        ts
+    }
+}
+
+fn pool(
+    x: &[f32],
+    in_shape: &[usize],
+    out_shape: &[usize],
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    pads: [usize; 4],
+    f: impl Fn(&[f32], usize) -> f32,
+) -> Vec<f32> {
+    let (c, h, w) = (in_shape[0], in_shape[1], in_shape[2]);
+    let (oh, ow) = (out_shape[1], out_shape[2]);
+    let mut y = Vec::with_capacity(c * oh * ow);
+    let mut vals = Vec::with_capacity(kernel[0] * kernel[1]);
+    for ch in 0..c {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                vals.clear();
+                for ky in 0..kernel[0] {
+                    for kx in 0..kernel[1] {
+                        let (iy, ix) = (oy * stride[0] + ky, ox * stride[1] + kx);
+                        if iy >= pads[0] && ix >= pads[1] && iy - pads[0] < h && ix - pads[1] < w {
+                            vals.push(x[(ch * h + iy - pads[0]) * w + ix - pads[1]]);
+                        }
+                    }
+                }
+                y.push(f(&vals, ch));
+            }
+        }
+    }
+    y
+}

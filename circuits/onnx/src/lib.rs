@@ -1,0 +1,122 @@
+//! Imports a float ONNX model and calibration data into a TensorGrid int8 [`QuantModel`].
+//!
+//! Steps: parse the protobuf (tract-onnx's decoder), map supported nodes to a float graph
+//! (folding BatchNormalization into the preceding Conv/Gemm, bias Adds into MatMul, ReLU into
+//! the producing layer, dropping a trailing Softmax with a warning), run the float graph on the
+//! calibration inputs to collect tensor ranges, then quantize per docs/quantization.md.
+//! tract runs the original ONNX file as the float reference the report compares against.
+
+mod float;
+mod import;
+mod quantize;
+
+pub use float::{FloatGraph, FloatNode, FloatOp};
+pub use import::import_onnx;
+pub use quantize::{argmax, quantize_model, CalibrationReport};
+
+use std::path::Path;
+
+/// Import errors. Each names what to fix: the op and node, the file, the value.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file is not a readable ONNX model.
+    #[error("cannot read ONNX model {path}: {reason}")]
+    Read {
+        /// File path.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// An operator we cannot quantize and prove.
+    #[error("unsupported ONNX op '{op}' at node '{node}': {reason}")]
+    Unsupported {
+        /// ONNX op type.
+        op: String,
+        /// Node name.
+        node: String,
+        /// Why, and what is supported.
+        reason: String,
+    },
+    /// A node is malformed (missing attribute, wrong shape).
+    #[error("invalid ONNX node '{node}' ({op}): {reason}")]
+    InvalidNode {
+        /// ONNX op type.
+        op: String,
+        /// Node name.
+        node: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Calibration or input data is unusable.
+    #[error("invalid input data: {0}")]
+    Data(String),
+    /// The quantized model violates a circuit bound.
+    #[error(transparent)]
+    Model(#[from] tgrid_circuits::Error),
+    /// The float reference (tract) failed.
+    #[error("float reference failed: {0}")]
+    Reference(String),
+}
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Input data in EZKL's format: `{"input_data": [[flat f32 values], ...]}`. For a one-input
+/// model every inner array is one sample (EZKL's batch convention for calibration files).
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
+pub struct InputData {
+    /// Flat float samples.
+    pub input_data: Vec<Vec<f32>>,
+}
+
+impl InputData {
+    /// Reads and checks an EZKL-format JSON file: at least one sample, every value finite.
+    pub fn from_path(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Data(format!("{}: {e}", path.display())))?;
+        Self::from_json(&text).map_err(|e| Error::Data(format!("{}: {e}", path.display())))
+    }
+
+    /// Parses EZKL-format JSON.
+    pub fn from_json(text: &str) -> std::result::Result<Self, String> {
+        // serde_json maps NaN/Infinity literals to errors already; numbers out of f32 range
+        // become infinities, which we reject below.
+        let data: InputData = serde_json::from_str(text).map_err(|e| format!("not EZKL input JSON: {e}"))?;
+        if data.input_data.is_empty() || data.input_data.iter().any(|s| s.is_empty()) {
+            return Err("input_data must hold at least one non-empty sample".into());
+        }
+        for (i, s) in data.input_data.iter().enumerate() {
+            if let Some(j) = s.iter().position(|v| !v.is_finite()) {
+                return Err(format!("sample {i} value {j} is not finite"));
+            }
+        }
+        Ok(data)
+    }
+}
+
+/// Runs the original ONNX file with tract (the float reference) on each sample.
+pub fn tract_reference(path: &Path, input_shape: &[usize], samples: &[Vec<f32>]) -> Result<Vec<Vec<f32>>> {
+    use tract_onnx::prelude::*;
+    let err = |e: TractError| Error::Reference(format!("{e:#}"));
+    let mut shape = vec![1usize];
+    shape.extend_from_slice(input_shape);
+    let model = tract_onnx::onnx()
+        .model_for_path(path)
+        .map_err(err)?
+        .with_input_fact(0, f32::fact(&shape).into())
+        .map_err(err)?
+        .into_optimized()
+        .map_err(err)?
+        .into_runnable()
+        .map_err(err)?;
+    samples
+        .iter()
+        .map(|s| {
+            let t = tract_ndarray::ArrayD::from_shape_vec(shape.clone(), s.clone())
+                .map_err(|e| Error::Data(format!("sample does not fit shape {shape:?}: {e}")))?;
+            let out = model.run(tvec!(Tensor::from(t).into())).map_err(err)?;
+            let view = out[0].to_array_view::<f32>().map_err(err)?;
+            Ok(view.iter().copied().collect())
+        })
+        .collect()
+}

@@ -1,0 +1,209 @@
+//! Post-training quantization of a [`FloatGraph`] (docs/quantization.md):
+//! activations asymmetric int8 from calibration ranges, weights symmetric int8 per output
+//! channel, bias int32 at `s_in · s_w`, fixed-point requantization multipliers.
+
+use serde::{Deserialize, Serialize};
+use tgrid_circuits::{infer, requant_for, Node, Op, QParams, QuantModel, Requant};
+
+use crate::float::{FloatGraph, FloatOp};
+use crate::{Error, Result};
+
+/// How the int8 model compares with the float reference on a sample set.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CalibrationReport {
+    /// Samples compared.
+    pub samples: usize,
+    /// Fraction of samples whose int8 argmax equals the float argmax.
+    pub argmax_agreement: f64,
+    /// Largest absolute difference between dequantized int8 outputs and float outputs.
+    pub max_abs_error: f64,
+    /// Mean absolute difference.
+    pub mean_abs_error: f64,
+}
+
+impl CalibrationReport {
+    /// Compares int8 outputs (dequantized) with float outputs.
+    pub fn compare(model: &QuantModel, inputs: &[Vec<f32>], float_outputs: &[Vec<f32>]) -> Result<Self> {
+        let out_q = model.tensor_q(model.output_tensor());
+        let (mut agree, mut max_err, mut sum_err, mut count) = (0usize, 0f64, 0f64, 0usize);
+        for (x, f) in inputs.iter().zip(float_outputs) {
+            let q = infer::quantize_input(model, x)?;
+            let y = infer::dequantize(infer::run(model, &q)?.output(), out_q);
+            if y.len() != f.len() {
+                return Err(Error::Reference(format!("output lengths differ: {} vs {}", y.len(), f.len())));
+            }
+            agree += usize::from(argmax(&y) == argmax(f));
+            for (a, b) in y.iter().zip(f) {
+                let e = f64::from((a - b).abs());
+                max_err = max_err.max(e);
+                sum_err += e;
+                count += 1;
+            }
+        }
+        Ok(Self {
+            samples: inputs.len(),
+            argmax_agreement: agree as f64 / inputs.len().max(1) as f64,
+            max_abs_error: max_err,
+            mean_abs_error: sum_err / count.max(1) as f64,
+        })
+    }
+}
+
+/// Index of the largest value (first on ties).
+pub fn argmax(v: &[f32]) -> usize {
+    v.iter().enumerate().fold(0, |best, (i, &x)| if x > v[best] { i } else { best })
+}
+
+fn qparams(min: f32, max: f32) -> QParams {
+    // The range must hold 0 so that real zero (padding, ReLU) is exact.
+    let (min, max) = (min.min(0.0), max.max(0.0));
+    let scale = ((max - min) / 255.0).max(1e-8);
+    let zp = (-128.0 - min / scale).round().clamp(-128.0, 127.0);
+    QParams { scale, zero_point: zp as i8 }
+}
+
+/// Quantizes weights `[channels][per]` symmetrically per channel; returns the int8 weights and
+/// the channel scales.
+fn quantize_weights(weights: &[f32], channels: usize) -> (Vec<i8>, Vec<f64>) {
+    let per = weights.len() / channels;
+    let mut q = Vec::with_capacity(weights.len());
+    let mut scales = Vec::with_capacity(channels);
+    for row in weights.chunks(per) {
+        let max = row.iter().fold(0f32, |m, &w| m.max(w.abs()));
+        let s = if max > 0.0 { f64::from(max) / 127.0 } else { 1.0 };
+        q.extend(row.iter().map(|&w| (f64::from(w) / s).round().clamp(-127.0, 127.0) as i8));
+        scales.push(s);
+    }
+    (q, scales)
+}
+
+/// Affine layer parameters: int8 weights, int32 bias, one requantization per channel.
+fn quantize_affine(
+    node: &str,
+    weights: &[f32],
+    bias: &[f32],
+    channels: usize,
+    in_q: QParams,
+    out_q: QParams,
+) -> Result<(Vec<i8>, Vec<i32>, Vec<Requant>)> {
+    let (qw, scales) = quantize_weights(weights, channels);
+    let per = qw.len() / channels;
+    let s_in = f64::from(in_q.scale);
+    let offset = (i64::from(in_q.zero_point) + 128).unsigned_abs() as u128;
+    let mut qb = Vec::with_capacity(channels);
+    let mut requant = Vec::with_capacity(channels);
+    for ch in 0..channels {
+        let b = (f64::from(bias[ch]) / (s_in * scales[ch])).round();
+        if b.abs() >= 2f64.powi(31) {
+            return Err(Error::InvalidNode {
+                op: "Gemm/Conv".into(),
+                node: node.into(),
+                reason: format!("bias {} overflows int32 after quantization", bias[ch]),
+            });
+        }
+        qb.push(b as i32);
+        let abs_w: u128 = qw[ch * per..(ch + 1) * per].iter().map(|&w| u128::from(w.unsigned_abs())).sum();
+        let bound = b.abs() as u128 + abs_w * offset + abs_w * 255;
+        let m = s_in * scales[ch] / f64::from(out_q.scale);
+        requant.push(requant_for(m, bound).map_err(|why| Error::InvalidNode {
+            op: "Gemm/Conv".into(),
+            node: node.into(),
+            reason: why,
+        })?);
+    }
+    Ok((qw, qb, requant))
+}
+
+/// Quantizes `graph` with ranges observed on the calibration samples.
+pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<QuantModel> {
+    let input_len: usize = graph.input_shape.iter().product();
+    if calibration.is_empty() {
+        return Err(Error::Data("calibration needs at least one sample".into()));
+    }
+    let mut lo = vec![f32::INFINITY; graph.nodes.len() + 1];
+    let mut hi = vec![f32::NEG_INFINITY; graph.nodes.len() + 1];
+    for (i, sample) in calibration.iter().enumerate() {
+        if sample.len() != input_len {
+            return Err(Error::Data(format!(
+                "calibration sample {i} has {} values, the model takes {input_len}",
+                sample.len()
+            )));
+        }
+        for (t, values) in graph.run(sample).iter().enumerate() {
+            for &v in values {
+                lo[t] = lo[t].min(v);
+                hi[t] = hi[t].max(v);
+            }
+        }
+    }
+    let mut qs: Vec<QParams> = vec![qparams(lo[0], hi[0])];
+    let mut nodes = Vec::with_capacity(graph.nodes.len());
+    for (i, n) in graph.nodes.iter().enumerate() {
+        let in_q = qs[n.inputs[0]];
+        let observed = qparams(lo[i + 1], hi[i + 1]);
+        let (op, q) = match &n.op {
+            FloatOp::Dense { weights, bias, out, relu } => {
+                let (weights, bias, requant) = quantize_affine(&n.name, weights, bias, *out, in_q, observed)?;
+                (Op::Dense { weights, bias, requant, relu: *relu }, observed)
+            }
+            FloatOp::Conv { weights, bias, c_out, kernel, stride, pads, relu } => {
+                let (weights, bias, requant) = quantize_affine(&n.name, weights, bias, *c_out, in_q, observed)?;
+                (
+                    Op::Conv {
+                        c_out: *c_out,
+                        kernel: *kernel,
+                        stride: *stride,
+                        pads: *pads,
+                        weights,
+                        bias,
+                        requant,
+                        relu: *relu,
+                    },
+                    observed,
+                )
+            }
+            FloatOp::MaxPool { kernel, stride, pads } => {
+                (Op::MaxPool { kernel: *kernel, stride: *stride, pads: *pads }, in_q)
+            }
+            FloatOp::AvgPool { kernel, stride, pads, count_include_pad, relu } => {
+                let cells = kernel[0] * kernel[1];
+                let requant = (1..=cells)
+                    .map(|count| {
+                        let divisor = if *count_include_pad { cells } else { count };
+                        let m = f64::from(in_q.scale) / (f64::from(observed.scale) * divisor as f64);
+                        requant_for(m, 255 * 2 * count as u128)
+                    })
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|why| Error::InvalidNode {
+                        op: "AveragePool".into(),
+                        node: n.name.clone(),
+                        reason: why,
+                    })?;
+                (Op::AvgPool { kernel: *kernel, stride: *stride, pads: *pads, requant, relu: *relu }, observed)
+            }
+            FloatOp::Add { relu } => {
+                let qb = qs[n.inputs[1]];
+                const SHIFT: u8 = 16;
+                let k =
+                    |q: QParams| (f64::from(q.scale) / f64::from(observed.scale) * f64::from(1u32 << SHIFT)).round();
+                let (ka, kb) = (k(in_q), k(qb));
+                if ka.abs() >= 2f64.powi(24) || kb.abs() >= 2f64.powi(24) {
+                    return Err(Error::InvalidNode {
+                        op: "Add".into(),
+                        node: n.name.clone(),
+                        reason: "input and output scales differ too much".into(),
+                    });
+                }
+                let requant = Requant { multiplier: 1, shift: SHIFT };
+                (Op::Add { ka: ka as i32, kb: kb as i32, requant, relu: *relu }, observed)
+            }
+            FloatOp::Relu => (Op::Relu, in_q),
+            FloatOp::Reshape => (Op::Reshape, in_q),
+        };
+        qs.push(q);
+        nodes.push(Node { name: n.name.clone(), op, inputs: n.inputs.clone(), shape: n.shape.clone(), q });
+    }
+    let model = QuantModel { name: graph.name.clone(), input_shape: graph.input_shape.clone(), input_q: qs[0], nodes };
+    model.validate()?;
+    Ok(model)
+}

@@ -1,0 +1,280 @@
+//! The per-model plonky2 circuit: one segment of the model's layers, with weights as constants.
+//!
+//! A segment takes the tensors live at its first cut (range checked), runs its layers with the
+//! gadgets of [`crate::gadgets`], and commits to the tensors live at its last cut. A segment that
+//! covers the whole model also binds the task: its public inputs are [`PublicInputs`].
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use plonky2::field::types::{Field, PrimeField64};
+use plonky2::fri::reduction_strategies::FriReductionStrategy;
+use plonky2::iop::target::Target;
+use plonky2::iop::witness::{PartialWitness, WitnessWrite};
+use plonky2::plonk::circuit_builder::CircuitBuilder;
+use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData};
+
+use crate::commit::Commitment;
+use crate::error::{Error, Result};
+use crate::gadgets::{commit_bytes, ByteTarget, Gadgets};
+use crate::lower::{affine_layout, for_each_element, Element};
+use crate::model::{numel, QuantModel};
+use crate::{C, D, F};
+
+/// Public inputs of a task proof, in circuit order: task id (8 × u32, big-endian words),
+/// provider (5 × u32), model id (8 × u32), input commitment (4), output commitment (4).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublicInputs {
+    /// Task id assigned by the escrow contract.
+    pub task_id: [u8; 32],
+    /// Address of the provider that accepted the task.
+    pub provider: [u8; 20],
+    /// Id of the compiled model.
+    pub model_id: [u8; 32],
+    /// Commitment to the int8 input.
+    pub input_commitment: Commitment,
+    /// Commitment to the int8 output.
+    pub output_commitment: Commitment,
+}
+
+/// Number of field elements in [`PublicInputs`].
+pub const NUM_PUBLIC_INPUTS: usize = 8 + 5 + 8 + 4 + 4;
+
+fn words(bytes: &[u8]) -> impl Iterator<Item = F> + '_ {
+    bytes.chunks(4).map(|w| F::from_canonical_u32(u32::from_be_bytes(w.try_into().expect("4 bytes"))))
+}
+
+fn unwords<const N: usize>(fields: &[F]) -> Result<[u8; N]> {
+    let mut out = [0u8; N];
+    for (chunk, f) in out.chunks_mut(4).zip(fields) {
+        let v = u32::try_from(f.to_canonical_u64())
+            .map_err(|_| Error::InvalidProof("a public input word exceeds 32 bits".into()))?;
+        chunk.copy_from_slice(&v.to_be_bytes());
+    }
+    Ok(out)
+}
+
+impl PublicInputs {
+    /// As field elements, in circuit order.
+    pub fn to_fields(&self) -> Vec<F> {
+        let mut v: Vec<F> = words(&self.task_id).chain(words(&self.provider)).chain(words(&self.model_id)).collect();
+        v.extend(self.input_commitment.to_elements());
+        v.extend(self.output_commitment.to_elements());
+        v
+    }
+
+    /// Parses field elements, rejecting a wrong count or out-of-range words.
+    pub fn from_fields(v: &[F]) -> Result<Self> {
+        if v.len() != NUM_PUBLIC_INPUTS {
+            return Err(Error::InvalidProof(format!("{} public inputs, expected {NUM_PUBLIC_INPUTS}", v.len())));
+        }
+        let elems = |s: &[F]| -> [F; 4] { [s[0], s[1], s[2], s[3]] };
+        Ok(Self {
+            task_id: unwords(&v[0..8])?,
+            provider: unwords(&v[8..13])?,
+            model_id: unwords(&v[13..21])?,
+            input_commitment: Commitment::from_elements(elems(&v[21..25])),
+            output_commitment: Commitment::from_elements(elems(&v[25..29])),
+        })
+    }
+}
+
+/// The configuration of every task and segment circuit: plonky2's standard recursion
+/// configuration with zero knowledge (hides the input and all intermediate activations), FRI
+/// folding by 4 instead of 16. plonky2 blinds with random rows in proportion to the values a
+/// proof opens, which grow with the folding arity: arity 16 pads even a tiny circuit to 2^14
+/// rows (12 s to build), arity 4 to 2^12 (measured in docs/BENCHMARKS.md).
+pub fn task_config() -> CircuitConfig {
+    let mut config = CircuitConfig::standard_recursion_zk_config();
+    config.fri_config.reduction_strategy = FriReductionStrategy::ConstantArityBits(2, 2);
+    config
+}
+
+/// A contiguous run of layers and the tensors live at its two cuts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Node indices.
+    pub nodes: Range<usize>,
+    /// Tensors produced before the segment and used by it or later, in index order.
+    pub live_in: Vec<usize>,
+    /// Tensors produced up to the segment's end and used later (or the model output).
+    pub live_out: Vec<usize>,
+}
+
+impl Segment {
+    /// The segment of nodes `range` of `model`.
+    pub fn new(model: &QuantModel, nodes: Range<usize>) -> Self {
+        let last_use = last_uses(model);
+        let n = model.nodes.len();
+        let live = |cut: usize| -> Vec<usize> {
+            // Tensors 0..=cut exist at the cut (before node `cut`); live if used by node >= cut.
+            (0..=cut).filter(|&t| last_use[t] >= cut || (t == n && cut == n)).collect()
+        };
+        Segment { live_in: live(nodes.start), live_out: live(nodes.end), nodes }
+    }
+
+    /// Total int8 values entering the segment.
+    pub fn input_len(&self, model: &QuantModel) -> usize {
+        self.live_in.iter().map(|&t| numel(model.tensor_shape(t))).sum()
+    }
+}
+
+/// For each tensor, the index of the last node that reads it (or `usize::MAX` for none).
+fn last_uses(model: &QuantModel) -> Vec<usize> {
+    let mut last = vec![usize::MAX; model.nodes.len() + 1];
+    for (i, node) in model.nodes.iter().enumerate() {
+        for &t in &node.inputs {
+            last[t] = if last[t] == usize::MAX { i } else { last[t].max(i) };
+        }
+    }
+    last.iter().map(|&l| if l == usize::MAX { 0 } else { l }).collect()
+}
+
+/// Targets that bind a whole-model proof to its task.
+#[derive(Clone, Debug)]
+pub(crate) struct BindingTargets {
+    pub task_id: [Target; 8],
+    pub provider: [Target; 5],
+}
+
+/// A built segment circuit and the targets the prover fills.
+#[derive(Debug)]
+pub struct SegmentCircuit {
+    pub(crate) data: CircuitData<F, C, D>,
+    /// Live-in tensors, in `segment.live_in` order.
+    pub(crate) inputs: Vec<Vec<Target>>,
+    /// Every tensor computed inside, by tensor index (for witness inspection in tests).
+    pub(crate) tensors: BTreeMap<usize, Vec<Target>>,
+    pub(crate) binding: Option<BindingTargets>,
+}
+
+/// Options for [`SegmentCircuit::build`].
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BuildOptions {
+    /// Bind to a task (only for a segment covering the whole model).
+    pub bind_task: bool,
+    #[cfg(test)]
+    pub fault: Option<(usize, crate::gadgets::Fault)>,
+}
+
+impl SegmentCircuit {
+    /// Builds the circuit of `segment`.
+    pub(crate) fn build(model: &QuantModel, segment: Segment, options: BuildOptions) -> Result<Self> {
+        let mut builder = CircuitBuilder::<F, D>::new(task_config());
+        let mut gadgets = Gadgets::new(&mut builder);
+        #[cfg(test)]
+        {
+            gadgets.fault = options.fault;
+        }
+        let mut values: BTreeMap<usize, Vec<ByteTarget>> = BTreeMap::new();
+        let mut inputs = Vec::new();
+        for &t in &segment.live_in {
+            let targets = builder.add_virtual_targets(numel(model.tensor_shape(t)));
+            values.insert(t, targets.iter().map(|&x| gadgets.range_check_byte(&mut builder, x)).collect());
+            inputs.push(targets);
+        }
+        for i in segment.nodes.clone() {
+            let mut out = vec![None; numel(&model.nodes[i].shape)];
+            let mut failure = None;
+            for_each_element(model, i, |o, e| {
+                let value = match e {
+                    Element::Affine { constant, terms, requant, zero_point, lo } => {
+                        let layout = match affine_layout(constant, terms, requant) {
+                            Ok(l) => l,
+                            Err(why) => {
+                                failure.get_or_insert(why);
+                                return;
+                            }
+                        };
+                        let acc = gadgets.affine(
+                            &mut builder,
+                            constant,
+                            terms.iter().map(|t| (t.weight, values[&t.tensor][t.index].0)),
+                        );
+                        gadgets.requantize(&mut builder, acc, requant, zero_point, lo, layout)
+                    }
+                    Element::Max { tensor, indices } => {
+                        let xs: Vec<Target> = indices.iter().map(|&k| values[&tensor][k].0).collect();
+                        gadgets.max(&mut builder, &xs)
+                    }
+                    Element::Copy { tensor, index } => values[&tensor][index],
+                };
+                out[o] = Some(value);
+            });
+            if let Some(why) = failure {
+                return Err(Error::InvalidModel(format!("node '{}': {why}", model.nodes[i].name)));
+            }
+            values.insert(i + 1, out.into_iter().map(|v| v.expect("every element visited")).collect());
+        }
+
+        let concat = |ts: &[usize]| -> Vec<ByteTarget> { ts.iter().flat_map(|t| values[t].iter().copied()).collect() };
+        let input_commitment = commit_bytes(&mut builder, &concat(&segment.live_in));
+        let output_commitment = commit_bytes(&mut builder, &concat(&segment.live_out));
+
+        let binding = if options.bind_task {
+            let task_id: [Target; 8] = std::array::from_fn(|_| builder.add_virtual_public_input());
+            let provider: [Target; 5] = std::array::from_fn(|_| builder.add_virtual_public_input());
+            for w in model_id_words(model) {
+                let c = builder.constant(w);
+                builder.register_public_input(c);
+            }
+            Some(BindingTargets { task_id, provider })
+        } else {
+            None
+        };
+        builder.register_public_inputs(&input_commitment.elements);
+        builder.register_public_inputs(&output_commitment.elements);
+
+        let data = builder.build::<C>();
+        let tensors = values
+            .into_iter()
+            .filter(|(t, _)| !segment.live_in.contains(t))
+            .map(|(t, v)| (t, v.into_iter().map(|b| b.0).collect()))
+            .collect();
+        Ok(SegmentCircuit { data, inputs, tensors, binding })
+    }
+
+    /// Number of gate rows (the padded circuit degree).
+    pub fn rows(&self) -> usize {
+        self.data.common.degree()
+    }
+
+    /// The witness for the given live-in tensors (int8) and, for a bound circuit, the task.
+    pub(crate) fn witness(&self, live_in: &[&[i8]], task: Option<(&[u8; 32], &[u8; 20])>) -> Result<PartialWitness<F>> {
+        let mut pw = PartialWitness::new();
+        let set = |pw: &mut PartialWitness<F>, t: Target, v: F| {
+            pw.set_target(t, v).map_err(|e| Error::Proving(e.to_string()))
+        };
+        for (targets, values) in self.inputs.iter().zip(live_in) {
+            if targets.len() != values.len() {
+                return Err(Error::InvalidInput(format!("expected {} values, got {}", targets.len(), values.len())));
+            }
+            for (&t, &x) in targets.iter().zip(values.iter()) {
+                set(&mut pw, t, F::from_canonical_u8((x as u8) ^ 0x80))?;
+            }
+        }
+        if let (Some(b), Some((task_id, provider))) = (&self.binding, task) {
+            set_binding(&mut pw, b, task_id, provider)?;
+        }
+        Ok(pw)
+    }
+}
+
+/// The model id as the eight 32-bit words the circuits expose.
+pub(crate) fn model_id_words(model: &QuantModel) -> Vec<F> {
+    words(&model.model_id()).collect()
+}
+
+/// Sets the task binding targets.
+pub(crate) fn set_binding(
+    pw: &mut PartialWitness<F>,
+    b: &BindingTargets,
+    task_id: &[u8; 32],
+    provider: &[u8; 20],
+) -> Result<()> {
+    let targets = b.task_id.iter().chain(&b.provider);
+    for (&t, v) in targets.zip(words(task_id).chain(words(provider))) {
+        pw.set_target(t, v).map_err(|e| Error::Proving(e.to_string()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,377 @@
+//! plonky2 gadgets for int8 inference: byte range checks by lookup, requantization with a
+//! witnessed quotient/remainder and a proven clamp, max over a window, tensor commitments.
+//!
+//! Every hint computed by a generator here is constrained: bytes by the lookup table, the
+//! division by a linear identity that cannot wrap (bounds in [`crate::lower::affine_layout`]),
+//! the clamp by sign/zero products.
+
+use std::sync::Arc;
+
+use plonky2::field::types::{Field, Field64, PrimeField64};
+use plonky2::hash::hash_types::HashOutTarget;
+use plonky2::hash::poseidon::PoseidonHash;
+use plonky2::iop::generator::{GeneratedValues, SimpleGenerator};
+use plonky2::iop::target::Target;
+use plonky2::iop::witness::{PartitionWitness, Witness, WitnessWrite};
+use plonky2::plonk::circuit_builder::CircuitBuilder;
+use plonky2::plonk::circuit_data::CommonCircuitData;
+use plonky2::util::serialization::{Buffer, IoResult, Read, Write};
+
+use crate::commit::BYTES_PER_ELEMENT;
+use crate::lower::AffineLayout;
+use crate::model::Requant;
+use crate::{D, F};
+
+/// A target proven to hold a byte `u ∈ [0, 255]` (an int8 in offset form `x + 128`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteTarget(pub Target);
+
+/// Deliberately wrong witnesses, to show that each constraint rejects them (tests only).
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// The output is one more than the clamp of the quotient (breaks the clamp constraints).
+    ClampOffByOne,
+    /// The output is 256 − lo − 128 + 1 above the low clamp: outside int8.
+    OutputOutOfRange,
+    /// Quotient one lower, remainder 2^s higher: the remainder leaves its byte range.
+    RemainderOverflow,
+    /// The output is claimed as another value with a consistent excess.
+    WrongOutput,
+    /// Max: the claimed maximum is one above the true maximum.
+    MaxTooLarge,
+    /// Max: the claimed maximum is one below the true maximum.
+    MaxTooSmall,
+}
+
+/// Builder state shared by the gadgets: the byte lookup table.
+#[derive(Debug)]
+pub(crate) struct Gadgets {
+    byte_table: usize,
+    #[cfg(test)]
+    pub(crate) fault: Option<(usize, Fault)>,
+    /// Running index of hinted elements, to aim a fault at one of them.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) hinted: usize,
+}
+
+impl Gadgets {
+    pub(crate) fn new(builder: &mut CircuitBuilder<F, D>) -> Self {
+        let table: Vec<(u16, u16)> = (0..256u16).map(|v| (v, v)).collect();
+        let byte_table = builder.add_lookup_table_from_pairs(Arc::new(table));
+        Self {
+            byte_table,
+            #[cfg(test)]
+            fault: None,
+            hinted: 0,
+        }
+    }
+
+    /// Proves `t ∈ [0, 255]`.
+    pub(crate) fn range_check_byte(&self, builder: &mut CircuitBuilder<F, D>, t: Target) -> ByteTarget {
+        builder.add_lookup_from_index(t, self.byte_table);
+        ByteTarget(t)
+    }
+
+    /// A fresh witness byte.
+    fn new_byte(&self, builder: &mut CircuitBuilder<F, D>) -> ByteTarget {
+        let t = builder.add_virtual_target();
+        self.range_check_byte(builder, t)
+    }
+
+    #[cfg(test)]
+    fn take_fault(&mut self) -> Option<Fault> {
+        let i = self.hinted;
+        self.hinted += 1;
+        self.fault.filter(|(at, _)| *at == i).map(|(_, f)| f)
+    }
+
+    #[cfg(not(test))]
+    fn take_fault(&mut self) -> Option<()> {
+        self.hinted += 1;
+        None
+    }
+
+    /// `acc = constant + Σ weight·u`.
+    pub(crate) fn affine(
+        &self,
+        builder: &mut CircuitBuilder<F, D>,
+        constant: i64,
+        terms: impl IntoIterator<Item = (i64, Target)>,
+    ) -> Target {
+        let mut acc = builder.constant(field_of(constant));
+        for (w, u) in terms {
+            acc = builder.mul_const_add(field_of(w), u, acc);
+        }
+        acc
+    }
+
+    /// Requantizes `acc`: returns `u = y + 128` with
+    /// `y = clamp(zp + floor((acc·M + 2^(s-1)) / 2^s), lo, 127)`.
+    ///
+    /// Witness: `y' = y - lo`, the clamp excess `d = z - y'` as magnitude `a` (bytes) and sign
+    /// `σ`, the remainder `r` (bytes). Constraints:
+    /// `acc·M + 2^(s-1) + (zp-lo)·2^s = (y' + d)·2^s + r`, `a·(1-σ)·(y' - (127-lo)) = 0`,
+    /// `a·σ·y' = 0`, `σ ∈ {0,1}`, `y' ∈ [0,255]`, `y' + lo + 128 ∈ [0,255]`.
+    pub(crate) fn requantize(
+        &mut self,
+        builder: &mut CircuitBuilder<F, D>,
+        acc: Target,
+        requant: Requant,
+        zero_point: i8,
+        lo: i8,
+        layout: AffineLayout,
+    ) -> ByteTarget {
+        let y_prime = self.new_byte(builder);
+        let sigma = builder.add_virtual_bool_target_safe();
+        let a_bytes: Vec<ByteTarget> = (0..layout.excess_bytes).map(|_| self.new_byte(builder)).collect();
+        let r_bytes: Vec<ByteTarget> = (0..layout.remainder_bytes).map(|_| self.new_byte(builder)).collect();
+        let fault = self.take_fault();
+        builder.add_simple_generator(RequantHint {
+            acc,
+            multiplier: requant.multiplier,
+            shift: requant.shift,
+            zero_point,
+            lo,
+            y_prime: y_prime.0,
+            sigma: sigma.target,
+            a_bytes: a_bytes.iter().map(|b| b.0).collect(),
+            r_bytes: r_bytes.iter().map(|b| b.0).collect(),
+            #[cfg(test)]
+            fault,
+        });
+        let _ = fault;
+
+        let a = pack_bytes(builder, &a_bytes);
+        let r = pack_bytes(builder, &r_bytes);
+        // d = a - 2σa
+        let sigma_a = builder.mul(sigma.target, a);
+        let d = builder.arithmetic(-F::TWO, F::ONE, sigma.target, a, a);
+        // (a - σa)·(y' - H) = 0 and σa·y' = 0
+        let high = 127 - i64::from(lo);
+        let not_sigma_a = builder.sub(a, sigma_a);
+        let high_check = builder.arithmetic(F::ONE, -field_of(high), not_sigma_a, y_prime.0, not_sigma_a);
+        builder.assert_zero(high_check);
+        let low_check = builder.mul(sigma_a, y_prime.0);
+        builder.assert_zero(low_check);
+
+        let s = u32::from(requant.shift);
+        let two_s = F::from_canonical_u64(1u64 << s);
+        let rounding = if s == 0 { 0 } else { 1i64 << (s - 1) };
+        let offset = rounding + (i64::from(zero_point) - i64::from(lo)) * (1i64 << s);
+        // lhs = acc·M + offset; rhs = (y' + d)·2^s + r
+        let one = builder.one();
+        let offset = builder.constant(field_of(offset));
+        let lhs = builder.arithmetic(F::from_canonical_u32(requant.multiplier), F::ONE, acc, one, offset);
+        let z = builder.add(y_prime.0, d);
+        let rhs = builder.mul_const_add(two_s, z, r);
+        builder.connect(lhs, rhs);
+
+        // u = y' + lo + 128 must be a byte too: y = y' + lo ≤ 127.
+        let u = builder.add_const(y_prime.0, field_of(i64::from(lo) + 128));
+        self.range_check_byte(builder, u)
+    }
+
+    /// `max(inputs)`: `max - x_i ∈ [0, 255]` for every i and `Π (max - x_i) = 0`.
+    pub(crate) fn max(&mut self, builder: &mut CircuitBuilder<F, D>, inputs: &[Target]) -> ByteTarget {
+        let out = builder.add_virtual_target();
+        let fault = self.take_fault();
+        builder.add_simple_generator(MaxHint {
+            inputs: inputs.to_vec(),
+            output: out,
+            #[cfg(test)]
+            fault,
+        });
+        let _ = fault;
+        let mut product = builder.one();
+        for &x in inputs {
+            let diff = builder.sub(out, x);
+            self.range_check_byte(builder, diff);
+            product = builder.mul(product, diff);
+        }
+        builder.assert_zero(product);
+        // Implied by the two constraints above, since the inputs are bytes.
+        ByteTarget(out)
+    }
+}
+
+/// Σ bytes[j]·256^j.
+fn pack_bytes(builder: &mut CircuitBuilder<F, D>, bytes: &[ByteTarget]) -> Target {
+    let mut acc = builder.zero();
+    for (j, b) in bytes.iter().enumerate() {
+        acc = builder.mul_const_add(F::from_canonical_u64(1u64 << (8 * j)), b.0, acc);
+    }
+    acc
+}
+
+/// The commitment of [`crate::commit`] over byte targets (offset form).
+pub(crate) fn commit_bytes(builder: &mut CircuitBuilder<F, D>, values: &[ByteTarget]) -> HashOutTarget {
+    let mut elements = vec![builder.constant(F::from_canonical_usize(values.len()))];
+    for chunk in values.chunks(BYTES_PER_ELEMENT) {
+        elements.push(pack_bytes(builder, chunk));
+    }
+    builder.hash_n_to_hash_no_pad::<PoseidonHash>(elements)
+}
+
+/// A signed integer as a field element.
+pub(crate) fn field_of(v: i64) -> F {
+    if v >= 0 {
+        F::from_canonical_u64(v as u64)
+    } else {
+        -F::from_canonical_u64(v.unsigned_abs())
+    }
+}
+
+/// A field element holding a small signed integer back as `i64` (values above p/2 are negative).
+pub(crate) fn signed_of(v: F) -> i64 {
+    let c = v.to_canonical_u64();
+    if c > F::ORDER / 2 {
+        -((F::ORDER - c) as i64)
+    } else {
+        c as i64
+    }
+}
+
+#[derive(Debug, Clone)]
+struct RequantHint {
+    acc: Target,
+    multiplier: u32,
+    shift: u8,
+    zero_point: i8,
+    lo: i8,
+    y_prime: Target,
+    sigma: Target,
+    a_bytes: Vec<Target>,
+    r_bytes: Vec<Target>,
+    #[cfg(test)]
+    fault: Option<Fault>,
+}
+
+impl SimpleGenerator<F, D> for RequantHint {
+    fn id(&self) -> String {
+        "tgrid::RequantHint".into()
+    }
+
+    fn dependencies(&self) -> Vec<Target> {
+        vec![self.acc]
+    }
+
+    fn run_once(&self, witness: &PartitionWitness<'_, F>, out: &mut GeneratedValues<F>) -> anyhow::Result<()> {
+        let acc = i128::from(signed_of(witness.get_target(self.acc)));
+        let s = u32::from(self.shift);
+        let rounding = if s == 0 { 0 } else { 1i128 << (s - 1) };
+        let w = acc * i128::from(self.multiplier)
+            + rounding
+            + (i128::from(self.zero_point) - i128::from(self.lo)) * (1i128 << s);
+        #[allow(unused_mut)]
+        let mut z = w >> s;
+        #[allow(unused_mut)]
+        let mut r = w - (z << s);
+        let high = 127 - i128::from(self.lo);
+        #[allow(unused_mut)]
+        let mut y_prime = z.clamp(0, high);
+        #[cfg(test)]
+        match self.fault {
+            Some(Fault::ClampOffByOne) => y_prime += 1,
+            Some(Fault::OutputOutOfRange) => y_prime = high + 1,
+            Some(Fault::RemainderOverflow) => {
+                z -= 1;
+                r += 1i128 << s;
+                y_prime = z.clamp(0, high);
+            }
+            Some(Fault::WrongOutput) => {
+                y_prime = if y_prime > 0 { y_prime - 1 } else { y_prime + 1 };
+            }
+            _ => {}
+        }
+        let d = z - y_prime;
+        out.set_target(self.y_prime, F::from_canonical_u64(y_prime as u64))?;
+        out.set_target(self.sigma, F::from_bool(d < 0))?;
+        write_bytes(out, &self.a_bytes, d.unsigned_abs())?;
+        write_bytes(out, &self.r_bytes, r as u128)?;
+        Ok(())
+    }
+
+    fn serialize(&self, dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {
+        dst.write_target(self.acc)?;
+        dst.write_u32(self.multiplier)?;
+        dst.write_u8(self.shift)?;
+        dst.write_u8(self.zero_point as u8)?;
+        dst.write_u8(self.lo as u8)?;
+        dst.write_target(self.y_prime)?;
+        dst.write_target(self.sigma)?;
+        dst.write_target_vec(&self.a_bytes)?;
+        dst.write_target_vec(&self.r_bytes)
+    }
+
+    fn deserialize(src: &mut Buffer<'_>, _common: &CommonCircuitData<F, D>) -> IoResult<Self> {
+        Ok(Self {
+            acc: src.read_target()?,
+            multiplier: src.read_u32()?,
+            shift: src.read_u8()?,
+            zero_point: src.read_u8()? as i8,
+            lo: src.read_u8()? as i8,
+            y_prime: src.read_target()?,
+            sigma: src.read_target()?,
+            a_bytes: src.read_target_vec()?,
+            r_bytes: src.read_target_vec()?,
+            #[cfg(test)]
+            fault: None,
+        })
+    }
+}
+
+/// Writes `value` little-endian into byte targets. A value that does not fit is written with an
+/// oversized top "byte", which the lookup then rejects (that is what fault tests exercise).
+fn write_bytes(out: &mut GeneratedValues<F>, targets: &[Target], mut value: u128) -> anyhow::Result<()> {
+    for (j, &t) in targets.iter().enumerate() {
+        let byte = if j + 1 == targets.len() { value } else { value & 0xff };
+        out.set_target(t, F::from_canonical_u64(u64::try_from(byte).unwrap_or(u64::MAX) % F::ORDER))?;
+        value >>= 8;
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone)]
+struct MaxHint {
+    inputs: Vec<Target>,
+    output: Target,
+    #[cfg(test)]
+    fault: Option<Fault>,
+}
+
+impl SimpleGenerator<F, D> for MaxHint {
+    fn id(&self) -> String {
+        "tgrid::MaxHint".into()
+    }
+
+    fn dependencies(&self) -> Vec<Target> {
+        self.inputs.clone()
+    }
+
+    fn run_once(&self, witness: &PartitionWitness<'_, F>, out: &mut GeneratedValues<F>) -> anyhow::Result<()> {
+        #[allow(unused_mut)]
+        let mut max = self.inputs.iter().map(|&t| witness.get_target(t).to_canonical_u64()).max().unwrap_or(0);
+        #[cfg(test)]
+        match self.fault {
+            Some(Fault::MaxTooLarge) => max += 1,
+            Some(Fault::MaxTooSmall) => max = max.wrapping_sub(1),
+            _ => {}
+        }
+        out.set_target(self.output, F::from_canonical_u64(max % F::ORDER))
+    }
+
+    fn serialize(&self, dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {
+        dst.write_target_vec(&self.inputs)?;
+        dst.write_target(self.output)
+    }
+
+    fn deserialize(src: &mut Buffer<'_>, _common: &CommonCircuitData<F, D>) -> IoResult<Self> {
+        Ok(Self {
+            inputs: src.read_target_vec()?,
+            output: src.read_target()?,
+            #[cfg(test)]
+            fault: None,
+        })
+    }
+}

@@ -1,0 +1,35 @@
+//! TensorGrid circuits: the exact int8 model semantics, tensor commitments, and the plonky2
+//! circuits that prove a task's inference.
+//!
+//! Data flow: a [`QuantModel`] (from `tgrid-onnx`) runs with [`infer::run`]; [`TaskProver`]
+//! builds the model's circuit(s) and proves one inference bound to a task and a provider;
+//! [`TaskVerifier`] checks a [`TaskProof`] against the model. The integer semantics are written
+//! down in docs/quantization.md.
+
+mod circuit;
+mod codec;
+pub mod commit;
+mod error;
+mod files;
+mod gadgets;
+pub mod infer;
+mod lower;
+mod model;
+mod task;
+#[cfg(test)]
+mod tests;
+
+pub use circuit::{task_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS};
+pub use commit::{commit, Commitment};
+pub use error::{Error, Result};
+pub use files::{ModelFile, TaskProof, MODEL_MAGIC, PROOF_MAGIC};
+pub use lower::requant_for;
+pub use model::{numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, MAX_MACS, MAX_TENSOR_LEN};
+pub use task::{CircuitStats, SegmentPlan, TaskProver, TaskVerifier};
+
+/// The base field (Goldilocks).
+pub type F = plonky2::field::goldilocks_field::GoldilocksField;
+/// Extension degree used by every circuit.
+pub const D: usize = 2;
+/// plonky2 configuration of task circuits (Poseidon over Goldilocks).
+pub type C = plonky2::plonk::config::PoseidonGoldilocksConfig;

@@ -1,0 +1,249 @@
+//! Lowers every node to per-output-element integer forms, the one description that both the
+//! integer inference and the circuit consume, so they cannot drift apart.
+//!
+//! Values are carried in the *offset* representation `u = x + 128 ∈ [0, 255]` of an int8 `x`,
+//! which is what the circuit range checks and what the commitments pack.
+
+use crate::model::{chw, numel, Node, Op, QuantModel, Requant};
+
+/// One input term `weight * u[tensor][index]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Term {
+    pub weight: i64,
+    pub tensor: usize,
+    pub index: usize,
+}
+
+/// How one output element is computed.
+#[derive(Debug)]
+pub(crate) enum Element<'a> {
+    /// `acc = constant + Σ weight·u`, then
+    /// `y = clamp(zp + floor((acc·M + 2^(s-1)) / 2^s), lo, 127)`.
+    Affine { constant: i64, terms: &'a [Term], requant: Requant, zero_point: i8, lo: i8 },
+    /// `y = max(u[tensor][i] for i in indices)`.
+    Max { tensor: usize, indices: &'a [usize] },
+    /// `y = u[tensor][index]` (reshape).
+    Copy { tensor: usize, index: usize },
+}
+
+/// Calls `f(output_index, element)` for every output element of node `node_index`, in order.
+pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: impl FnMut(usize, Element<'_>)) {
+    let node: &Node = &model.nodes[node_index];
+    let input = node.inputs[0];
+    let in_shape = model.tensor_shape(input);
+    let in_zp = i64::from(model.tensor_q(input).zero_point);
+    let zp = node.q.zero_point;
+    let clamp_lo = |relu: bool| if relu { zp } else { i8::MIN };
+    // x - zp_in = u - (zp_in + 128)
+    let offset = in_zp + 128;
+    let mut terms: Vec<Term> = Vec::new();
+    match &node.op {
+        Op::Dense { weights, bias, requant, relu } => {
+            let fan_in = numel(in_shape);
+            for (o, row) in weights.chunks(fan_in).enumerate() {
+                terms.clear();
+                let mut constant = i64::from(bias[o]);
+                for (i, &w) in row.iter().enumerate() {
+                    if w != 0 {
+                        terms.push(Term { weight: w.into(), tensor: input, index: i });
+                        constant -= i64::from(w) * offset;
+                    }
+                }
+                f(
+                    o,
+                    Element::Affine {
+                        constant,
+                        terms: &terms,
+                        requant: requant[o],
+                        zero_point: zp,
+                        lo: clamp_lo(*relu),
+                    },
+                );
+            }
+        }
+        Op::Conv { c_out, kernel, stride, pads, weights, bias, requant, relu } => {
+            let [c_in, h, w] = chw(in_shape).expect("validated");
+            let [_, oh, ow] = [*c_out, node.shape[1], node.shape[2]];
+            let k = c_in * kernel[0] * kernel[1];
+            for co in 0..*c_out {
+                let kw = &weights[co * k..(co + 1) * k];
+                for oy in 0..oh {
+                    for ox in 0..ow {
+                        terms.clear();
+                        let mut constant = i64::from(bias[co]);
+                        for ci in 0..c_in {
+                            for ky in 0..kernel[0] {
+                                for kx in 0..kernel[1] {
+                                    let wv = kw[(ci * kernel[0] + ky) * kernel[1] + kx];
+                                    let (iy, ix) = (oy * stride[0] + ky, ox * stride[1] + kx);
+                                    // Padding is real zero, i.e. contributes nothing.
+                                    if wv == 0 || iy < pads[0] || ix < pads[1] || iy - pads[0] >= h || ix - pads[1] >= w
+                                    {
+                                        continue;
+                                    }
+                                    let index = (ci * h + iy - pads[0]) * w + ix - pads[1];
+                                    terms.push(Term { weight: wv.into(), tensor: input, index });
+                                    constant -= i64::from(wv) * offset;
+                                }
+                            }
+                        }
+                        let out = (co * oh + oy) * ow + ox;
+                        f(
+                            out,
+                            Element::Affine {
+                                constant,
+                                terms: &terms,
+                                requant: requant[co],
+                                zero_point: zp,
+                                lo: clamp_lo(*relu),
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        Op::MaxPool { kernel, stride, pads } | Op::AvgPool { kernel, stride, pads, .. } => {
+            let [c, h, w] = chw(in_shape).expect("validated");
+            let [_, oh, ow] = [c, node.shape[1], node.shape[2]];
+            let mut indices = Vec::with_capacity(kernel[0] * kernel[1]);
+            for ch in 0..c {
+                for oy in 0..oh {
+                    for ox in 0..ow {
+                        indices.clear();
+                        for ky in 0..kernel[0] {
+                            for kx in 0..kernel[1] {
+                                let (iy, ix) = (oy * stride[0] + ky, ox * stride[1] + kx);
+                                if iy >= pads[0] && ix >= pads[1] && iy - pads[0] < h && ix - pads[1] < w {
+                                    indices.push((ch * h + iy - pads[0]) * w + ix - pads[1]);
+                                }
+                            }
+                        }
+                        let out = (ch * oh + oy) * ow + ox;
+                        match &node.op {
+                            Op::MaxPool { .. } => f(out, Element::Max { tensor: input, indices: &indices }),
+                            Op::AvgPool { requant, relu, .. } => {
+                                terms.clear();
+                                terms.extend(indices.iter().map(|&index| Term { weight: 1, tensor: input, index }));
+                                let constant = -(indices.len() as i64) * offset;
+                                f(
+                                    out,
+                                    Element::Affine {
+                                        constant,
+                                        terms: &terms,
+                                        requant: requant[indices.len() - 1],
+                                        zero_point: zp,
+                                        lo: clamp_lo(*relu),
+                                    },
+                                );
+                            }
+                            _ => unreachable!(),
+                        }
+                    }
+                }
+            }
+        }
+        Op::Add { ka, kb, requant, relu } => {
+            let b = node.inputs[1];
+            let b_offset = i64::from(model.tensor_q(b).zero_point) + 128;
+            let constant = -i64::from(*ka) * offset - i64::from(*kb) * b_offset;
+            for i in 0..numel(&node.shape) {
+                let pair = [
+                    Term { weight: (*ka).into(), tensor: input, index: i },
+                    Term { weight: (*kb).into(), tensor: b, index: i },
+                ];
+                f(
+                    i,
+                    Element::Affine { constant, terms: &pair, requant: *requant, zero_point: zp, lo: clamp_lo(*relu) },
+                );
+            }
+        }
+        Op::Relu => {
+            // max(x, zp) == clamp(zp + (x - zp), zp, 127)
+            let unit = Requant { multiplier: 1, shift: 0 };
+            for i in 0..numel(&node.shape) {
+                let t = [Term { weight: 1, tensor: input, index: i }];
+                f(i, Element::Affine { constant: -offset, terms: &t, requant: unit, zero_point: zp, lo: zp });
+            }
+        }
+        Op::Reshape => {
+            for i in 0..numel(&node.shape) {
+                f(i, Element::Copy { tensor: input, index: i });
+            }
+        }
+    }
+}
+
+/// Static bounds of one affine element, in bits, as the circuit lays them out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AffineLayout {
+    /// Bytes of the remainder `r ∈ [0, 2^s)`.
+    pub remainder_bytes: usize,
+    /// Bytes of the clamp excess `|d| < 2^(8·excess_bytes)`.
+    pub excess_bytes: usize,
+}
+
+/// 2^62: every integer the circuit equates stays below this in absolute value, far from the
+/// Goldilocks modulus p ≈ 2^64, so field equalities are integer equalities.
+const LIMIT: u128 = 1 << 62;
+
+/// Checks that one affine element cannot wrap around the field and returns its layout.
+pub(crate) fn affine_layout(constant: i64, terms: &[Term], requant: Requant) -> Result<AffineLayout, String> {
+    let acc_max: u128 =
+        constant.unsigned_abs() as u128 + terms.iter().map(|t| t.weight.unsigned_abs() as u128 * 255).sum::<u128>();
+    let s = u32::from(requant.shift);
+    // w = acc·M + 2^(s-1) + (zp - lo)·2^s, with 0 <= zp - lo <= 255.
+    let w_max = acc_max * u128::from(requant.multiplier) + (256u128 << s);
+    if w_max >= LIMIT {
+        return Err(format!(
+            "accumulator bound {acc_max} times multiplier {} exceeds 2^62; lower the multiplier precision",
+            requant.multiplier
+        ));
+    }
+    let z_max = (w_max >> s) + 2;
+    let bits = 128 - z_max.leading_zeros();
+    let excess_bytes = bits.div_ceil(8).max(1) as usize;
+    if ((1u128 << (8 * excess_bytes)) + 257) << s >= LIMIT {
+        return Err(format!("clamp excess of {bits} bits with shift {s} exceeds 2^62"));
+    }
+    Ok(AffineLayout { remainder_bytes: (s / 8) as usize, excess_bytes })
+}
+
+/// Rejects a model any of whose affine elements could wrap around the field.
+pub(crate) fn check_bounds(model: &QuantModel) -> crate::error::Result<()> {
+    for (i, node) in model.nodes.iter().enumerate() {
+        let mut failure = None;
+        for_each_element(model, i, |_, e| {
+            if let (None, Element::Affine { constant, terms, requant, .. }) = (&failure, e) {
+                failure = affine_layout(constant, terms, requant).err();
+            }
+        });
+        if let Some(why) = failure {
+            return Err(crate::error::Error::InvalidModel(format!("node '{}' ({}): {why}", node.name, node.op.kind())));
+        }
+    }
+    Ok(())
+}
+
+/// Chooses the fixed-point form of a real multiplier for an element whose accumulator is
+/// bounded by `acc_bound` in absolute value: the largest shift (a multiple of 8) that keeps
+/// `M < 2^31` and the element inside the no-wrap bound.
+pub fn requant_for(multiplier: f64, acc_bound: u128) -> Result<Requant, String> {
+    if !(multiplier.is_finite() && multiplier > 0.0) {
+        return Err(format!("invalid real multiplier {multiplier}"));
+    }
+    for shift in (0..=56u8).rev().step_by(8) {
+        let m = (multiplier * 2f64.powi(i32::from(shift))).round();
+        if !(1.0..(1u64 << 31) as f64).contains(&m) {
+            continue;
+        }
+        let requant = Requant { multiplier: m as u32, shift };
+        let probe = [Term { weight: 1, tensor: 0, index: 0 }];
+        // A single term of weight 1 spans 255; fold the rest of the bound into the constant.
+        let constant =
+            i64::try_from(acc_bound.saturating_sub(255)).map_err(|_| "accumulator bound too large".to_string())?;
+        if affine_layout(constant, &probe, requant).is_ok() {
+            return Ok(requant);
+        }
+    }
+    Err(format!("no fixed-point form of multiplier {multiplier} fits accumulator bound {acc_bound}"))
+}

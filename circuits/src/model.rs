@@ -1,0 +1,530 @@
+//! The compiled int8 model: a topologically ordered graph of integer layers.
+//!
+//! Tensor 0 is the model input; node `i` produces tensor `i + 1`. Every tensor is int8 with its
+//! own scale and zero point. The exact integer meaning of every op is in docs/quantization.md and
+//! in [`crate::infer`]; the circuit proves exactly that meaning.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::codec::{Reader, Writer};
+use crate::error::{Error, Result};
+
+/// Version of the integer semantics and of the circuit layout. It is part of the model id, so a
+/// change of either gives every model a new id.
+pub const CIRCUIT_VERSION: u32 = 1;
+
+/// Largest tensor (elements) and largest model (multiply-accumulates) we accept. They bound the
+/// memory a malformed or hostile model file can make us allocate.
+pub const MAX_TENSOR_LEN: usize = 1 << 22;
+/// See [`MAX_TENSOR_LEN`].
+pub const MAX_MACS: u64 = 1 << 32;
+const MAX_NODES: usize = 4096;
+const MAX_RANK: usize = 8;
+const MAX_NAME_LEN: usize = 256;
+
+/// Quantization parameters of one int8 tensor: `real = scale * (q - zero_point)`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QParams {
+    /// Positive, finite scale.
+    pub scale: f32,
+    /// Zero point in int8.
+    pub zero_point: i8,
+}
+
+/// `y = clamp(zp_out + floor((acc * multiplier + 2^(shift-1)) / 2^shift), lo, 127)`; for
+/// `shift == 0` the rounding term is 0. `shift` is a multiple of 8 so the circuit can range check
+/// the remainder byte by byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Requant {
+    /// Fixed-point multiplier, `1 <= multiplier < 2^31`.
+    pub multiplier: u32,
+    /// Right shift, a multiple of 8, at most 56.
+    pub shift: u8,
+}
+
+/// One integer operation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Op {
+    /// `y[o] = requant(bias[o] + sum_i w[o][i] * (x[i] - zp_in))`, weights row-major `[out][in]`.
+    Dense {
+        /// Weights, `out * in` values.
+        weights: Vec<i8>,
+        /// Bias at scale `s_in * s_w[o]`.
+        bias: Vec<i32>,
+        /// Per output channel.
+        requant: Vec<Requant>,
+        /// Clamp below at the output zero point (a folded ReLU).
+        relu: bool,
+    },
+    /// 2-D convolution over `[C, H, W]`, weights `[c_out][c_in][kh][kw]`, zero padding (in real
+    /// terms, i.e. padded inputs equal `zp_in`).
+    Conv {
+        /// Output channels.
+        c_out: usize,
+        /// Kernel height and width.
+        kernel: [usize; 2],
+        /// Strides (height, width).
+        stride: [usize; 2],
+        /// Padding: top, left, bottom, right.
+        pads: [usize; 4],
+        /// Weights.
+        weights: Vec<i8>,
+        /// Bias at scale `s_in * s_w[o]`.
+        bias: Vec<i32>,
+        /// Per output channel.
+        requant: Vec<Requant>,
+        /// Clamp below at the output zero point (a folded ReLU).
+        relu: bool,
+    },
+    /// Max over each window; padded positions are ignored. Same quantization in and out.
+    MaxPool {
+        /// Window height and width.
+        kernel: [usize; 2],
+        /// Strides.
+        stride: [usize; 2],
+        /// Padding: top, left, bottom, right.
+        pads: [usize; 4],
+    },
+    /// `y = requant(sum over the window of (x - zp_in))`; the divisor lives in the multiplier.
+    /// Padded positions contribute zero (real zero).
+    AvgPool {
+        /// Window height and width.
+        kernel: [usize; 2],
+        /// Strides.
+        stride: [usize; 2],
+        /// Padding: top, left, bottom, right.
+        pads: [usize; 4],
+        /// One multiplier per distinct window population, indexed by the number of in-bounds
+        /// cells minus one (so `count_include_pad` and border windows are both exact).
+        requant: Vec<Requant>,
+        /// Clamp below at the output zero point.
+        relu: bool,
+    },
+    /// `y = requant(ka * (a - zp_a) + kb * (b - zp_b))` elementwise.
+    Add {
+        /// Integer weight of the first input.
+        ka: i32,
+        /// Integer weight of the second input.
+        kb: i32,
+        /// Requantization (multiplier 1: a pure rounding shift).
+        requant: Requant,
+        /// Clamp below at the output zero point.
+        relu: bool,
+    },
+    /// `y = max(x, zp)`; same quantization in and out.
+    Relu,
+    /// Reinterprets the shape; the data is unchanged.
+    Reshape,
+}
+
+impl Op {
+    /// Short op name for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Op::Dense { .. } => "Dense",
+            Op::Conv { .. } => "Conv",
+            Op::MaxPool { .. } => "MaxPool",
+            Op::AvgPool { .. } => "AvgPool",
+            Op::Add { .. } => "Add",
+            Op::Relu => "Relu",
+            Op::Reshape => "Reshape",
+        }
+    }
+}
+
+/// One node of the integer graph.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    /// Name of the ONNX node it came from (for messages).
+    pub name: String,
+    /// The operation.
+    pub op: Op,
+    /// Indices of input tensors (all smaller than this node's own tensor index).
+    pub inputs: Vec<usize>,
+    /// Output shape, without a batch dimension.
+    pub shape: Vec<usize>,
+    /// Output quantization.
+    pub q: QParams,
+}
+
+/// A compiled int8 model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QuantModel {
+    /// Human-readable name.
+    pub name: String,
+    /// Input shape, without a batch dimension.
+    pub input_shape: Vec<usize>,
+    /// Input quantization.
+    pub input_q: QParams,
+    /// Nodes in topological order; the last node's tensor is the model output.
+    pub nodes: Vec<Node>,
+}
+
+/// Number of elements of a shape.
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+impl QuantModel {
+    /// Shape of tensor `t`.
+    pub fn tensor_shape(&self, t: usize) -> &[usize] {
+        if t == 0 {
+            &self.input_shape
+        } else {
+            &self.nodes[t - 1].shape
+        }
+    }
+
+    /// Quantization of tensor `t`.
+    pub fn tensor_q(&self, t: usize) -> QParams {
+        if t == 0 {
+            self.input_q
+        } else {
+            self.nodes[t - 1].q
+        }
+    }
+
+    /// Number of int8 values of the input.
+    pub fn input_len(&self) -> usize {
+        numel(&self.input_shape)
+    }
+
+    /// Index of the output tensor.
+    pub fn output_tensor(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Number of int8 values of the output.
+    pub fn output_len(&self) -> usize {
+        numel(self.tensor_shape(self.output_tensor()))
+    }
+
+    /// Multiply-accumulates of one inference (Dense and Conv only).
+    pub fn macs(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|n| match &n.op {
+                Op::Dense { weights, .. } => weights.len() as u64,
+                Op::Conv { weights, c_out, .. } => (numel(&n.shape) / c_out * weights.len()) as u64,
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// The model id: SHA-256 over the canonical encoding (which includes [`CIRCUIT_VERSION`]).
+    pub fn model_id(&self) -> [u8; 32] {
+        Sha256::digest(self.to_canonical_bytes()).into()
+    }
+
+    /// Checks every structural invariant the inference and the circuit rely on. Decoding calls
+    /// it, so a model that decodes is safe to run and to build a circuit for.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |node: &str, why: String| Error::InvalidModel(format!("node '{node}': {why}"));
+        check_shape(&self.input_shape).map_err(|e| bad("<input>", e))?;
+        check_q(self.input_q).map_err(|e| bad("<input>", e))?;
+        if self.nodes.is_empty() {
+            return Err(Error::InvalidModel("the model has no layers".into()));
+        }
+        if self.nodes.len() > MAX_NODES {
+            return Err(Error::InvalidModel(format!("more than {MAX_NODES} layers")));
+        }
+        let mut macs: u64 = 0;
+        for (i, n) in self.nodes.iter().enumerate() {
+            let own = i + 1;
+            let name = n.name.as_str();
+            check_shape(&n.shape).map_err(|e| bad(name, e))?;
+            check_q(n.q).map_err(|e| bad(name, e))?;
+            let arity = if matches!(n.op, Op::Add { .. }) { 2 } else { 1 };
+            if n.inputs.len() != arity || n.inputs.iter().any(|&t| t >= own) {
+                return Err(bad(name, format!("expects {arity} earlier input tensor(s), has {:?}", n.inputs)));
+            }
+            let in_shape = self.tensor_shape(n.inputs[0]);
+            let in_q = self.tensor_q(n.inputs[0]);
+            match &n.op {
+                Op::Dense { weights, bias, requant, .. } => {
+                    let (fan_in, out) = (numel(in_shape), numel(&n.shape));
+                    if weights.len() != fan_in * out || bias.len() != out || requant.len() != out {
+                        return Err(bad(name, "weight, bias or multiplier count does not match the shapes".into()));
+                    }
+                    requant.iter().try_for_each(|r| check_requant(*r)).map_err(|e| bad(name, e))?;
+                    macs += weights.len() as u64;
+                }
+                Op::Conv { c_out, kernel, stride, pads, weights, bias, requant, .. } => {
+                    let [c_in, h, w] = chw(in_shape).map_err(|e| bad(name, e))?;
+                    let (oh, ow) = window_out(h, w, *kernel, *stride, *pads).map_err(|e| bad(name, e))?;
+                    if n.shape != [*c_out, oh, ow] {
+                        return Err(bad(name, format!("output shape {:?} should be {:?}", n.shape, [*c_out, oh, ow])));
+                    }
+                    let k = c_in * kernel[0] * kernel[1];
+                    if weights.len() != c_out * k || bias.len() != *c_out || requant.len() != *c_out {
+                        return Err(bad(name, "weight, bias or multiplier count does not match the shapes".into()));
+                    }
+                    requant.iter().try_for_each(|r| check_requant(*r)).map_err(|e| bad(name, e))?;
+                    macs += (numel(&n.shape) * k) as u64;
+                }
+                Op::MaxPool { kernel, stride, pads } | Op::AvgPool { kernel, stride, pads, .. } => {
+                    let [c, h, w] = chw(in_shape).map_err(|e| bad(name, e))?;
+                    let (oh, ow) = window_out(h, w, *kernel, *stride, *pads).map_err(|e| bad(name, e))?;
+                    if n.shape != [c, oh, ow] {
+                        return Err(bad(name, format!("output shape {:?} should be {:?}", n.shape, [c, oh, ow])));
+                    }
+                    if pads[0] >= kernel[0] || pads[2] >= kernel[0] || pads[1] >= kernel[1] || pads[3] >= kernel[1] {
+                        return Err(bad(name, "padding must be smaller than the window".into()));
+                    }
+                    match &n.op {
+                        Op::MaxPool { .. } => {
+                            if n.q != in_q {
+                                return Err(bad(name, "MaxPool must keep the quantization".into()));
+                            }
+                        }
+                        Op::AvgPool { requant, .. } => {
+                            if requant.len() != kernel[0] * kernel[1] {
+                                return Err(bad(name, "one multiplier per window population is required".into()));
+                            }
+                            requant.iter().try_for_each(|r| check_requant(*r)).map_err(|e| bad(name, e))?;
+                        }
+                        _ => unreachable!(),
+                    }
+                    macs += (numel(&n.shape) * kernel[0] * kernel[1]) as u64;
+                }
+                Op::Add { requant, .. } => {
+                    let other = self.tensor_shape(n.inputs[1]);
+                    if in_shape != other || n.shape != in_shape {
+                        return Err(bad(name, format!("Add needs equal shapes, got {in_shape:?} and {other:?}")));
+                    }
+                    check_requant(*requant).map_err(|e| bad(name, e))?;
+                }
+                Op::Relu => {
+                    if n.shape != in_shape || n.q != in_q {
+                        return Err(bad(name, "Relu must keep shape and quantization".into()));
+                    }
+                }
+                Op::Reshape => {
+                    if numel(&n.shape) != numel(in_shape) || n.q != in_q {
+                        return Err(bad(name, "Reshape must keep the element count and quantization".into()));
+                    }
+                }
+            }
+            if macs > MAX_MACS {
+                return Err(Error::InvalidModel(format!("more than {MAX_MACS} multiply-accumulates")));
+            }
+        }
+        crate::lower::check_bounds(self)?;
+        Ok(())
+    }
+
+    /// Canonical binary encoding (the model section of a .tgm file and the model id preimage).
+    pub fn to_canonical_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.u32(CIRCUIT_VERSION);
+        w.str(&self.name);
+        w.usizes(&self.input_shape);
+        put_q(&mut w, self.input_q);
+        w.u32(self.nodes.len() as u32);
+        for n in &self.nodes {
+            w.str(&n.name);
+            w.usizes(&n.inputs);
+            w.usizes(&n.shape);
+            put_q(&mut w, n.q);
+            match &n.op {
+                Op::Dense { weights, bias, requant, relu } => {
+                    w.u8(0);
+                    put_affine(&mut w, weights, bias, requant, *relu);
+                }
+                Op::Conv { c_out, kernel, stride, pads, weights, bias, requant, relu } => {
+                    w.u8(1);
+                    w.u32(*c_out as u32);
+                    put_window(&mut w, kernel, stride, pads);
+                    put_affine(&mut w, weights, bias, requant, *relu);
+                }
+                Op::MaxPool { kernel, stride, pads } => {
+                    w.u8(2);
+                    put_window(&mut w, kernel, stride, pads);
+                }
+                Op::AvgPool { kernel, stride, pads, requant, relu } => {
+                    w.u8(3);
+                    put_window(&mut w, kernel, stride, pads);
+                    w.u32(requant.len() as u32);
+                    requant.iter().for_each(|r| put_requant(&mut w, *r));
+                    w.u8(*relu as u8);
+                }
+                Op::Add { ka, kb, requant, relu } => {
+                    w.u8(4);
+                    w.i32(*ka);
+                    w.i32(*kb);
+                    put_requant(&mut w, *requant);
+                    w.u8(*relu as u8);
+                }
+                Op::Relu => w.u8(5),
+                Op::Reshape => w.u8(6),
+            }
+        }
+        w.into_bytes()
+    }
+
+    /// Decodes and validates the canonical encoding. Never panics; lengths are checked against
+    /// the remaining bytes before anything is allocated.
+    pub fn from_canonical_bytes(bytes: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(bytes);
+        let version = r.u32()?;
+        if version != CIRCUIT_VERSION {
+            return Err(Error::Format(format!(
+                "model uses circuit version {version}, this build supports {CIRCUIT_VERSION}"
+            )));
+        }
+        let name = r.str(MAX_NAME_LEN)?;
+        let input_shape = r.usizes(MAX_RANK)?;
+        let input_q = get_q(&mut r)?;
+        let count = r.len_prefix(MAX_NODES, 16)?;
+        let mut nodes = Vec::with_capacity(count);
+        for _ in 0..count {
+            let name = r.str(MAX_NAME_LEN)?;
+            let inputs = r.usizes(2)?;
+            let shape = r.usizes(MAX_RANK)?;
+            let q = get_q(&mut r)?;
+            let op = match r.u8()? {
+                0 => {
+                    let (weights, bias, requant, relu) = get_affine(&mut r)?;
+                    Op::Dense { weights, bias, requant, relu }
+                }
+                1 => {
+                    let c_out = r.u32()? as usize;
+                    let (kernel, stride, pads) = get_window(&mut r)?;
+                    let (weights, bias, requant, relu) = get_affine(&mut r)?;
+                    Op::Conv { c_out, kernel, stride, pads, weights, bias, requant, relu }
+                }
+                2 => {
+                    let (kernel, stride, pads) = get_window(&mut r)?;
+                    Op::MaxPool { kernel, stride, pads }
+                }
+                3 => {
+                    let (kernel, stride, pads) = get_window(&mut r)?;
+                    let n = r.len_prefix(1 << 16, 5)?;
+                    let requant = (0..n).map(|_| get_requant(&mut r)).collect::<Result<_>>()?;
+                    let relu = r.bool()?;
+                    Op::AvgPool { kernel, stride, pads, requant, relu }
+                }
+                4 => {
+                    let ka = r.i32()?;
+                    let kb = r.i32()?;
+                    let requant = get_requant(&mut r)?;
+                    let relu = r.bool()?;
+                    Op::Add { ka, kb, requant, relu }
+                }
+                5 => Op::Relu,
+                6 => Op::Reshape,
+                tag => return Err(Error::Format(format!("unknown op tag {tag}"))),
+            };
+            nodes.push(Node { name, op, inputs, shape, q });
+        }
+        r.finish()?;
+        let model = QuantModel { name, input_shape, input_q, nodes };
+        model.validate()?;
+        Ok(model)
+    }
+}
+
+fn check_shape(shape: &[usize]) -> std::result::Result<(), String> {
+    if shape.is_empty() || shape.len() > MAX_RANK || shape.contains(&0) {
+        return Err(format!("unsupported shape {shape:?}"));
+    }
+    let mut n: usize = 1;
+    for &d in shape {
+        n = n.checked_mul(d).filter(|&n| n <= MAX_TENSOR_LEN).ok_or(format!("tensor {shape:?} is too large"))?;
+    }
+    Ok(())
+}
+
+fn check_q(q: QParams) -> std::result::Result<(), String> {
+    if !(q.scale.is_finite() && q.scale > 0.0) {
+        return Err(format!("invalid scale {}", q.scale));
+    }
+    Ok(())
+}
+
+fn check_requant(r: Requant) -> std::result::Result<(), String> {
+    if r.multiplier == 0 || r.multiplier >= 1 << 31 || r.shift % 8 != 0 || r.shift > 56 {
+        return Err(format!("invalid requantization {r:?}"));
+    }
+    Ok(())
+}
+
+/// `[C, H, W]` of a rank-3 shape.
+pub(crate) fn chw(shape: &[usize]) -> std::result::Result<[usize; 3], String> {
+    match shape {
+        [c, h, w] => Ok([*c, *h, *w]),
+        _ => Err(format!("expects a [C, H, W] input, got {shape:?}")),
+    }
+}
+
+/// Output height and width of a sliding window.
+pub(crate) fn window_out(
+    h: usize,
+    w: usize,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    pads: [usize; 4],
+) -> std::result::Result<(usize, usize), String> {
+    if kernel.contains(&0) || stride.contains(&0) || kernel.iter().chain(&stride).chain(&pads).any(|&v| v > 1024) {
+        return Err(format!("invalid window kernel {kernel:?} stride {stride:?} pads {pads:?}"));
+    }
+    let (ph, pw) = (h + pads[0] + pads[2], w + pads[1] + pads[3]);
+    if ph < kernel[0] || pw < kernel[1] {
+        return Err(format!("window {kernel:?} larger than the padded input {ph}x{pw}"));
+    }
+    Ok(((ph - kernel[0]) / stride[0] + 1, (pw - kernel[1]) / stride[1] + 1))
+}
+
+fn put_q(w: &mut Writer, q: QParams) {
+    w.u32(q.scale.to_bits());
+    w.u8(q.zero_point as u8);
+}
+
+fn get_q(r: &mut Reader<'_>) -> Result<QParams> {
+    Ok(QParams { scale: f32::from_bits(r.u32()?), zero_point: r.u8()? as i8 })
+}
+
+fn put_requant(w: &mut Writer, q: Requant) {
+    w.u32(q.multiplier);
+    w.u8(q.shift);
+}
+
+fn get_requant(r: &mut Reader<'_>) -> Result<Requant> {
+    Ok(Requant { multiplier: r.u32()?, shift: r.u8()? })
+}
+
+fn put_window(w: &mut Writer, kernel: &[usize; 2], stride: &[usize; 2], pads: &[usize; 4]) {
+    kernel.iter().chain(stride).chain(pads).for_each(|&v| w.u32(v as u32));
+}
+
+type Window = ([usize; 2], [usize; 2], [usize; 4]);
+
+fn get_window(r: &mut Reader<'_>) -> Result<Window> {
+    let mut v = [0usize; 8];
+    for x in v.iter_mut() {
+        *x = r.u32()? as usize;
+    }
+    Ok(([v[0], v[1]], [v[2], v[3]], [v[4], v[5], v[6], v[7]]))
+}
+
+fn put_affine(w: &mut Writer, weights: &[i8], bias: &[i32], requant: &[Requant], relu: bool) {
+    w.bytes(&weights.iter().map(|&v| v as u8).collect::<Vec<_>>());
+    w.u32(bias.len() as u32);
+    bias.iter().for_each(|&b| w.i32(b));
+    w.u32(requant.len() as u32);
+    requant.iter().for_each(|&q| put_requant(w, q));
+    w.u8(relu as u8);
+}
+
+type Affine = (Vec<i8>, Vec<i32>, Vec<Requant>, bool);
+
+fn get_affine(r: &mut Reader<'_>) -> Result<Affine> {
+    let weights = r.bytes(MAX_TENSOR_LEN)?.iter().map(|&b| b as i8).collect();
+    let n = r.len_prefix(MAX_TENSOR_LEN, 4)?;
+    let bias = (0..n).map(|_| r.i32()).collect::<Result<_>>()?;
+    let n = r.len_prefix(MAX_TENSOR_LEN, 5)?;
+    let requant = (0..n).map(|_| get_requant(r)).collect::<Result<_>>()?;
+    let relu = r.bool()?;
+    Ok((weights, bias, requant, relu))
+}

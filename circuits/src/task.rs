@@ -1,0 +1,428 @@
+//! Task proofs: one segment circuit for a model that fits, or a chain of segment circuits joined
+//! by recursion into ONE proof, so peak memory depends on the segment size, not on the depth.
+//!
+//! Chain: `S_1 … S_k` prove segments (public inputs: commitments at their two cuts);
+//! `J_2` verifies `S_1` and `S_2` and checks `S_1.out == S_2.in`; `J_i` verifies `J_{i-1}` and
+//! `S_i` likewise. The last join carries the task binding and is the task proof.
+
+use std::time::Instant;
+
+use plonky2::iop::witness::{PartialWitness, WitnessWrite};
+use plonky2::plonk::circuit_builder::CircuitBuilder;
+use plonky2::plonk::circuit_data::{CircuitData, VerifierCircuitData};
+use plonky2::plonk::proof::ProofWithPublicInputs;
+use plonky2::plonk::prover::prove;
+use plonky2::util::timing::TimingTree;
+use serde::{Deserialize, Serialize};
+
+use crate::circuit::{task_config, BuildOptions, PublicInputs, Segment, SegmentCircuit};
+use crate::error::{Error, Result};
+use crate::files::TaskProof;
+use crate::infer::{self, Trace};
+use crate::model::QuantModel;
+use crate::{C, D, F};
+
+/// Where the model is cut: segment `i` covers nodes `cuts[i-1]..cuts[i]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentPlan {
+    /// Node indices at which a new segment starts, strictly increasing, inside `1..nodes`.
+    pub cuts: Vec<usize>,
+}
+
+/// Rough rows per element of work, used only to place cuts.
+fn estimated_rows(model: &QuantModel, node: usize) -> usize {
+    let n = &model.nodes[node];
+    let out = crate::model::numel(&n.shape);
+    let macs = match &n.op {
+        crate::model::Op::Dense { weights, .. } => weights.len(),
+        crate::model::Op::Conv { weights, c_out, .. } => out / c_out * weights.len(),
+        crate::model::Op::MaxPool { kernel, .. } | crate::model::Op::AvgPool { kernel, .. } => {
+            out * kernel[0] * kernel[1]
+        }
+        _ => out,
+    };
+    macs / 20 + out
+}
+
+impl SegmentPlan {
+    /// Cuts the model greedily so no segment is estimated above `max_rows` gate rows (a single
+    /// layer larger than that stays one segment).
+    pub fn auto(model: &QuantModel, max_rows: usize) -> Self {
+        let mut cuts = Vec::new();
+        let mut rows = 0;
+        for i in 0..model.nodes.len() {
+            let r = estimated_rows(model, i);
+            if rows > 0 && rows + r > max_rows {
+                cuts.push(i);
+                rows = 0;
+            }
+            rows += r;
+        }
+        SegmentPlan { cuts }
+    }
+
+    /// Checks the cuts against a model.
+    pub fn validate(&self, model: &QuantModel) -> Result<()> {
+        let n = model.nodes.len();
+        let increasing = self.cuts.windows(2).all(|w| w[0] < w[1]);
+        if !increasing || self.cuts.iter().any(|&c| c == 0 || c >= n) {
+            return Err(Error::InvalidModel(format!("invalid segment cuts {:?} for {n} layers", self.cuts)));
+        }
+        Ok(())
+    }
+
+    /// The segments in order.
+    pub fn segments(&self, model: &QuantModel) -> Vec<Segment> {
+        let mut bounds = vec![0];
+        bounds.extend(&self.cuts);
+        bounds.push(model.nodes.len());
+        bounds.windows(2).map(|w| Segment::new(model, w[0]..w[1])).collect()
+    }
+}
+
+/// Size and timing figures of a proof, for reports and benchmarks.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CircuitStats {
+    /// Segments the model was cut into.
+    pub segments: usize,
+    /// Largest segment's padded row count.
+    pub max_segment_rows: usize,
+    /// Sum of all segment row counts.
+    pub total_rows: usize,
+    /// Seconds spent building circuits.
+    pub build_seconds: f64,
+    /// Seconds spent proving (segments and joins).
+    pub prove_seconds: f64,
+}
+
+/// Progress callback: (stage description, steps done, steps total).
+pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize);
+
+/// A proof with the data needed to verify it recursively.
+struct Proven {
+    proof: ProofWithPublicInputs<F, C, D>,
+    verifier: VerifierCircuitData<F, C, D>,
+}
+
+/// Proves tasks for one model.
+pub struct TaskProver {
+    model: QuantModel,
+    plan: SegmentPlan,
+    /// Kept only for a single-segment model (its memory is bounded by the segment size anyway).
+    single: Option<SegmentCircuit>,
+    build_seconds: f64,
+}
+
+impl std::fmt::Debug for TaskProver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskProver").field("model", &self.model.name).field("plan", &self.plan).finish()
+    }
+}
+
+fn prove_circuit(data: &CircuitData<F, C, D>, pw: PartialWitness<F>) -> Result<ProofWithPublicInputs<F, C, D>> {
+    // plonky2's witness generation panics on some unsatisfiable witnesses (e.g. a lookup
+    // outside its table); treat that as a proving failure, not a crash.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        prove::<F, C, D>(&data.prover_only, &data.common, pw, &mut TimingTree::default())
+    }));
+    match result {
+        Ok(Ok(p)) => Ok(p),
+        Ok(Err(e)) => Err(Error::Proving(e.to_string())),
+        Err(_) => Err(Error::Proving("the witness does not satisfy the circuit".into())),
+    }
+}
+
+impl TaskProver {
+    /// Prepares proving for `model` cut by `plan`; builds the circuit now for a one-segment model.
+    pub fn new(model: QuantModel, plan: SegmentPlan) -> Result<Self> {
+        plan.validate(&model)?;
+        let start = Instant::now();
+        let single = if plan.cuts.is_empty() {
+            let segment = Segment::new(&model, 0..model.nodes.len());
+            Some(SegmentCircuit::build(&model, segment, BuildOptions { bind_task: true, ..Default::default() })?)
+        } else {
+            None
+        };
+        Ok(Self { model, plan, single, build_seconds: start.elapsed().as_secs_f64() })
+    }
+
+    /// The model.
+    pub fn model(&self) -> &QuantModel {
+        &self.model
+    }
+
+    /// Padded rows of the single circuit (None for a segmented model).
+    pub fn single_rows(&self) -> Option<usize> {
+        self.single.as_ref().map(|c| c.rows())
+    }
+
+    /// Runs the integer inference and proves it for `task_id` and `provider`.
+    pub fn prove(
+        &self,
+        input: &[i8],
+        task_id: [u8; 32],
+        provider: [u8; 20],
+        progress: Progress<'_>,
+    ) -> Result<(TaskProof, Trace, CircuitStats)> {
+        let trace = infer::run(&self.model, input)?;
+        let mut stats = CircuitStats { build_seconds: self.build_seconds, ..Default::default() };
+        let proof = match &self.single {
+            Some(circuit) => {
+                progress("proving", 0, 1);
+                let start = Instant::now();
+                let pw = circuit.witness(&[input], Some((&task_id, &provider)))?;
+                let proof = prove_circuit(&circuit.data, pw)?;
+                stats.prove_seconds = start.elapsed().as_secs_f64();
+                stats.segments = 1;
+                stats.max_segment_rows = circuit.rows();
+                stats.total_rows = circuit.rows();
+                progress("proving", 1, 1);
+                proof
+            }
+            None => self.prove_chain(&trace, task_id, provider, &mut stats, progress)?,
+        };
+        let expected = PublicInputs {
+            task_id,
+            provider,
+            model_id: self.model.model_id(),
+            input_commitment: crate::commit::commit(input),
+            output_commitment: crate::commit::commit(trace.output()),
+        };
+        let claimed = PublicInputs::from_fields(&proof.public_inputs)?;
+        if claimed != expected {
+            return Err(Error::Proving("the proof's public inputs differ from the integer inference".into()));
+        }
+        Ok((TaskProof::new(self.model.model_id(), proof.to_bytes()), trace, stats))
+    }
+
+    fn prove_chain(
+        &self,
+        trace: &Trace,
+        task_id: [u8; 32],
+        provider: [u8; 20],
+        stats: &mut CircuitStats,
+        progress: Progress<'_>,
+    ) -> Result<ProofWithPublicInputs<F, C, D>> {
+        let segments = self.plan.segments(&self.model);
+        let k = segments.len();
+        let total_steps = 2 * k - 1;
+        let mut done = 0;
+        let mut acc: Option<Proven> = None;
+        stats.segments = k;
+        for (i, segment) in segments.into_iter().enumerate() {
+            progress(&format!("segment {}/{k}", i + 1), done, total_steps);
+            let start = Instant::now();
+            let circuit = SegmentCircuit::build(&self.model, segment.clone(), BuildOptions::default())?;
+            stats.build_seconds += start.elapsed().as_secs_f64();
+            stats.max_segment_rows = stats.max_segment_rows.max(circuit.rows());
+            stats.total_rows += circuit.rows();
+            let live: Vec<&[i8]> = segment.live_in.iter().map(|&t| trace.tensors[t].as_slice()).collect();
+            let start = Instant::now();
+            let proof = prove_circuit(&circuit.data, circuit.witness(&live, None)?)?;
+            stats.prove_seconds += start.elapsed().as_secs_f64();
+            done += 1;
+            let seg = Proven { proof, verifier: circuit.data.verifier_data() };
+            drop(circuit);
+            acc = Some(match acc {
+                None => seg,
+                Some(prev) => {
+                    progress(&format!("join {}/{}", i, k - 1), done, total_steps);
+                    let last = i + 1 == k;
+                    let start = Instant::now();
+                    let join = JoinCircuit::build(&self.model, &prev.verifier, &seg.verifier, last)?;
+                    stats.build_seconds += start.elapsed().as_secs_f64();
+                    let start = Instant::now();
+                    let proven = join.prove(&prev, &seg, last.then_some((&task_id, &provider)))?;
+                    stats.prove_seconds += start.elapsed().as_secs_f64();
+                    done += 1;
+                    proven
+                }
+            });
+        }
+        progress("done", total_steps, total_steps);
+        Ok(acc.expect("at least two segments").proof)
+    }
+
+    /// Runs the circuits' witness generation (no proving) and reads back every tensor the
+    /// circuits compute, in int8: the circuit's own view of the inference. Tests compare it
+    /// with [`infer::run`] bit for bit.
+    pub fn circuit_trace(&self, input: &[i8]) -> Result<Trace> {
+        let trace = infer::run(&self.model, input)?;
+        let mut tensors: Vec<Option<Vec<i8>>> = vec![None; self.model.nodes.len() + 1];
+        tensors[0] = Some(input.to_vec());
+        for segment in self.plan.segments(&self.model) {
+            let owned;
+            let circuit = match &self.single {
+                Some(c) => c,
+                None => {
+                    owned = SegmentCircuit::build(&self.model, segment.clone(), BuildOptions::default())?;
+                    &owned
+                }
+            };
+            // Live-in tensors come from the circuit's own earlier segments.
+            let live: Vec<&[i8]> =
+                segment.live_in.iter().map(|&t| tensors[t].as_deref().unwrap_or(&trace.tensors[t])).collect();
+            let pw = circuit.witness(&live, Some((&[0; 32], &[0; 20])))?;
+            let witness =
+                plonky2::iop::generator::generate_partial_witness(pw, &circuit.data.prover_only, &circuit.data.common)
+                    .map_err(|e| Error::Proving(e.to_string()))?;
+            for (&t, targets) in &circuit.tensors {
+                let values = targets
+                    .iter()
+                    .map(|&x| {
+                        use plonky2::field::types::PrimeField64;
+                        use plonky2::iop::witness::Witness;
+                        let v = witness.try_get_target(x).map(|f| f.to_canonical_u64()).unwrap_or(u64::MAX);
+                        u8::try_from(v)
+                            .map(|u| (u ^ 0x80) as i8)
+                            .map_err(|_| Error::Proving(format!("tensor {t} holds a non-byte value")))
+                    })
+                    .collect::<Result<Vec<i8>>>()?;
+                tensors[t] = Some(values);
+            }
+        }
+        let tensors = tensors
+            .into_iter()
+            .enumerate()
+            .map(|(t, v)| v.ok_or_else(|| Error::Proving(format!("tensor {t} not computed"))))
+            .collect::<Result<_>>()?;
+        Ok(Trace { tensors })
+    }
+
+    /// Proves a single-segment model with a deliberately wrong witness (soundness tests).
+    #[cfg(test)]
+    pub(crate) fn prove_with_fault(&self, input: &[i8], fault: (usize, crate::gadgets::Fault)) -> Result<TaskProof> {
+        let segment = Segment::new(&self.model, 0..self.model.nodes.len());
+        let circuit =
+            SegmentCircuit::build(&self.model, segment, BuildOptions { bind_task: true, fault: Some(fault) })?;
+        let pw = circuit.witness(&[input], Some((&[1; 32], &[2; 20])))?;
+        let proof = prove_circuit(&circuit.data, pw)?;
+        Ok(TaskProof::new(self.model.model_id(), proof.to_bytes()))
+    }
+}
+
+/// A join step of the chain.
+struct JoinCircuit {
+    data: CircuitData<F, C, D>,
+    prev: plonky2::plonk::proof::ProofWithPublicInputsTarget<D>,
+    seg: plonky2::plonk::proof::ProofWithPublicInputsTarget<D>,
+    binding: Option<crate::circuit::BindingTargets>,
+}
+
+impl JoinCircuit {
+    fn build(
+        model: &QuantModel,
+        prev: &VerifierCircuitData<F, C, D>,
+        seg: &VerifierCircuitData<F, C, D>,
+        last: bool,
+    ) -> Result<Self> {
+        let mut builder = CircuitBuilder::<F, D>::new(task_config());
+        let prev_t = builder.add_virtual_proof_with_pis(&prev.common);
+        let prev_vd = builder.constant_verifier_data(&prev.verifier_only);
+        builder.verify_proof::<C>(&prev_t, &prev_vd, &prev.common);
+        let seg_t = builder.add_virtual_proof_with_pis(&seg.common);
+        let seg_vd = builder.constant_verifier_data(&seg.verifier_only);
+        builder.verify_proof::<C>(&seg_t, &seg_vd, &seg.common);
+        // Both children expose [in (4), out (4)] (a join that is not the last one does too).
+        let (p, s) = (&prev_t.public_inputs, &seg_t.public_inputs);
+        if p.len() != 8 || s.len() != 8 {
+            return Err(Error::InvalidModel("segment proofs must expose two commitments".into()));
+        }
+        for j in 0..4 {
+            builder.connect(p[4 + j], s[j]);
+        }
+        let binding = if last {
+            let task_id: [_; 8] = std::array::from_fn(|_| builder.add_virtual_public_input());
+            let provider: [_; 5] = std::array::from_fn(|_| builder.add_virtual_public_input());
+            for w in crate::circuit::model_id_words(model) {
+                let c = builder.constant(w);
+                builder.register_public_input(c);
+            }
+            Some(crate::circuit::BindingTargets { task_id, provider })
+        } else {
+            None
+        };
+        builder.register_public_inputs(&p[0..4]);
+        builder.register_public_inputs(&s[4..8]);
+        Ok(Self { data: builder.build::<C>(), prev: prev_t, seg: seg_t, binding })
+    }
+
+    fn prove(&self, prev: &Proven, seg: &Proven, task: Option<(&[u8; 32], &[u8; 20])>) -> Result<Proven> {
+        let mut pw = PartialWitness::new();
+        let err = |e: anyhow::Error| Error::Proving(e.to_string());
+        pw.set_proof_with_pis_target(&self.prev, &prev.proof).map_err(err)?;
+        pw.set_proof_with_pis_target(&self.seg, &seg.proof).map_err(err)?;
+        if let (Some(b), Some((task_id, provider))) = (&self.binding, task) {
+            crate::circuit::set_binding(&mut pw, b, task_id, provider)?;
+        }
+        let proof = prove_circuit(&self.data, pw)?;
+        Ok(Proven { proof, verifier: self.data.verifier_data() })
+    }
+}
+
+/// Verifies task proofs of one model. Building it rebuilds the model's circuits from the
+/// weights (so a verifier never trusts circuit data from a file) and keeps only the final
+/// verifier data.
+pub struct TaskVerifier {
+    model_id: [u8; 32],
+    verifier: VerifierCircuitData<F, C, D>,
+    segment_rows: Vec<usize>,
+}
+
+impl std::fmt::Debug for TaskVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskVerifier").field("model_id", &hex::encode(self.model_id)).finish()
+    }
+}
+
+impl TaskVerifier {
+    /// Rebuilds the verifier of `model` cut by `plan`.
+    pub fn new(model: &QuantModel, plan: &SegmentPlan) -> Result<Self> {
+        plan.validate(model)?;
+        let segments = plan.segments(model);
+        let bind = segments.len() == 1;
+        let mut acc: Option<VerifierCircuitData<F, C, D>> = None;
+        let mut segment_rows = Vec::new();
+        let k = segments.len();
+        for (i, segment) in segments.into_iter().enumerate() {
+            let circuit =
+                SegmentCircuit::build(model, segment, BuildOptions { bind_task: bind, ..Default::default() })?;
+            segment_rows.push(circuit.rows());
+            let seg = circuit.data.verifier_data();
+            drop(circuit);
+            acc = Some(match acc {
+                None => seg,
+                Some(prev) => JoinCircuit::build(model, &prev, &seg, i + 1 == k)?.data.verifier_data(),
+            });
+        }
+        Ok(Self { model_id: model.model_id(), verifier: acc.expect("at least one segment"), segment_rows })
+    }
+
+    /// Padded rows of each segment circuit.
+    pub fn segment_rows(&self) -> &[usize] {
+        &self.segment_rows
+    }
+
+    /// The digest of the final circuit (what the registry will pin after normalization).
+    pub fn circuit_digest(&self) -> [u8; 32] {
+        crate::files::hash_to_bytes(&self.verifier.verifier_only.circuit_digest)
+    }
+
+    /// Checks a proof; on success returns its public inputs (bound to this model).
+    pub fn verify(&self, proof: &TaskProof) -> Result<PublicInputs> {
+        if proof.model_id != self.model_id {
+            return Err(Error::InvalidProof(format!(
+                "the proof is for model 0x{}, not 0x{}",
+                hex::encode(proof.model_id),
+                hex::encode(self.model_id)
+            )));
+        }
+        let decoded = crate::files::decode_plonky2_proof(&proof.proof, &self.verifier.common)?;
+        let publics = PublicInputs::from_fields(&decoded.public_inputs)?;
+        if publics.model_id != self.model_id {
+            return Err(Error::InvalidProof("the proof's model id public input does not match".into()));
+        }
+        self.verifier.verify(decoded).map_err(|e| Error::InvalidProof(format!("plonky2 verification failed: {e}")))?;
+        Ok(publics)
+    }
+}

@@ -1,0 +1,408 @@
+//! Circuit tests on small hand-built models that use every op: completeness (the circuit
+//! computes exactly [`crate::infer::run`]), soundness (each constraint rejects a witness that
+//! breaks it), tampering and decoding.
+
+use plonky2::field::types::Field;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::gadgets::Fault;
+use crate::lower::{for_each_element, Element};
+use crate::{
+    commit, infer, requant_for, Error, ModelFile, Node, Op, QParams, QuantModel, SegmentPlan, TaskProof, TaskProver,
+    TaskVerifier,
+};
+
+fn q(scale: f32, zero_point: i8) -> QParams {
+    QParams { scale, zero_point }
+}
+
+fn weights(rng: &mut StdRng, n: usize) -> Vec<i8> {
+    (0..n).map(|_| rng.gen_range(-127..=127)).collect()
+}
+
+/// Conv+ReLU → MaxPool → AvgPool (padded) → Add (residual) → Relu → Reshape → Dense.
+pub(crate) fn tiny_model(seed: u64) -> QuantModel {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let rq = |m: f64, bound: u128| requant_for(m, bound).expect("multiplier fits");
+    let conv_w = weights(&mut rng, 2 * 9);
+    let dense_w = weights(&mut rng, 3 * 8);
+    let nodes = vec![
+        Node {
+            name: "conv".into(),
+            op: Op::Conv {
+                c_out: 2,
+                kernel: [3, 3],
+                stride: [1, 1],
+                pads: [1, 1, 1, 1],
+                weights: conv_w,
+                bias: vec![300, -200],
+                requant: vec![rq(0.0031, 400_000), rq(0.0047, 400_000)],
+                relu: true,
+            },
+            inputs: vec![0],
+            shape: vec![2, 4, 4],
+            q: q(0.05, -128),
+        },
+        Node {
+            name: "maxpool".into(),
+            op: Op::MaxPool { kernel: [2, 2], stride: [2, 2], pads: [0; 4] },
+            inputs: vec![1],
+            shape: vec![2, 2, 2],
+            q: q(0.05, -128),
+        },
+        Node {
+            name: "avgpool".into(),
+            op: Op::AvgPool {
+                kernel: [2, 2],
+                stride: [1, 1],
+                pads: [0, 0, 1, 1],
+                requant: (1..=4).map(|c| rq(0.9 / c as f64, 4 * 510)).collect(),
+                relu: false,
+            },
+            inputs: vec![2],
+            shape: vec![2, 2, 2],
+            q: q(0.06, -100),
+        },
+        Node {
+            name: "add".into(),
+            op: Op::Add { ka: 50_000, kb: 70_000, requant: crate::Requant { multiplier: 1, shift: 16 }, relu: false },
+            inputs: vec![2, 3],
+            shape: vec![2, 2, 2],
+            q: q(0.07, 10),
+        },
+        Node { name: "relu".into(), op: Op::Relu, inputs: vec![4], shape: vec![2, 2, 2], q: q(0.07, 10) },
+        Node { name: "flatten".into(), op: Op::Reshape, inputs: vec![5], shape: vec![8], q: q(0.07, 10) },
+        Node {
+            name: "dense".into(),
+            op: Op::Dense {
+                weights: dense_w,
+                bias: vec![1000, -5000, 77],
+                requant: vec![rq(0.002, 600_000), rq(0.0013, 600_000), rq(0.0021, 600_000)],
+                relu: false,
+            },
+            inputs: vec![6],
+            shape: vec![3],
+            q: q(0.1, 3),
+        },
+    ];
+    let model = QuantModel { name: "tiny".into(), input_shape: vec![1, 4, 4], input_q: q(1.0 / 255.0, -128), nodes };
+    model.validate().expect("tiny model is valid");
+    model
+}
+
+fn random_input(rng: &mut StdRng, n: usize) -> Vec<i8> {
+    (0..n).map(|_| rng.gen()).collect()
+}
+
+const TASK: [u8; 32] = [0x11; 32];
+const PROVIDER: [u8; 20] = [0x22; 20];
+
+#[test]
+fn requantize_rounds_half_up_and_clamps() {
+    let unit = crate::Requant { multiplier: 1, shift: 8 };
+    assert_eq!(infer::requantize(128, unit, 0, -128), 1); // 0.5 rounds up
+    assert_eq!(infer::requantize(127, unit, 0, -128), 0);
+    assert_eq!(infer::requantize(-128, unit, 0, -128), 0); // -0.5 rounds up to 0
+    assert_eq!(infer::requantize(-129, unit, 0, -128), -1);
+    assert_eq!(infer::requantize(1 << 20, unit, 0, -128), 127);
+    assert_eq!(infer::requantize(-(1 << 20), unit, 0, -128), -128);
+    assert_eq!(infer::requantize(-(1 << 10), unit, 5, 5), 5); // folded ReLU clamps at zp
+}
+
+#[test]
+fn circuit_witness_equals_integer_inference() {
+    let model = tiny_model(1);
+    let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
+    let mut rng = StdRng::seed_from_u64(2);
+    for _ in 0..8 {
+        let x = random_input(&mut rng, model.input_len());
+        assert_eq!(prover.circuit_trace(&x).unwrap(), infer::run(&model, &x).unwrap());
+    }
+    // Extremes saturate every clamp.
+    for v in [i8::MIN, i8::MAX, 0] {
+        let x = vec![v; model.input_len()];
+        assert_eq!(prover.circuit_trace(&x).unwrap(), infer::run(&model, &x).unwrap());
+    }
+}
+
+#[test]
+fn segmented_circuit_witness_equals_integer_inference() {
+    let model = tiny_model(3);
+    // Cut between the residual's two branches so a tensor passes through a cut.
+    let plan = SegmentPlan { cuts: vec![2, 5] };
+    let prover = TaskProver::new(model.clone(), plan).unwrap();
+    let x = random_input(&mut StdRng::seed_from_u64(4), model.input_len());
+    assert_eq!(prover.circuit_trace(&x).unwrap(), infer::run(&model, &x).unwrap());
+}
+
+fn prove_and_verify(model: &QuantModel, plan: SegmentPlan) -> (TaskProof, TaskVerifier, Vec<i8>) {
+    let x = random_input(&mut StdRng::seed_from_u64(5), model.input_len());
+    let prover = TaskProver::new(model.clone(), plan.clone()).unwrap();
+    let (proof, trace, _) = prover.prove(&x, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+    let verifier = TaskVerifier::new(model, &plan).unwrap();
+    let publics = verifier.verify(&proof).unwrap();
+    assert_eq!(publics.task_id, TASK);
+    assert_eq!(publics.provider, PROVIDER);
+    assert_eq!(publics.model_id, model.model_id());
+    assert_eq!(publics.input_commitment, commit(&x));
+    assert_eq!(publics.output_commitment, commit(trace.output()));
+    (proof, verifier, x)
+}
+
+#[test]
+fn proof_verifies_and_rejects_tampering() {
+    let model = tiny_model(6);
+    let (proof, verifier, _) = prove_and_verify(&model, SegmentPlan::default());
+
+    // Every public input position: task id, provider, model id, both commitments.
+    let pi_start = proof.proof.len() - 8 * crate::NUM_PUBLIC_INPUTS;
+    for k in 0..crate::NUM_PUBLIC_INPUTS {
+        let mut bad = proof.clone();
+        bad.proof[pi_start + 8 * k] ^= 1;
+        assert!(verifier.verify(&bad).is_err(), "public input {k} tampered but accepted");
+    }
+    // Swapped public inputs (task id words exchanged with provider words).
+    let mut swapped = proof.clone();
+    let (a, b) = (pi_start, pi_start + 8 * 8);
+    for i in 0..8 {
+        swapped.proof.swap(a + i, b + i);
+    }
+    assert!(verifier.verify(&swapped).is_err());
+    // Bytes across the proof body.
+    for pos in (0..pi_start).step_by(pi_start / 40) {
+        let mut bad = proof.clone();
+        bad.proof[pos] ^= 0x40;
+        assert!(verifier.verify(&bad).is_err(), "byte {pos} tampered but accepted");
+    }
+    // Truncated and extended.
+    let mut short = proof.clone();
+    short.proof.truncate(short.proof.len() - 1);
+    assert!(verifier.verify(&short).is_err());
+    let mut long = proof.clone();
+    long.proof.push(0);
+    assert!(verifier.verify(&long).is_err());
+}
+
+#[test]
+fn proof_is_rejected_for_another_model() {
+    let model = tiny_model(7);
+    let (proof, _, _) = prove_and_verify(&model, SegmentPlan::default());
+    let other = tiny_model(8);
+    let other_verifier = TaskVerifier::new(&other, &SegmentPlan::default()).unwrap();
+    assert!(matches!(other_verifier.verify(&proof), Err(Error::InvalidProof(_))));
+    // Even when relabelled with the other model's id, the circuit check fails.
+    let relabelled = TaskProof::new(other.model_id(), proof.proof.clone());
+    assert!(other_verifier.verify(&relabelled).is_err());
+}
+
+#[test]
+fn segmented_proof_verifies_and_binds_the_task() {
+    let model = tiny_model(9);
+    let (proof, verifier, _) = prove_and_verify(&model, SegmentPlan { cuts: vec![3] });
+    let pi_start = proof.proof.len() - 8 * crate::NUM_PUBLIC_INPUTS;
+    let mut bad = proof.clone();
+    bad.proof[pi_start] ^= 1;
+    assert!(verifier.verify(&bad).is_err());
+    // The single-segment verifier of the same model does not accept the chained proof.
+    let single = TaskVerifier::new(&model, &SegmentPlan::default()).unwrap();
+    assert!(single.verify(&proof).is_err());
+}
+
+/// Index (in build order) of the hinted elements of `node`.
+fn hinted_indices(model: &QuantModel, node: usize) -> std::ops::Range<usize> {
+    let mut start = 0;
+    let mut count = 0;
+    for i in 0..=node {
+        let mut c = 0;
+        for_each_element(model, i, |_, e| c += usize::from(!matches!(e, Element::Copy { .. })));
+        if i < node {
+            start += c;
+        } else {
+            count = c;
+        }
+    }
+    start..start + count
+}
+
+fn assert_fault_rejected(model: &QuantModel, node: usize, which: usize, fault: Fault) {
+    let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
+    let verifier = TaskVerifier::new(model, &SegmentPlan::default()).unwrap();
+    let x = random_input(&mut StdRng::seed_from_u64(10), model.input_len());
+    let at = hinted_indices(model, node).nth(which).expect("element exists");
+    match prover.prove_with_fault(&x, (at, fault)) {
+        Err(Error::Proving(_)) => {}
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(proof) => assert!(verifier.verify(&proof).is_err(), "{fault:?} at node {node} produced a valid proof"),
+    }
+}
+
+#[test]
+fn clamp_constraints_reject_a_wrong_clamp() {
+    let model = tiny_model(11);
+    for node in [0, 2, 3, 4, 6] {
+        for which in [0, 1] {
+            assert_fault_rejected(&model, node, which, Fault::ClampOffByOne);
+        }
+    }
+}
+
+#[test]
+fn activation_range_check_rejects_values_outside_int8() {
+    let model = tiny_model(12);
+    for node in [0, 3, 6] {
+        assert_fault_rejected(&model, node, 0, Fault::OutputOutOfRange);
+    }
+}
+
+#[test]
+fn remainder_range_check_rejects_an_oversized_remainder() {
+    let model = tiny_model(13);
+    for node in [0, 2, 3, 6] {
+        assert_fault_rejected(&model, node, 1, Fault::RemainderOverflow);
+    }
+}
+
+#[test]
+fn a_wrong_output_cannot_be_proven() {
+    let model = tiny_model(14);
+    for which in 0..3 {
+        assert_fault_rejected(&model, 6, which, Fault::WrongOutput);
+    }
+}
+
+#[test]
+fn max_constraints_reject_a_wrong_maximum() {
+    let model = tiny_model(15);
+    for which in [0, 5] {
+        assert_fault_rejected(&model, 1, which, Fault::MaxTooLarge);
+        assert_fault_rejected(&model, 1, which, Fault::MaxTooSmall);
+    }
+}
+
+#[test]
+fn input_range_check_rejects_a_non_byte_input() {
+    use plonky2::iop::witness::WitnessWrite;
+    let model = tiny_model(16);
+    let segment = crate::Segment::new(&model, 0..model.nodes.len());
+    let circuit = crate::circuit::SegmentCircuit::build(
+        &model,
+        segment,
+        crate::circuit::BuildOptions { bind_task: true, ..Default::default() },
+    )
+    .unwrap();
+    let mut pw = plonky2::iop::witness::PartialWitness::new();
+    for (i, &t) in circuit.inputs[0].iter().enumerate() {
+        // 256 is "one past int8" in offset form.
+        let v = if i == 3 { 256 } else { 128 };
+        pw.set_target(t, crate::F::from_canonical_u64(v)).unwrap();
+    }
+    crate::circuit::set_binding(&mut pw, circuit.binding.as_ref().unwrap(), &TASK, &PROVIDER).unwrap();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        plonky2::plonk::prover::prove::<crate::F, crate::C, { crate::D }>(
+            &circuit.data.prover_only,
+            &circuit.data.common,
+            pw,
+            &mut plonky2::util::timing::TimingTree::default(),
+        )
+    }));
+    match result {
+        Err(_) | Ok(Err(_)) => {}
+        Ok(Ok(proof)) => assert!(circuit.data.verify(proof).is_err()),
+    }
+}
+
+#[test]
+fn model_encoding_round_trips_and_pins_the_id() {
+    let model = tiny_model(17);
+    let bytes = model.to_canonical_bytes();
+    assert_eq!(QuantModel::from_canonical_bytes(&bytes).unwrap(), model);
+    let mut other = model.clone();
+    if let Op::Dense { weights, .. } = &mut other.nodes[6].op {
+        weights[0] = weights[0].wrapping_add(1);
+    }
+    assert_ne!(other.model_id(), model.model_id());
+    let file = ModelFile { model, plan: SegmentPlan { cuts: vec![2] }, circuit_digest: [5; 32], report: "{}".into() };
+    assert_eq!(ModelFile::from_bytes(&file.to_bytes()).unwrap(), file);
+}
+
+#[test]
+fn inputs_of_the_wrong_length_are_rejected() {
+    let model = tiny_model(18);
+    assert!(matches!(infer::run(&model, &[0; 3]), Err(Error::InvalidInput(_))));
+    assert!(matches!(infer::quantize_input(&model, &[0.0; 3]), Err(Error::InvalidInput(_))));
+    let mut x = vec![0.5f32; model.input_len()];
+    x[2] = f32::NAN;
+    assert!(matches!(infer::quantize_input(&model, &x), Err(Error::InvalidInput(_))));
+    x[2] = f32::INFINITY;
+    assert!(matches!(infer::quantize_input(&model, &x), Err(Error::InvalidInput(_))));
+}
+
+#[test]
+fn commitment_packs_seven_bytes_and_absorbs_the_length() {
+    let a = commit(&[0; 7]);
+    assert_ne!(a, commit(&[0; 8]), "length must be absorbed");
+    assert_ne!(commit(&[1, 2]), commit(&[2, 1]));
+    let e = crate::commit::packed_elements(&[-128, 127, 0]);
+    assert_eq!(e.len(), 2);
+    assert_eq!(e[1], crate::F::from_canonical_u64(0x80_ff_00));
+}
+
+mod decoding {
+    use proptest::prelude::*;
+    use rand::Rng;
+
+    use super::*;
+
+    fn valid_files() -> (Vec<u8>, Vec<u8>) {
+        let model = tiny_model(19);
+        let file = ModelFile {
+            model: model.clone(),
+            plan: SegmentPlan::default(),
+            circuit_digest: [1; 32],
+            report: "{}".into(),
+        };
+        let proof = TaskProof::new(model.model_id(), vec![7; 300]);
+        (file.to_bytes(), proof.to_bytes())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = ModelFile::from_bytes(&bytes);
+            let _ = TaskProof::from_bytes(&bytes);
+            let _ = QuantModel::from_canonical_bytes(&bytes);
+        }
+
+        #[test]
+        fn mutated_files_never_panic(pos in any::<prop::sample::Index>(), byte in any::<u8>(), cut in any::<prop::sample::Index>()) {
+            let (model, proof) = valid_files();
+            for original in [model, proof] {
+                let mut m = original.clone();
+                let p = pos.index(m.len());
+                m[p] = byte;
+                let _ = ModelFile::from_bytes(&m);
+                let _ = TaskProof::from_bytes(&m);
+                let t = &original[..cut.index(original.len())];
+                prop_assert!(ModelFile::from_bytes(t).is_err());
+                prop_assert!(TaskProof::from_bytes(t).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn random_proof_bytes_are_rejected_without_panic() {
+        let model = tiny_model(20);
+        let verifier = TaskVerifier::new(&model, &SegmentPlan::default()).unwrap();
+        let mut rng = StdRng::seed_from_u64(21);
+        for len in [0, 1, 100, 5_000, 60_000, 200_000] {
+            let bytes: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+            let proof = TaskProof::new(model.model_id(), bytes);
+            assert!(verifier.verify(&proof).is_err());
+        }
+        assert!(ModelFile::from_bytes(b"").is_err());
+        assert!(TaskProof::from_bytes(b"TGRIDPRF").is_err());
+    }
+}

@@ -1,0 +1,115 @@
+//! `tgrid-verifier`: the auditor's tool. Checks task proofs against compiled models, rebuilding
+//! every circuit from the model's weights rather than trusting circuit data from a file.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
+
+/// TensorGrid auditor tool: verify proofs and print what they prove.
+#[derive(Debug, Parser)]
+#[command(name = "tgrid-verifier", version, about, long_about = None)]
+struct Cli {
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Verify a task proof for a compiled model; prints the public inputs when valid.
+    /// Exit codes: 0 valid, 1 invalid proof, 2 unreadable or malformed input.
+    Task {
+        /// Task proof (.tgp).
+        proof: PathBuf,
+        /// Compiled model (.tgm) the proof must be for.
+        #[arg(long)]
+        model: PathBuf,
+    },
+}
+
+/// An error caused by unreadable or malformed input (exit code 2).
+#[derive(Debug)]
+struct BadInput(anyhow::Error);
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+fn bad_input(e: impl Into<anyhow::Error>) -> anyhow::Error {
+    anyhow::Error::new(BadInput(e.into()))
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let json = cli.json;
+    let result = match cli.command {
+        Command::Task { proof, model } => verify_task(&proof, &model, json),
+    };
+    if let Err(e) = result {
+        let code = if e.downcast_ref::<BadInput>().is_some() { 2 } else { 1 };
+        if json {
+            println!("{}", json!({ "valid": false, "error": format!("{e:#}") }));
+        }
+        eprintln!("error: {e:#}");
+        std::process::exit(code);
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)
+}
+
+fn verify_task(proof_path: &Path, model_path: &Path, json: bool) -> Result<()> {
+    let started = Instant::now();
+    let file = ModelFile::from_bytes(&read(model_path)?)
+        .with_context(|| format!("{} is not a usable compiled model", model_path.display()))
+        .map_err(bad_input)?;
+    let proof = TaskProof::from_bytes(&read(proof_path)?)
+        .with_context(|| format!("{} is not a task proof", proof_path.display()))
+        .map_err(bad_input)?;
+    let verifier = TaskVerifier::new(&file.model, &file.plan).context("cannot rebuild the model's circuit")?;
+    anyhow::ensure!(
+        verifier.circuit_digest() == file.circuit_digest,
+        "the circuit rebuilt from {} has digest 0x{}, the file records 0x{}: built by another version",
+        model_path.display(),
+        hex::encode(verifier.circuit_digest()),
+        hex::encode(file.circuit_digest)
+    );
+    let publics = verifier
+        .verify(&proof)
+        .with_context(|| format!("{} is not a valid proof for this model", proof_path.display()))?;
+    let value = json!({
+        "valid": true,
+        "task_id": format!("0x{}", hex::encode(publics.task_id)),
+        "provider": format!("0x{}", hex::encode(publics.provider)),
+        "model_id": format!("0x{}", hex::encode(publics.model_id)),
+        "input_commitment": publics.input_commitment.to_hex(),
+        "output_commitment": publics.output_commitment.to_hex(),
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    if json {
+        println!("{value}");
+    } else {
+        println!(
+            "valid task proof\n  task id            {}\n  provider           {}\n  model id           {}\n  input commitment   {}\n  output commitment  {}",
+            value["task_id"].as_str().unwrap_or_default(),
+            value["provider"].as_str().unwrap_or_default(),
+            value["model_id"].as_str().unwrap_or_default(),
+            value["input_commitment"].as_str().unwrap_or_default(),
+            value["output_commitment"].as_str().unwrap_or_default()
+        );
+    }
+    Ok(())
+}
