@@ -1,0 +1,31 @@
+# TensorGrid settlement layer. `make demo` and `make test` work on a fresh machine: they
+# install what they need (Rust crates from crates.io, npm packages for Foundry).
+
+CARGO ?= cargo
+
+.PHONY: demo test test-rust test-contracts bench setup-contracts fmt
+
+## Compile, prove and verify a bundled model end to end, with timings.
+demo:
+	bash scripts/demo.sh
+
+## Every test: Rust (unit, property, integration, CLI) and Solidity (forge).
+test: test-rust test-contracts
+
+test-rust:
+	$(CARGO) test --workspace --locked
+
+setup-contracts:
+	@if [ -f scripts/foundry/setup.sh ]; then bash scripts/foundry/setup.sh; fi
+
+test-contracts: setup-contracts
+	@if [ -f foundry.toml ]; then node_modules/.bin/forge test; fi
+
+## Proving benchmarks on the fixtures (one JSON line per fixture). The dev profile already
+## builds plonky2 and the circuit crates at opt-level 3 (Cargo.toml), so it shares make test's build.
+bench:
+	$(CARGO) build --locked -p tgrid-prover
+	target/debug/tgrid-prover bench fixtures/mlp fixtures/cnn fixtures/lenet
+
+fmt:
+	$(CARGO) fmt --all

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {Script} from "forge-std/Script.sol";
+import {TimelockController} from "@openzeppelin/contracts/governance/TimelockController.sol";
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {IVotes} from "@openzeppelin/contracts/governance/utils/IVotes.sol";
+
+import {TGRID} from "../token/TGRID.sol";
+import {TGridGovernor} from "../governance/TGridGovernor.sol";
+import {ModelRegistry} from "../registry/ModelRegistry.sol";
+import {Staking} from "../staking/Staking.sol";
+import {TaskEscrow} from "../escrow/TaskEscrow.sol";
+import {Settlement} from "../settlement/Settlement.sol";
+import {Groth16Verifier} from "../verifier/Groth16Verifier.sol";
+import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
+import {IModelRegistry} from "../interfaces/IModelRegistry.sol";
+import {IStaking} from "../interfaces/IStaking.sol";
+import {ITaskEscrow} from "../interfaces/ITaskEscrow.sol";
+
+/// @title Deploy
+/// @notice Deploys and wires the TensorGrid contracts, hands every parameter to the timelock and
+/// writes the addresses to a JSON file for off-chain tools.
+/// @dev Local anvil:
+///   node_modules/.bin/anvil &
+///   node_modules/.bin/forge script contracts/script/Deploy.s.sol --rpc-url http://127.0.0.1:8545 --broadcast
+/// (or `bash scripts/foundry/deploy-local.sh`). Environment overrides (all optional): PRIVATE_KEY
+/// (default: anvil account 0), TGRID_SEQUENCER, TGRID_TOKEN_HOLDER, TGRID_REGISTRY_ROOT,
+/// TGRID_DEVNET_MODEL_ID (+ TGRID_DEVNET_CIRCUIT_DIGEST, TGRID_DEVNET_MODEL_URI),
+/// TGRID_TIMELOCK_DELAY, TGRID_VOTING_DELAY, TGRID_VOTING_PERIOD, TGRID_DEPLOYMENTS_OUT
+/// (default contracts/deployments/<chainId>.json).
+/// The verifier is the generated contracts/verifier/Groth16Verifier.sol; today that is the
+/// INSECURE devnet key (VERIFYING_KEY_ID "devnet-insecure"): local devnets only.
+contract Deploy is Script {
+    /// @notice Anvil's first default account key (public knowledge; local devnet only).
+    uint256 internal constant ANVIL_KEY_0 = 0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80;
+
+    /// @notice Everything `deploy` needs.
+    struct Config {
+        address admin; // the account sending the deployment calls; renounces everything at the end
+        address tokenHolder; // receives the TGRID supply
+        address sequencer; // granted the sequencer role (zero: none)
+        uint256 timelockDelay;
+        uint48 votingDelay;
+        uint32 votingPeriod;
+        uint256 proposalThreshold;
+        uint256 quorumPercent;
+        bytes32 registryRoot; // initial registry root (zero: none)
+        uint256 rootGracePeriod;
+        bytes32 devnetModelId; // registered at deployment when non-zero (needs registryRoot)
+        bytes32 devnetCircuitDigest;
+        string devnetModelUri;
+        uint256 minStake;
+        uint256 unbondingDelay;
+        uint256 slashBps;
+        uint256 slashPosterShareBps;
+        uint256 collateralBps;
+        uint256 minCollateral;
+        uint256 protocolFeeBps;
+        uint256 minDeadlineDelay;
+        uint256 maxDeadlineDelay;
+        uint256 maxBatchSize;
+    }
+
+    /// @notice The deployed contracts.
+    struct Deployment {
+        TGRID token;
+        TimelockController timelock;
+        TGridGovernor governor;
+        ModelRegistry registry;
+        Staking staking;
+        TaskEscrow escrow;
+        Settlement settlement;
+        Groth16Verifier verifier;
+    }
+
+    /// @notice Deploys to the chain of `--rpc-url` and writes the addresses JSON.
+    /// @return d The deployment.
+    function run() external returns (Deployment memory d) {
+        uint256 key = vm.envOr("PRIVATE_KEY", ANVIL_KEY_0);
+        Config memory c = defaultConfig(vm.addr(key));
+        c.tokenHolder = vm.envOr("TGRID_TOKEN_HOLDER", c.tokenHolder);
+        c.sequencer = vm.envOr("TGRID_SEQUENCER", c.sequencer);
+        c.registryRoot = vm.envOr("TGRID_REGISTRY_ROOT", c.registryRoot);
+        c.devnetModelId = vm.envOr("TGRID_DEVNET_MODEL_ID", c.devnetModelId);
+        c.devnetCircuitDigest = vm.envOr("TGRID_DEVNET_CIRCUIT_DIGEST", c.devnetCircuitDigest);
+        c.devnetModelUri = vm.envOr("TGRID_DEVNET_MODEL_URI", c.devnetModelUri);
+        c.timelockDelay = vm.envOr("TGRID_TIMELOCK_DELAY", c.timelockDelay);
+        c.votingDelay = uint48(vm.envOr("TGRID_VOTING_DELAY", uint256(c.votingDelay)));
+        c.votingPeriod = uint32(vm.envOr("TGRID_VOTING_PERIOD", uint256(c.votingPeriod)));
+
+        vm.startBroadcast(key);
+        d = deploy(c);
+        vm.stopBroadcast();
+
+        string memory out = vm.envOr(
+            "TGRID_DEPLOYMENTS_OUT",
+            string.concat(vm.projectRoot(), "/contracts/deployments/", vm.toString(block.chainid), ".json")
+        );
+        writeAddresses(d, c, out);
+    }
+
+    /// @notice Devnet defaults; `admin` sends the deployment calls and gets the supply and the
+    /// sequencer role.
+    /// @param admin The deploying account.
+    /// @return c The configuration.
+    function defaultConfig(address admin) public pure returns (Config memory c) {
+        c.admin = admin;
+        c.tokenHolder = admin;
+        c.sequencer = admin;
+        c.timelockDelay = 1 hours;
+        c.votingDelay = 1; // seconds (timestamp clock)
+        c.votingPeriod = 1 hours;
+        c.proposalThreshold = 0;
+        c.quorumPercent = 4;
+        c.registryRoot = keccak256("tensorgrid devnet registry root v1");
+        c.rootGracePeriod = 1 days;
+        c.devnetModelId = keccak256("tensorgrid devnet model v1");
+        c.devnetCircuitDigest = keccak256("tensorgrid devnet circuit v1");
+        c.devnetModelUri = "devnet://model/v1";
+        c.minStake = 100e18;
+        c.unbondingDelay = 7 days;
+        c.slashBps = 5_000;
+        c.slashPosterShareBps = 5_000;
+        c.collateralBps = 10_000;
+        c.minCollateral = 10e18;
+        c.protocolFeeBps = 100;
+        c.minDeadlineDelay = 10 minutes;
+        c.maxDeadlineDelay = 30 days;
+        c.maxBatchSize = 256;
+    }
+
+    /// @notice Deploys and wires everything; every call is made by `c.admin`, which ends with no
+    /// role or ownership: the timelock owns all parameters, the Governor proposes to it.
+    /// @param c The configuration.
+    /// @return d The deployment.
+    function deploy(Config memory c) public returns (Deployment memory d) {
+        d.token = new TGRID(c.tokenHolder);
+
+        address[] memory none = new address[](0);
+        address[] memory anyone = new address[](1); // executor role open to everyone
+        d.timelock = new TimelockController(c.timelockDelay, none, anyone, c.admin);
+        d.governor = new TGridGovernor(
+            IVotes(address(d.token)), d.timelock, c.votingDelay, c.votingPeriod, c.proposalThreshold, c.quorumPercent
+        );
+        d.timelock.grantRole(d.timelock.PROPOSER_ROLE(), address(d.governor));
+        d.timelock.grantRole(d.timelock.CANCELLER_ROLE(), address(d.governor));
+
+        d.verifier = new Groth16Verifier();
+        d.registry = new ModelRegistry(c.admin, bytes32(0), c.rootGracePeriod);
+        if (c.devnetModelId != bytes32(0)) {
+            d.registry.registerModel(c.devnetModelId, c.devnetCircuitDigest, c.devnetModelUri, c.registryRoot);
+        } else if (c.registryRoot != bytes32(0)) {
+            d.registry.setRegistryRoot(c.registryRoot);
+        }
+
+        address treasury = address(d.timelock);
+        d.staking = new Staking(
+            c.admin, IERC20(address(d.token)), treasury, c.minStake, c.unbondingDelay, c.slashBps, c.slashPosterShareBps
+        );
+        d.escrow = new TaskEscrow(
+            c.admin,
+            IERC20(address(d.token)),
+            IStaking(address(d.staking)),
+            IModelRegistry(address(d.registry)),
+            treasury,
+            c.collateralBps,
+            c.minCollateral,
+            c.protocolFeeBps,
+            c.minDeadlineDelay,
+            c.maxDeadlineDelay
+        );
+        d.settlement = new Settlement(
+            c.admin,
+            ITaskEscrow(address(d.escrow)),
+            IModelRegistry(address(d.registry)),
+            IGroth16Verifier(address(d.verifier)),
+            c.maxBatchSize
+        );
+        d.staking.bindEscrow(address(d.escrow));
+        d.escrow.bindSettlement(address(d.settlement));
+        if (c.sequencer != address(0)) d.settlement.setSequencer(c.sequencer, true);
+
+        d.registry.transferOwnership(address(d.timelock));
+        d.staking.transferOwnership(address(d.timelock));
+        d.escrow.transferOwnership(address(d.timelock));
+        d.settlement.transferOwnership(address(d.timelock));
+        d.timelock.renounceRole(d.timelock.DEFAULT_ADMIN_ROLE(), c.admin);
+    }
+
+    /// @notice Writes the deployment's addresses and key parameters as JSON to `path`.
+    /// @param d The deployment.
+    /// @param c Its configuration.
+    /// @param path Output file.
+    function writeAddresses(Deployment memory d, Config memory c, string memory path) public {
+        string memory k = "deployment";
+        vm.serializeUint(k, "chainId", block.chainid);
+        vm.serializeUint(k, "startBlock", block.number); // scan events from here
+        vm.serializeAddress(k, "token", address(d.token));
+        vm.serializeAddress(k, "timelock", address(d.timelock));
+        vm.serializeAddress(k, "governor", address(d.governor));
+        vm.serializeAddress(k, "registry", address(d.registry));
+        vm.serializeAddress(k, "staking", address(d.staking));
+        vm.serializeAddress(k, "escrow", address(d.escrow));
+        vm.serializeAddress(k, "settlement", address(d.settlement));
+        vm.serializeAddress(k, "verifier", address(d.verifier));
+        vm.serializeString(k, "verifyingKeyId", d.verifier.VERIFYING_KEY_ID());
+        vm.serializeAddress(k, "sequencer", c.sequencer);
+        vm.serializeBytes32(k, "registryRoot", d.registry.registryRoot());
+        string memory json = vm.serializeBytes32(k, "devnetModelId", c.devnetModelId);
+        vm.createDir(_dirname(path), true);
+        vm.writeJson(json, path);
+    }
+
+    /// @dev The part of `path` before its last '/' ("." if none).
+    function _dirname(string memory path) internal pure returns (string memory) {
+        bytes memory b = bytes(path);
+        uint256 end = b.length;
+        while (end > 0 && b[end - 1] != "/") --end;
+        if (end == 0) return ".";
+        bytes memory dir = new bytes(end - 1);
+        for (uint256 i = 0; i + 1 < end; ++i) {
+            dir[i] = b[i];
+        }
+        return dir.length == 0 ? "/" : string(dir);
+    }
+}

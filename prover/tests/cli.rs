@@ -1,0 +1,156 @@
+//! The provider and auditor CLIs end to end on the committed fixtures: compile, infer,
+//! commit-input, prove, verify, and every way a proof or an input can be wrong.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn prover() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tgrid-prover"))
+}
+
+/// tgrid-verifier is built beside tgrid-prover by `cargo test --workspace`.
+fn verifier() -> Command {
+    let path = Path::new(env!("CARGO_BIN_EXE_tgrid-prover")).with_file_name("tgrid-verifier");
+    assert!(path.exists(), "build tgrid-verifier first (cargo test --workspace builds it)");
+    Command::new(path)
+}
+
+fn fixture(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures").join(path)
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("the binary runs")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(out.status.success(), "failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+}
+
+const TASK: &str = "0x1111111111111111111111111111111111111111111111111111111111111111";
+const PROVIDER: &str = "0x2222222222222222222222222222222222222222";
+
+fn compile(dir: &Path, name: &str) -> PathBuf {
+    let tgm = dir.join(format!("{name}.tgm"));
+    let out = run(prover()
+        .args(["--json", "compile"])
+        .arg(fixture(&format!("{name}/model.onnx")))
+        .arg("--calibration")
+        .arg(fixture(&format!("{name}/calibration.json")))
+        .arg("--out")
+        .arg(&tgm));
+    let v = json(&out);
+    assert!(v["model_id"].as_str().unwrap().starts_with("0x"));
+    assert!(v["calibration"]["argmax_agreement"].as_f64().unwrap() >= 0.9, "{v}");
+    tgm
+}
+
+#[test]
+fn compile_prove_verify_and_reject_every_wrong_proof() {
+    let dir = tempfile::tempdir().unwrap();
+    let tgm = compile(dir.path(), "mlp");
+    let input = fixture("mlp/input.json");
+
+    let infer = json(&run(prover().args(["--json", "infer"]).arg(&tgm).arg("--input").arg(&input)));
+    assert_eq!(infer["argmax"], 7, "the sample is a 7");
+    let commitment = json(&run(prover().args(["--json", "commit-input"]).arg(&tgm).arg("--input").arg(&input)));
+    let input_commitment = commitment["input_commitment"].as_str().unwrap().to_string();
+    assert_eq!(input_commitment.len(), 66);
+
+    let tgp = dir.path().join("task.tgp");
+    let out_json = dir.path().join("out.json");
+    let proved = json(&run(prover()
+        .args(["--json", "prove"])
+        .arg(&tgm)
+        .arg("--input")
+        .arg(&input)
+        .args(["--task-id", TASK, "--provider", PROVIDER, "--out"])
+        .arg(&tgp)
+        .arg("--output")
+        .arg(&out_json)));
+    assert_eq!(proved["input_commitment"], input_commitment.as_str());
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    assert_eq!(written["output_commitment"], proved["output_commitment"]);
+
+    let verified = json(&run(verifier().args(["--json", "task"]).arg(&tgp).arg("--model").arg(&tgm)));
+    assert_eq!(verified["valid"], true);
+    assert_eq!(verified["task_id"], TASK);
+    assert_eq!(verified["provider"], PROVIDER);
+    assert_eq!(verified["input_commitment"], input_commitment.as_str());
+    assert_eq!(verified["output_commitment"], proved["output_commitment"]);
+
+    let bytes = std::fs::read(&tgp).unwrap();
+    let check = |name: &str, data: &[u8], code: i32| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, data).unwrap();
+        let out = run(verifier().arg("task").arg(&p).arg("--model").arg(&tgm));
+        assert_eq!(out.status.code(), Some(code), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(!out.stderr.is_empty(), "{name}: a reason is printed");
+    };
+    let mut tampered = bytes.clone();
+    let mid = tampered.len() / 2;
+    tampered[mid] ^= 0x01;
+    check("tampered.tgp", &tampered, 1);
+    let mut other_task = bytes.clone();
+    let last = other_task.len() - 8 * 29; // first public input word: the task id
+    other_task[last] ^= 0x01;
+    check("other-task.tgp", &other_task, 1);
+    let mut other_provider = bytes.clone();
+    other_provider[last + 8 * 8] ^= 0x01;
+    check("other-provider.tgp", &other_provider, 1);
+    check("truncated.tgp", &bytes[..bytes.len() / 3], 2);
+    check("empty.tgp", b"", 2);
+    check("random.tgp", &[0x5a; 1000], 2);
+
+    // The same proof against another model.
+    let cnn = compile(dir.path(), "cnn");
+    let out = run(verifier().arg("task").arg(&tgp).arg("--model").arg(&cnn));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("model"));
+}
+
+#[test]
+fn bad_inputs_exit_with_code_two_and_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let expect2 = |out: Output, needle: &str| {
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(needle), "expected '{needle}' in: {err}");
+    };
+    // Unsupported op: the op and the node are named.
+    expect2(
+        run(prover()
+            .arg("compile")
+            .arg(fixture("unsupported/model.onnx"))
+            .arg("--calibration")
+            .arg(fixture("unsupported/calibration.json"))
+            .arg("--out")
+            .arg(dir.path().join("x.tgm"))),
+        "'Sigmoid' at node 'sigmoid_0'",
+    );
+    let tgm = compile(dir.path(), "mlp");
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let short = write("short.json", r#"{"input_data": [[0.1, 0.2, 0.3]]}"#);
+    expect2(run(prover().arg("infer").arg(&tgm).arg("--input").arg(&short)), "takes 64 values");
+    let nan = write("nan.json", &format!(r#"{{"input_data": [[{}NaN]]}}"#, "0.5, ".repeat(63)));
+    expect2(run(prover().arg("commit-input").arg(&tgm).arg("--input").arg(&nan)), "input");
+    let input = fixture("mlp/input.json");
+    expect2(
+        run(prover()
+            .arg("prove")
+            .arg(&tgm)
+            .arg("--input")
+            .arg(&input)
+            .args(["--task-id", "0x12", "--provider", PROVIDER, "--out"])
+            .arg(dir.path().join("p.tgp"))),
+        "--task-id",
+    );
+    let garbage = write("garbage.tgm", "not a model");
+    expect2(run(prover().arg("infer").arg(&garbage).arg("--input").arg(&input)), "not a usable compiled model");
+    expect2(run(verifier().arg("task").arg(&garbage).arg("--model").arg(&garbage)), "not a usable compiled model");
+}
