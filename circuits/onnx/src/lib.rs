@@ -115,7 +115,7 @@ pub fn tract_reference(path: &Path, input_shape: &[usize], samples: &[Vec<f32>])
             let t = tract_ndarray::ArrayD::from_shape_vec(shape.clone(), s.clone())
                 .map_err(|e| Error::Data(format!("sample does not fit shape {shape:?}: {e}")))?;
             let out = model.run(tvec!(Tensor::from(t).into())).map_err(err)?;
-            let view = out[0].to_array_view::<f32>().map_err(err)?;
+            let view = out[0].to_plain_array_view::<f32>().map_err(err)?;
             Ok(view.iter().copied().collect())
         })
         .collect()

@@ -63,14 +63,15 @@ fn qparams(min: f32, max: f32) -> QParams {
 }
 
 /// Quantizes weights `[channels][per]` symmetrically per channel; returns the int8 weights and
-/// the channel scales.
-fn quantize_weights(weights: &[f32], channels: usize) -> (Vec<i8>, Vec<f64>) {
+/// the channel scales. A channel whose weights are (nearly) dead gets a coarser scale, so that
+/// its bias still fits in int32 at scale `s_in · s_w`.
+fn quantize_weights(weights: &[f32], bias: &[f32], s_in: f64, channels: usize) -> (Vec<i8>, Vec<f64>) {
     let per = weights.len() / channels;
     let mut q = Vec::with_capacity(weights.len());
     let mut scales = Vec::with_capacity(channels);
-    for row in weights.chunks(per) {
+    for (row, &b) in weights.chunks(per).zip(bias) {
         let max = row.iter().fold(0f32, |m, &w| m.max(w.abs()));
-        let s = if max > 0.0 { f64::from(max) / 127.0 } else { 1.0 };
+        let s = (f64::from(max) / 127.0).max(f64::from(b.abs()) / (s_in * 2f64.powi(30))).max(1e-12);
         q.extend(row.iter().map(|&w| (f64::from(w) / s).round().clamp(-127.0, 127.0) as i8));
         scales.push(s);
     }
@@ -86,9 +87,9 @@ fn quantize_affine(
     in_q: QParams,
     out_q: QParams,
 ) -> Result<(Vec<i8>, Vec<i32>, Vec<Requant>)> {
-    let (qw, scales) = quantize_weights(weights, channels);
-    let per = qw.len() / channels;
     let s_in = f64::from(in_q.scale);
+    let (qw, scales) = quantize_weights(weights, bias, s_in, channels);
+    let per = qw.len() / channels;
     let offset = (i64::from(in_q.zero_point) + 128).unsigned_abs() as u128;
     let mut qb = Vec::with_capacity(channels);
     let mut requant = Vec::with_capacity(channels);
