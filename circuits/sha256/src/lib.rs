@@ -1,0 +1,14 @@
+#![doc = include_str!("../README.md")]
+
+mod core;
+mod error;
+mod gadget;
+mod native;
+#[cfg(test)]
+mod tests;
+mod witness;
+
+pub use error::Sha256Error;
+pub use gadget::{CircuitBuilderSha256, Sha256DigestTarget, U32Target};
+pub use native::{digest_bytes, num_blocks, words_be, IV, K};
+pub use witness::{digest_from_fields, WitnessU32};
