@@ -109,15 +109,7 @@ pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: imp
             for ch in 0..c {
                 for oy in 0..oh {
                     for ox in 0..ow {
-                        indices.clear();
-                        for ky in 0..kernel[0] {
-                            for kx in 0..kernel[1] {
-                                let (iy, ix) = (oy * stride[0] + ky, ox * stride[1] + kx);
-                                if iy >= pads[0] && ix >= pads[1] && iy - pads[0] < h && ix - pads[1] < w {
-                                    indices.push((ch * h + iy - pads[0]) * w + ix - pads[1]);
-                                }
-                            }
-                        }
+                        window_indices(ch, [h, w], *kernel, *stride, *pads, [oy, ox], &mut indices);
                         let out = (ch * oh + oy) * ow + ox;
                         match &node.op {
                             Op::MaxPool { .. } => f(out, Element::Max { tensor: input, indices: &indices }),
@@ -168,6 +160,28 @@ pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: imp
         Op::Reshape => {
             for i in 0..numel(&node.shape) {
                 f(i, Element::Copy { tensor: input, index: i });
+            }
+        }
+    }
+}
+
+/// Fills `out` with the flat indices into a `[C, H, W]` tensor of the in-bounds cells of the
+/// pooling window at output position `[oy, ox]` of channel `ch`; padded cells are skipped.
+pub fn window_indices(
+    ch: usize,
+    [h, w]: [usize; 2],
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    pads: [usize; 4],
+    [oy, ox]: [usize; 2],
+    out: &mut Vec<usize>,
+) {
+    out.clear();
+    for ky in 0..kernel[0] {
+        for kx in 0..kernel[1] {
+            let (iy, ix) = (oy * stride[0] + ky, ox * stride[1] + kx);
+            if iy >= pads[0] && ix >= pads[1] && iy - pads[0] < h && ix - pads[1] < w {
+                out.push((ch * h + iy - pads[0]) * w + ix - pads[1]);
             }
         }
     }

@@ -180,19 +180,14 @@ fn pool(
     let (c, h, w) = (in_shape[0], in_shape[1], in_shape[2]);
     let (oh, ow) = (out_shape[1], out_shape[2]);
     let mut y = Vec::with_capacity(c * oh * ow);
+    let mut cells = Vec::with_capacity(kernel[0] * kernel[1]);
     let mut vals = Vec::with_capacity(kernel[0] * kernel[1]);
     for ch in 0..c {
         for oy in 0..oh {
             for ox in 0..ow {
+                tgrid_circuits::window_indices(ch, [h, w], kernel, stride, pads, [oy, ox], &mut cells);
                 vals.clear();
-                for ky in 0..kernel[0] {
-                    for kx in 0..kernel[1] {
-                        let (iy, ix) = (oy * stride[0] + ky, ox * stride[1] + kx);
-                        if iy >= pads[0] && ix >= pads[1] && iy - pads[0] < h && ix - pads[1] < w {
-                            vals.push(x[(ch * h + iy - pads[0]) * w + ix - pads[1]]);
-                        }
-                    }
-                }
+                vals.extend(cells.iter().map(|&i| x[i]));
                 y.push(f(&vals, ch));
             }
         }
