@@ -107,6 +107,8 @@ struct Proven {
 /// Proves tasks for one model.
 pub struct TaskProver {
     model: QuantModel,
+    /// SHA-256 of the model bytes, computed once.
+    model_id: [u8; 32],
     plan: SegmentPlan,
     /// Kept only for a single-segment model (its memory is bounded by the segment size anyway).
     single: Option<SegmentCircuit>,
@@ -143,7 +145,7 @@ impl TaskProver {
         } else {
             None
         };
-        Ok(Self { model, plan, single, build_seconds: start.elapsed().as_secs_f64() })
+        Ok(Self { model_id: model.model_id(), model, plan, single, build_seconds: start.elapsed().as_secs_f64() })
     }
 
     /// The model.
@@ -184,7 +186,7 @@ impl TaskProver {
         let expected = PublicInputs {
             task_id,
             provider,
-            model_id: self.model.model_id(),
+            model_id: self.model_id,
             input_commitment: crate::commit::commit(input),
             output_commitment: crate::commit::commit(trace.output()),
         };
@@ -192,7 +194,7 @@ impl TaskProver {
         if claimed != expected {
             return Err(Error::Proving("the proof's public inputs differ from the integer inference".into()));
         }
-        Ok((TaskProof::new(self.model.model_id(), proof.to_bytes()), trace, stats))
+        Ok((TaskProof::new(self.model_id, proof.to_bytes()), trace, stats))
     }
 
     fn prove_chain(
@@ -297,7 +299,7 @@ impl TaskProver {
             SegmentCircuit::build(&self.model, segment, BuildOptions { bind_task: true, fault: Some(fault) })?;
         let pw = circuit.witness(&[input], Some((&[1; 32], &[2; 20])))?;
         let proof = prove_circuit(&circuit.data, pw)?;
-        Ok(TaskProof::new(self.model.model_id(), proof.to_bytes()))
+        Ok(TaskProof::new(self.model_id, proof.to_bytes()))
     }
 }
 
