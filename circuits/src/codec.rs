@@ -7,36 +7,44 @@ use crate::error::{Error, Result};
 
 /// Little-endian writer.
 #[derive(Default, Debug)]
-pub(crate) struct Writer(Vec<u8>);
+pub struct Writer(Vec<u8>);
 
 impl Writer {
-    pub(crate) fn into_bytes(self) -> Vec<u8> {
+    /// The bytes written so far.
+    pub fn into_bytes(self) -> Vec<u8> {
         self.0
     }
-    pub(crate) fn u8(&mut self, v: u8) {
+    /// Writes a little-endian `u8`.
+    pub fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
-    pub(crate) fn u16(&mut self, v: u16) {
+    /// Writes a little-endian `u16`.
+    pub fn u16(&mut self, v: u16) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    pub(crate) fn u32(&mut self, v: u32) {
+    /// Writes a little-endian `u32`.
+    pub fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    pub(crate) fn i32(&mut self, v: i32) {
+    /// Writes a little-endian `i32`.
+    pub fn i32(&mut self, v: i32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    pub(crate) fn raw(&mut self, v: &[u8]) {
+    /// Writes bytes as they are (no length).
+    pub fn raw(&mut self, v: &[u8]) {
         self.0.extend_from_slice(v);
     }
     /// Length-prefixed bytes.
-    pub(crate) fn bytes(&mut self, v: &[u8]) {
+    pub fn bytes(&mut self, v: &[u8]) {
         self.u32(v.len() as u32);
         self.raw(v);
     }
-    pub(crate) fn str(&mut self, v: &str) {
+    /// Writes a length-prefixed UTF-8 string.
+    pub fn str(&mut self, v: &str) {
         self.bytes(v.as_bytes());
     }
-    pub(crate) fn usizes(&mut self, v: &[usize]) {
+    /// Writes a length-prefixed list of u32 values.
+    pub fn usizes(&mut self, v: &[usize]) {
         self.u32(v.len() as u32);
         v.iter().for_each(|&x| self.u32(x as u32));
     }
@@ -44,13 +52,14 @@ impl Writer {
 
 /// Little-endian reader over untrusted bytes.
 #[derive(Debug)]
-pub(crate) struct Reader<'a> {
+pub struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    pub(crate) fn new(data: &'a [u8]) -> Self {
+    /// Starts reading at the first byte of `data`.
+    pub fn new(data: &'a [u8]) -> Self {
         Self { data, pos: 0 }
     }
 
@@ -65,38 +74,45 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    pub(crate) fn remaining(&self) -> usize {
+    /// Bytes not yet read.
+    pub fn remaining(&self) -> usize {
         self.data.len() - self.pos
     }
 
-    pub(crate) fn raw<const N: usize>(&mut self) -> Result<[u8; N]> {
+    /// Reads exactly `N` bytes.
+    pub fn raw<const N: usize>(&mut self) -> Result<[u8; N]> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N)?);
         Ok(out)
     }
-    pub(crate) fn u8(&mut self) -> Result<u8> {
+    /// Reads a little-endian `u8`.
+    pub fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
     }
-    pub(crate) fn bool(&mut self) -> Result<bool> {
+    /// A boolean byte (0 or 1; anything else is an error).
+    pub fn bool(&mut self) -> Result<bool> {
         match self.u8()? {
             0 => Ok(false),
             1 => Ok(true),
             v => Err(Error::Format(format!("invalid boolean byte {v}"))),
         }
     }
-    pub(crate) fn u16(&mut self) -> Result<u16> {
+    /// Reads a little-endian `u16`.
+    pub fn u16(&mut self) -> Result<u16> {
         Ok(u16::from_le_bytes(self.raw()?))
     }
-    pub(crate) fn u32(&mut self) -> Result<u32> {
+    /// Reads a little-endian `u32`.
+    pub fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(self.raw()?))
     }
-    pub(crate) fn i32(&mut self) -> Result<i32> {
+    /// Reads a little-endian `i32`.
+    pub fn i32(&mut self) -> Result<i32> {
         Ok(i32::from_le_bytes(self.raw()?))
     }
 
     /// Reads a count of items that take at least `min_item_bytes` each, rejecting counts over
     /// `max` or larger than the remaining input could hold.
-    pub(crate) fn len_prefix(&mut self, max: usize, min_item_bytes: usize) -> Result<usize> {
+    pub fn len_prefix(&mut self, max: usize, min_item_bytes: usize) -> Result<usize> {
         let n = self.u32()? as usize;
         if n > max || n.saturating_mul(min_item_bytes.max(1)) > self.remaining() {
             return Err(Error::Format(format!(
@@ -108,23 +124,25 @@ impl<'a> Reader<'a> {
     }
 
     /// Length-prefixed bytes, at most `max`.
-    pub(crate) fn bytes(&mut self, max: usize) -> Result<&'a [u8]> {
+    pub fn bytes(&mut self, max: usize) -> Result<&'a [u8]> {
         let n = self.len_prefix(max, 1)?;
         self.take(n)
     }
 
-    pub(crate) fn str(&mut self, max: usize) -> Result<String> {
+    /// Reads a length-prefixed UTF-8 string of at most `max` bytes.
+    pub fn str(&mut self, max: usize) -> Result<String> {
         let b = self.bytes(max)?;
         String::from_utf8(b.to_vec()).map_err(|_| Error::Format("name is not UTF-8".into()))
     }
 
-    pub(crate) fn usizes(&mut self, max: usize) -> Result<Vec<usize>> {
+    /// Reads a length-prefixed list of at most `max` u32 values.
+    pub fn usizes(&mut self, max: usize) -> Result<Vec<usize>> {
         let n = self.len_prefix(max, 4)?;
         (0..n).map(|_| Ok(self.u32()? as usize)).collect()
     }
 
     /// Fails unless every byte was consumed.
-    pub(crate) fn finish(&self) -> Result<()> {
+    pub fn finish(&self) -> Result<()> {
         if self.remaining() != 0 {
             return Err(Error::Format(format!("{} trailing bytes", self.remaining())));
         }

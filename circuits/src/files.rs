@@ -119,7 +119,7 @@ impl TaskProof {
 }
 
 /// 32 bytes of a Goldilocks hash: each element as 8 big-endian bytes.
-pub(crate) fn hash_to_bytes(h: &HashOut<F>) -> [u8; 32] {
+pub fn hash_to_bytes(h: &HashOut<F>) -> [u8; 32] {
     let mut out = [0u8; 32];
     for (i, e) in h.elements.iter().enumerate() {
         out[8 * i..8 * i + 8].copy_from_slice(&e.to_canonical_u64().to_be_bytes());
@@ -131,10 +131,7 @@ pub(crate) fn hash_to_bytes(h: &HashOut<F>) -> [u8; 32] {
 /// from the common data (not from the bytes) but may panic on out-of-range field elements, so
 /// the decoding is isolated, and the bytes must re-encode identically (no second encoding of
 /// the same proof, e.g. a non-canonical field element, is accepted).
-pub(crate) fn decode_plonky2_proof(
-    bytes: &[u8],
-    common: &CommonCircuitData<F, D>,
-) -> Result<ProofWithPublicInputs<F, C, D>> {
+pub fn decode_plonky2_proof(bytes: &[u8], common: &CommonCircuitData<F, D>) -> Result<ProofWithPublicInputs<F, C, D>> {
     if bytes.len() > MAX_PROOF_BYTES {
         return Err(Error::Format("proof too large".into()));
     }

@@ -7,7 +7,7 @@
 //! down in docs/quantization.md.
 
 mod circuit;
-mod codec;
+pub mod codec;
 pub mod commit;
 mod error;
 mod files;
@@ -16,16 +16,17 @@ pub mod infer;
 mod lower;
 mod model;
 mod task;
+pub mod testing;
 #[cfg(test)]
 mod tests;
 
 pub use circuit::{task_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS};
 pub use commit::{commit, Commitment};
 pub use error::{Error, Result};
-pub use files::{ModelFile, TaskProof, MODEL_MAGIC, PROOF_MAGIC};
+pub use files::{decode_plonky2_proof, hash_to_bytes, ModelFile, TaskProof, MODEL_MAGIC, PROOF_MAGIC};
 pub use lower::{requant_for, window_indices};
 pub use model::{numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, MAX_MACS, MAX_TENSOR_LEN};
-pub use task::{CircuitStats, SegmentPlan, TaskProver, TaskVerifier};
+pub use task::{prove_circuit, CircuitStats, SegmentPlan, TaskProver, TaskVerifier};
 
 /// The base field (Goldilocks).
 pub type F = plonky2::field::goldilocks_field::GoldilocksField;

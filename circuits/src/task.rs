@@ -121,7 +121,9 @@ impl std::fmt::Debug for TaskProver {
     }
 }
 
-fn prove_circuit(data: &CircuitData<F, C, D>, pw: PartialWitness<F>) -> Result<ProofWithPublicInputs<F, C, D>> {
+/// Proves `data` with witness `pw`. plonky2 panics on some unsatisfiable witnesses; this
+/// returns [`Error::Proving`] instead, so a bad witness never crashes a prover or a service.
+pub fn prove_circuit(data: &CircuitData<F, C, D>, pw: PartialWitness<F>) -> Result<ProofWithPublicInputs<F, C, D>> {
     // plonky2's witness generation panics on some unsatisfiable witnesses (e.g. a lookup
     // outside its table); treat that as a proving failure, not a crash.
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -400,6 +402,11 @@ impl TaskVerifier {
         Ok(Self { model_id: model.model_id(), verifier: acc.expect("at least one segment"), segment_rows })
     }
 
+    /// The id of the model this verifier checks.
+    pub fn model_id(&self) -> [u8; 32] {
+        self.model_id
+    }
+
     /// Padded rows of each segment circuit.
     pub fn segment_rows(&self) -> &[usize] {
         &self.segment_rows
@@ -410,8 +417,18 @@ impl TaskVerifier {
         crate::files::hash_to_bytes(&self.verifier.verifier_only.circuit_digest)
     }
 
+    /// The final circuit's verifier data (what a recursive verifier of task proofs needs).
+    pub fn verifier_data(&self) -> &VerifierCircuitData<F, C, D> {
+        &self.verifier
+    }
+
     /// Checks a proof; on success returns its public inputs (bound to this model).
     pub fn verify(&self, proof: &TaskProof) -> Result<PublicInputs> {
+        self.verify_decoded(proof).map(|(publics, _)| publics)
+    }
+
+    /// As [`verify`](Self::verify), also returning the decoded plonky2 proof (for recursion).
+    pub fn verify_decoded(&self, proof: &TaskProof) -> Result<(PublicInputs, ProofWithPublicInputs<F, C, D>)> {
         if proof.model_id != self.model_id {
             return Err(Error::InvalidProof(format!(
                 "the proof is for model 0x{}, not 0x{}",
@@ -424,7 +441,9 @@ impl TaskVerifier {
         if publics.model_id != self.model_id {
             return Err(Error::InvalidProof("the proof's model id public input does not match".into()));
         }
-        self.verifier.verify(decoded).map_err(|e| Error::InvalidProof(format!("plonky2 verification failed: {e}")))?;
-        Ok(publics)
+        self.verifier
+            .verify(decoded.clone())
+            .map_err(|e| Error::InvalidProof(format!("plonky2 verification failed: {e}")))?;
+        Ok((publics, decoded))
     }
 }

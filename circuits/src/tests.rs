@@ -8,88 +8,9 @@ use rand::{Rng, SeedableRng};
 
 use crate::gadgets::Fault;
 use crate::lower::{for_each_element, Element};
-use crate::{
-    commit, infer, requant_for, Error, ModelFile, Node, Op, QParams, QuantModel, SegmentPlan, TaskProof, TaskProver,
-    TaskVerifier,
-};
+use crate::{commit, infer, Error, ModelFile, Op, QuantModel, SegmentPlan, TaskProof, TaskProver, TaskVerifier};
 
-fn q(scale: f32, zero_point: i8) -> QParams {
-    QParams { scale, zero_point }
-}
-
-fn weights(rng: &mut StdRng, n: usize) -> Vec<i8> {
-    (0..n).map(|_| rng.gen_range(-127..=127)).collect()
-}
-
-/// Conv+ReLU → MaxPool → AvgPool (padded) → Add (residual) → Relu → Reshape → Dense.
-pub(crate) fn tiny_model(seed: u64) -> QuantModel {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let rq = |m: f64, bound: u128| requant_for(m, bound).expect("multiplier fits");
-    let conv_w = weights(&mut rng, 2 * 9);
-    let dense_w = weights(&mut rng, 3 * 8);
-    let nodes = vec![
-        Node {
-            name: "conv".into(),
-            op: Op::Conv {
-                c_out: 2,
-                kernel: [3, 3],
-                stride: [1, 1],
-                pads: [1, 1, 1, 1],
-                weights: conv_w,
-                bias: vec![300, -200],
-                requant: vec![rq(0.0031, 400_000), rq(0.0047, 400_000)],
-                relu: true,
-            },
-            inputs: vec![0],
-            shape: vec![2, 4, 4],
-            q: q(0.05, -128),
-        },
-        Node {
-            name: "maxpool".into(),
-            op: Op::MaxPool { kernel: [2, 2], stride: [2, 2], pads: [0; 4] },
-            inputs: vec![1],
-            shape: vec![2, 2, 2],
-            q: q(0.05, -128),
-        },
-        Node {
-            name: "avgpool".into(),
-            op: Op::AvgPool {
-                kernel: [2, 2],
-                stride: [1, 1],
-                pads: [0, 0, 1, 1],
-                requant: (1..=4).map(|c| rq(0.9 / c as f64, 4 * 510)).collect(),
-                relu: false,
-            },
-            inputs: vec![2],
-            shape: vec![2, 2, 2],
-            q: q(0.06, -100),
-        },
-        Node {
-            name: "add".into(),
-            op: Op::Add { ka: 50_000, kb: 70_000, requant: crate::Requant { multiplier: 1, shift: 16 }, relu: false },
-            inputs: vec![2, 3],
-            shape: vec![2, 2, 2],
-            q: q(0.07, 10),
-        },
-        Node { name: "relu".into(), op: Op::Relu, inputs: vec![4], shape: vec![2, 2, 2], q: q(0.07, 10) },
-        Node { name: "flatten".into(), op: Op::Reshape, inputs: vec![5], shape: vec![8], q: q(0.07, 10) },
-        Node {
-            name: "dense".into(),
-            op: Op::Dense {
-                weights: dense_w,
-                bias: vec![1000, -5000, 77],
-                requant: vec![rq(0.002, 600_000), rq(0.0013, 600_000), rq(0.0021, 600_000)],
-                relu: false,
-            },
-            inputs: vec![6],
-            shape: vec![3],
-            q: q(0.1, 3),
-        },
-    ];
-    let model = QuantModel { name: "tiny".into(), input_shape: vec![1, 4, 4], input_q: q(1.0 / 255.0, -128), nodes };
-    model.validate().expect("tiny model is valid");
-    model
-}
+use crate::testing::tiny_model;
 
 fn random_input(rng: &mut StdRng, n: usize) -> Vec<i8> {
     (0..n).map(|_| rng.gen()).collect()

@@ -1,0 +1,29 @@
+//! TensorGrid recursive aggregation: many task proofs folded into one batch proof.
+//!
+//! ```text
+//! task proof (per model)  ──Normalizer──►  normalized proof (one shape for every model)
+//!   ──leaf circuit──►  leaf proof: checks the model's circuit against the registry root,
+//!                      outputs the task leaf sha256(0x00 ‖ task ‖ model ‖ in ‖ out ‖ provider)
+//!   ──merge circuit (2-to-1, repeated)──►  root proof: RFC 6962 root of the ordered leaves,
+//!                      registry root, task count
+//! ```
+//!
+//! [`shape`] pads circuits to standard shapes, [`registry`] holds the registry tree and file,
+//! [`normalize`] the per-model step, [`tree`] the leaf and merge circuits, [`batch`] leaves,
+//! batch roots and the `.tgb` batch file. Scheduling the tree (incrementally, in parallel) is
+//! the sequencer's job.
+
+pub mod batch;
+mod error;
+pub mod normalize;
+pub mod registry;
+pub mod shape;
+#[cfg(test)]
+mod tests;
+pub mod tree;
+
+pub use batch::{batch_root, check_leaves, node_hash, BatchFile, TaskLeaf, VerifiedBatch};
+pub use error::{Error, Result};
+pub use normalize::{NormalizedProof, Normalizer};
+pub use registry::{Registry, RegistryEntry, RegistryFile, RegistryFileEntry};
+pub use tree::{AggregationCircuits, SubtreeProof};

@@ -1,0 +1,196 @@
+//! Standard circuit shapes.
+//!
+//! plonky2 fixes a verified circuit's `CommonCircuitData` when the verifying circuit is built;
+//! only the verifier-only data (constants/sigmas cap and circuit digest) can be a witness. So
+//! every circuit that a leaf or merge circuit verifies with witnessed verifier data is padded to
+//! one standard shape: the same configuration, degree, gate set and public input count. A
+//! [`Shape`] pads a builder to its standard and refuses a circuit that does not match.
+
+use std::sync::OnceLock;
+
+use plonky2::field::types::Field;
+use plonky2::gates::base_sum::BaseSumGate;
+use plonky2::gates::gate::GateRef;
+use plonky2::gates::noop::NoopGate;
+use plonky2::gates::poseidon::PoseidonGate;
+use plonky2::hash::hash_types::{HashOut, HashOutTarget, MerkleCapTarget};
+use plonky2::hash::poseidon::PoseidonHash;
+use plonky2::plonk::circuit_builder::CircuitBuilder;
+use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData, CommonCircuitData};
+use plonky2::plonk::config::Hasher;
+use tgrid_circuits::{C, D, F};
+
+use crate::error::{Error, Result};
+
+/// A standard shape: configuration, degree, gate set and number of public inputs.
+#[derive(Debug)]
+pub struct Shape {
+    name: &'static str,
+    degree_bits: usize,
+    num_public_inputs: usize,
+    common: OnceLock<CommonCircuitData<F, D>>,
+}
+
+/// Configuration of normalization, leaf and merge circuits: plonky2's standard recursion
+/// configuration. No zero knowledge is needed above the task proofs: a task proof is already
+/// zero-knowledge, and everything these circuits add (leaves, roots) is public.
+pub fn aggregation_config() -> CircuitConfig {
+    CircuitConfig::standard_recursion_config()
+}
+
+/// The shape of every normalized task proof: it verifies one task proof and re-exposes its
+/// public inputs.
+pub static NORMALIZED: Shape = Shape::new("normalized", 13, tgrid_circuits::NUM_PUBLIC_INPUTS);
+
+/// The shape shared by leaf and merge proofs, so a merge circuit verifies either.
+pub static AGGREGATION: Shape = Shape::new("aggregation", 14, crate::tree::NUM_AGGREGATION_PUBLIC_INPUTS);
+
+impl Shape {
+    const fn new(name: &'static str, degree_bits: usize, num_public_inputs: usize) -> Self {
+        Self { name, degree_bits, num_public_inputs, common: OnceLock::new() }
+    }
+
+    /// log2 of the number of rows.
+    pub fn degree_bits(&self) -> usize {
+        self.degree_bits
+    }
+
+    /// The gates every circuit of this shape declares, whether it uses them or not.
+    fn gates(&self) -> &'static [GateRef<F, D>] {
+        standard_gates()
+    }
+
+    /// Declares the shape's gates and pads `builder` with no-op rows so that building it yields
+    /// exactly `2^degree_bits` rows (building adds a public-input row and constant rows).
+    fn pad(&self, builder: &mut CircuitBuilder<F, D>) {
+        for gate in self.gates() {
+            builder.add_gate_to_gate_set(gate.clone());
+        }
+        while builder.num_gates() < 1 << (self.degree_bits - 1) {
+            builder.add_gate(NoopGate, vec![]);
+        }
+    }
+
+    /// Pads and builds `builder`, failing unless the result has exactly this shape.
+    pub fn build(&self, mut builder: CircuitBuilder<F, D>) -> Result<CircuitData<F, C, D>> {
+        if builder.num_public_inputs() != self.num_public_inputs {
+            return Err(Error::Shape(format!(
+                "{} circuit registers {} public inputs, the shape has {}",
+                self.name,
+                builder.num_public_inputs(),
+                self.num_public_inputs
+            )));
+        }
+        if builder.num_gates() >= 1 << self.degree_bits {
+            return Err(Error::Shape(format!(
+                "{} circuit needs {} rows before padding, more than the shape's 2^{}",
+                self.name,
+                builder.num_gates(),
+                self.degree_bits
+            )));
+        }
+        self.pad(&mut builder);
+        let data = builder.build::<C>();
+        self.check(&data.common)?;
+        Ok(data)
+    }
+
+    /// The common circuit data of every circuit of this shape.
+    pub fn common(&self) -> &CommonCircuitData<F, D> {
+        self.common.get_or_init(|| {
+            let mut builder = CircuitBuilder::<F, D>::new(aggregation_config());
+            for _ in 0..self.num_public_inputs {
+                builder.add_virtual_public_input();
+            }
+            self.pad(&mut builder);
+            builder.build::<C>().common
+        })
+    }
+
+    fn check(&self, common: &CommonCircuitData<F, D>) -> Result<()> {
+        let standard = self.common();
+        if common == standard {
+            return Ok(());
+        }
+        let ids = |c: &CommonCircuitData<F, D>| c.gates.iter().map(|g| g.0.id()).collect::<Vec<_>>();
+        let (got, want) = (ids(common), ids(standard));
+        let extra: Vec<_> = got.iter().filter(|g| !want.contains(g)).collect();
+        Err(Error::Shape(format!(
+            "{} circuit does not match its standard shape: degree 2^{} (standard 2^{}), {} public inputs \
+             (standard {}), gates not in the standard set: {extra:?}",
+            self.name,
+            common.degree_bits(),
+            standard.degree_bits(),
+            common.num_public_inputs,
+            standard.num_public_inputs
+        )))
+    }
+}
+
+/// The circuit digest plonky2 assigns to a circuit with constants/sigmas cap `cap`, the default
+/// domain separator and `degree_bits`, computed inside a circuit.
+///
+/// A recursive verifier with witnessed verifier data must derive the digest from the cap: the
+/// digest only seeds Fiat-Shamir, so a digest taken as a separate witness would let a prover
+/// pair an allowed digest with the cap of any circuit of the same shape.
+pub fn circuit_digest_target(
+    builder: &mut CircuitBuilder<F, D>,
+    cap: &MerkleCapTarget,
+    degree_bits: usize,
+) -> HashOutTarget {
+    let domain_separator_digest: HashOut<F> = PoseidonHash::hash_pad(&[]);
+    let mut parts: Vec<_> = cap.0.iter().flat_map(|h| h.elements).collect();
+    for e in domain_separator_digest.elements {
+        parts.push(builder.constant(e));
+    }
+    parts.push(builder.constant(F::from_canonical_usize(degree_bits)));
+    builder.hash_n_to_hash_no_pad::<PoseidonHash>(parts)
+}
+
+/// The union of the gates used by recursive verification of a task proof (zero-knowledge, FRI
+/// arity 4) and of an aggregation-configured proof (FRI arity 16), by the SHA-256 and Merkle
+/// gadgets, and plonky2's structural gates. Some of these gates (coset interpolation with a given
+/// arity) can only be obtained from plonky2 by using them, so they are read off two small probe
+/// circuits, built once per process.
+fn standard_gates() -> &'static [GateRef<F, D>] {
+    static GATES: OnceLock<Vec<GateRef<F, D>>> = OnceLock::new();
+    GATES.get_or_init(|| {
+        let mut gates: Vec<GateRef<F, D>> = vec![GateRef::new(NoopGate), GateRef::new(PoseidonGate::<F, D>::new())];
+        gates.push(GateRef::new(BaseSumGate::<2>::new_from_config::<F>(&aggregation_config())));
+        for inner_config in [tgrid_circuits::task_config(), aggregation_config()] {
+            let mut inner = CircuitBuilder::<F, D>::new(inner_config);
+            inner.add_virtual_public_input();
+            // As large as the smallest real inner circuit, so FRI folds with the full arity.
+            while inner.num_gates() < 1 << 11 {
+                inner.add_gate(NoopGate, vec![]);
+            }
+            let inner = inner.build::<C>();
+            let mut outer = CircuitBuilder::<F, D>::new(aggregation_config());
+            let proof = outer.add_virtual_proof_with_pis(&inner.common);
+            let vd = outer.add_virtual_verifier_data(inner.common.config.fri_config.cap_height);
+            outer.verify_proof::<C>(&proof, &vd, &inner.common);
+            for gate in outer.build::<C>().common.gates {
+                if !gates.iter().any(|g| g.0.id() == gate.0.id()) {
+                    gates.push(gate);
+                }
+            }
+        }
+        gates
+    })
+}
+
+/// Proves and checks the proof before handing it on. plonky2's prover does not check gate
+/// constraints, so an unsatisfying witness (a bad child proof, a wrong registry path) would
+/// otherwise surface only when someone verifies the batch; the check costs milliseconds.
+pub(crate) fn prove_checked(
+    data: &CircuitData<F, C, D>,
+    pw: plonky2::iop::witness::PartialWitness<F>,
+) -> Result<plonky2::plonk::proof::ProofWithPublicInputs<F, C, D>> {
+    let proof = tgrid_circuits::prove_circuit(data, pw).map_err(|e| match e {
+        tgrid_circuits::Error::Proving(m) => Error::Proving(m),
+        other => Error::Task(other),
+    })?;
+    data.verify(proof.clone())
+        .map_err(|e| Error::Proving(format!("the witness does not satisfy the circuit ({e})")))?;
+    Ok(proof)
+}

@@ -1,0 +1,305 @@
+//! Aggregation tests on two small models: registry trees, batch roots against the contract's
+//! vectors, normalization, leaf and merge proofs, batch files, and rejection of every way to
+//! cheat a batch the circuits are responsible for.
+
+use std::sync::OnceLock;
+
+use plonky2::field::types::Field;
+use plonky2::hash::merkle_proofs::verify_merkle_proof;
+use plonky2::iop::witness::{PartialWitness, WitnessWrite};
+use plonky2::plonk::circuit_builder::CircuitBuilder;
+use tgrid_circuits::testing::{random_input, tiny_model};
+use tgrid_circuits::{SegmentPlan, TaskProof, TaskProver, TaskVerifier, C, D, F};
+
+use crate::batch::{batch_root, node_hash, split_point, BatchFile, TaskLeaf};
+use crate::registry::{Registry, RegistryEntry, RegistryFile, RegistryFileEntry};
+use crate::shape::aggregation_config;
+use crate::tree::canonical_halves_bits_be;
+use crate::{AggregationCircuits, Error, NormalizedProof, Normalizer, SubtreeProof};
+
+fn hex32(s: &str) -> [u8; 32] {
+    hex::decode(s.trim_start_matches("0x")).unwrap().try_into().unwrap()
+}
+
+/// The contract's vector i (contracts/test/TaskLeaf.t.sol).
+fn vector(i: u64) -> TaskLeaf {
+    let word = |v: u64| {
+        let mut b = [0u8; 32];
+        b[24..].copy_from_slice(&v.to_be_bytes());
+        b
+    };
+    TaskLeaf {
+        task_id: word(i + 1),
+        model_id: [0x22; 32],
+        input_commitment: word(0x1000 + i),
+        output_commitment: word(0x2000 + i),
+        provider: [0x55; 20],
+    }
+}
+
+#[test]
+fn leaf_and_batch_root_match_the_contract_vectors() {
+    let leaf = TaskLeaf {
+        task_id: [0x11; 32],
+        model_id: [0x22; 32],
+        input_commitment: [0x33; 32],
+        output_commitment: [0x44; 32],
+        provider: [0x55; 20],
+    };
+    assert_eq!(leaf.hash(), hex32("969236d3c6fa0b18f1b2763544a32e46b67b7ece23c9a2c9e790b6104ea80eb5"));
+    let root = |n: u64| batch_root(&(0..n).map(|i| vector(i).hash()).collect::<Vec<_>>()).unwrap();
+    assert_eq!(root(1), hex32("416d3b135deb19b0d83922288ac06fd85370957e0ec407d598295aff08137ae6"));
+    assert_eq!(root(2), hex32("804bf5d953e8906e805e7f5b49799a91bd04d9717ad1f9dcd800660c80af19b0"));
+    assert_eq!(root(3), hex32("663102490f7e093f28fe1a187e4f0afb0abe53a9a9df34742b00b1b25566b397"));
+    assert_eq!(root(5), hex32("6f03f2fcfda0df7c54e9301f6e67f075006a546182ef488751830684f4c808da"));
+    assert_eq!(root(7), hex32("b39cdca998e82aad25a3d42e3feba40e4440e5dbb7f762f5cf604d3f00a35e0c"));
+    assert_eq!(batch_root(&[]), None);
+    assert_eq!((2..=9).map(split_point).collect::<Vec<_>>(), [1, 2, 2, 4, 4, 4, 4, 8]);
+    assert_eq!(TaskLeaf::decode(&leaf.encode()), leaf);
+}
+
+fn entry(seed: u8) -> RegistryEntry {
+    let mut digest = [seed; 32];
+    for i in 0..4 {
+        digest[8 * i] = 0; // keep each element canonical
+    }
+    RegistryEntry { model_id: [seed; 32], normalized_digest: digest }
+}
+
+#[test]
+fn registry_membership_proofs_verify_with_plonky2() {
+    let registry = Registry::new((1..=5).map(entry)).unwrap();
+    for e in registry.entries() {
+        let (found, membership) = registry.membership(&e.model_id).unwrap();
+        assert_eq!(&found, e);
+        verify_merkle_proof(e.leaf_data(), membership.index, registry.root_hash(), &membership.to_merkle_proof())
+            .unwrap();
+    }
+    assert!(matches!(registry.membership(&[9; 32]), Err(Error::Registry(_))));
+    // The root pins the set, not the insertion order.
+    assert_eq!(Registry::new((1..=5).rev().map(entry)).unwrap().root(), registry.root());
+    assert_ne!(Registry::new((1..=4).map(entry)).unwrap().root(), registry.root());
+    let mut clash = entry(1);
+    clash.normalized_digest[31] ^= 1;
+    assert!(matches!(Registry::new([entry(1), clash]), Err(Error::Registry(_))));
+}
+
+#[test]
+fn registry_file_round_trips_and_detects_a_stale_root() {
+    let dir = std::env::temp_dir().join(format!("tgrid-registry-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("registry.json");
+    let mut file = RegistryFile::empty(dir.clone());
+    for seed in [3u8, 1, 2] {
+        let e = entry(seed);
+        file.upsert(RegistryFileEntry {
+            name: format!("m{seed}"),
+            model_id: format!("0x{}", hex::encode(e.model_id)),
+            normalized_digest: format!("0x{}", hex::encode(e.normalized_digest)),
+            model_file: format!("m{seed}.tgm"),
+        })
+        .unwrap();
+    }
+    file.save(&path).unwrap();
+    let loaded = RegistryFile::load(&path).unwrap();
+    assert_eq!(loaded.models, file.models);
+    assert_eq!(loaded.registry().unwrap().root(), Registry::new((1..=3).map(entry)).unwrap().root());
+    let text = std::fs::read_to_string(&path).unwrap().replace("\"name\": \"m1\"", "\"name\": \"renamed\"");
+    std::fs::write(&path, &text).unwrap();
+    RegistryFile::load(&path).unwrap();
+    let tampered = text.replacen(&loaded.models[0].normalized_digest[2..6], "0000", 1);
+    std::fs::write(&path, tampered).unwrap();
+    assert!(matches!(RegistryFile::load(&path), Err(Error::Registry(_))));
+    std::fs::write(&path, "{\"root\": 1}").unwrap();
+    assert!(matches!(RegistryFile::load(&path), Err(Error::Format(_))));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Two small models, their normalizers, a registry holding both, and the aggregation circuits,
+/// built once for all tests.
+struct Setup {
+    provers: Vec<TaskProver>,
+    normalizers: Vec<Normalizer>,
+    registry: Registry,
+    circuits: AggregationCircuits,
+}
+
+fn setup() -> &'static Setup {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
+    SETUP.get_or_init(|| {
+        let models = [tiny_model(1), tiny_model(2)];
+        let provers: Vec<_> =
+            models.iter().map(|m| TaskProver::new(m.clone(), SegmentPlan::default()).unwrap()).collect();
+        let normalizers: Vec<_> = models
+            .iter()
+            .map(|m| Normalizer::new(TaskVerifier::new(m, &SegmentPlan::default()).unwrap()).unwrap())
+            .collect();
+        let registry = Registry::new(
+            normalizers.iter().map(|n| RegistryEntry { model_id: n.model_id(), normalized_digest: n.digest() }),
+        )
+        .unwrap();
+        Setup { provers, normalizers, registry, circuits: AggregationCircuits::build().unwrap() }
+    })
+}
+
+fn task_id(i: u64) -> [u8; 32] {
+    let mut t = [0xA5; 32];
+    t[24..].copy_from_slice(&i.to_be_bytes());
+    t
+}
+
+/// Proves and normalizes task `i` of model `m`.
+fn normalized(m: usize, i: u64) -> (TaskProof, NormalizedProof, TaskLeaf) {
+    let s = setup();
+    let input = random_input(i, 16);
+    let (proof, _, _) = s.provers[m].prove(&input, task_id(i), [0x42; 20], &mut |_, _, _| {}).unwrap();
+    let (publics, norm) = s.normalizers[m].normalize(&proof).unwrap();
+    (proof, norm, TaskLeaf::from_publics(&publics))
+}
+
+fn leaf(m: usize, i: u64) -> (SubtreeProof, TaskLeaf) {
+    let (_, norm, leaf) = normalized(m, i);
+    (setup().circuits.prove_leaf(&norm, &setup().registry).unwrap(), leaf)
+}
+
+#[test]
+fn normalized_circuits_share_one_shape_and_differ_in_digest() {
+    let s = setup();
+    let (a, b) = (s.normalizers[0].verifier_data(), s.normalizers[1].verifier_data());
+    assert_eq!(a.common, b.common);
+    assert_eq!(&a.common, crate::shape::NORMALIZED.common());
+    assert_ne!(s.normalizers[0].digest(), s.normalizers[1].digest());
+}
+
+#[test]
+fn a_three_task_batch_of_two_models_proves_the_contract_root() {
+    let s = setup();
+    let (l0, t0) = leaf(0, 10);
+    let (l1, t1) = leaf(1, 11);
+    let (l2, t2) = leaf(0, 12);
+    let p0 = l0.public_inputs().unwrap();
+    assert_eq!((p0.root, p0.count, p0.registry_root), (t0.hash(), 1, s.registry.root()));
+    // RFC 6962 shape for 3 leaves: (l0 l1) l2.
+    let left = s.circuits.prove_merge(&l0, &l1).unwrap();
+    let root = s.circuits.prove_merge(&left, &l2).unwrap();
+    let publics = s.circuits.verify_root(&root).unwrap();
+    let leaves = vec![t0, t1, t2];
+    assert_eq!(publics.root, batch_root(&leaves.iter().map(TaskLeaf::hash).collect::<Vec<_>>()).unwrap());
+    assert_eq!(publics.root, node_hash(&node_hash(&t0.hash(), &t1.hash()), &t2.hash()));
+    assert_eq!(publics.count, 3);
+
+    let file = s.circuits.batch_file(leaves.clone(), &root).unwrap();
+    let decoded = BatchFile::from_bytes(&file.to_bytes()).unwrap();
+    assert_eq!(decoded, file);
+    let verified = s.circuits.verify_batch(&decoded, &s.registry.root()).unwrap();
+    assert_eq!(verified.leaves, leaves);
+
+    // Reordered, dropped or repeated leaves, another registry root: rejected.
+    let mut reordered = file.clone();
+    reordered.leaves.swap(0, 1);
+    assert!(matches!(s.circuits.verify_batch(&reordered, &s.registry.root()), Err(Error::InvalidProof(_))));
+    let mut dropped = file.clone();
+    dropped.leaves.pop();
+    assert!(s.circuits.verify_batch(&dropped, &s.registry.root()).is_err());
+    let mut repeated = file.clone();
+    repeated.leaves[2] = repeated.leaves[0];
+    assert!(matches!(s.circuits.verify_batch(&repeated, &s.registry.root()), Err(Error::InvalidBatch(_))));
+    assert!(matches!(s.circuits.verify_batch(&file, &[7; 32]), Err(Error::InvalidProof(_))));
+    // A one-task batch is the leaf proof itself.
+    let single = s.circuits.batch_file(vec![t0], &l0).unwrap();
+    s.circuits.verify_batch(&single, &s.registry.root()).unwrap();
+}
+
+#[test]
+fn an_unregistered_model_cannot_get_a_leaf() {
+    let s = setup();
+    let (_, norm, _) = normalized(1, 20);
+    let only_model_0 = Registry::new([s.registry.entry(&s.normalizers[0].model_id()).copied().unwrap()]).unwrap();
+    assert!(matches!(s.circuits.prove_leaf(&norm, &only_model_0), Err(Error::Registry(_))));
+    // Bypassing the native check with model 0's membership path fails in the circuit.
+    let (_, membership) = only_model_0.membership(&s.normalizers[0].model_id()).unwrap();
+    let result = s.circuits.prove_leaf_unchecked(&norm, only_model_0.root_hash(), &membership);
+    assert!(matches!(result, Err(Error::Proving(_))), "{result:?}");
+}
+
+#[test]
+fn verifier_data_of_another_circuit_is_rejected_in_the_leaf() {
+    let s = setup();
+    let (_, mut norm, _) = normalized(0, 30);
+    // Model 1's cap with model 0's proof: the digest derived from the cap is registered, but
+    // the proof does not verify against it.
+    norm.verifier = s.normalizers[1].verifier_data().verifier_only;
+    let (_, membership) = s.registry.membership(&s.normalizers[1].model_id()).unwrap();
+    let result = s.circuits.prove_leaf_unchecked(&norm, s.registry.root_hash(), &membership);
+    assert!(matches!(result, Err(Error::Proving(_))), "{result:?}");
+}
+
+#[test]
+fn tampered_or_foreign_children_are_rejected_by_the_merge() {
+    let s = setup();
+    let (l0, _) = leaf(0, 40);
+    let (l1, _) = leaf(1, 41);
+    // A tampered public input (the subtree root).
+    let mut tampered = l1.clone();
+    tampered.proof.public_inputs[0] += F::ONE;
+    assert!(matches!(s.circuits.prove_merge(&l0, &tampered), Err(Error::Proving(_))));
+    // A child claiming to be a merge proof while it is a leaf proof.
+    let mut wrong_kind = l1.clone();
+    wrong_kind.is_merge = true;
+    assert!(matches!(s.circuits.prove_merge(&l0, &wrong_kind), Err(Error::Proving(_))));
+    // A child proven against another registry root.
+    let other = Registry::new([s.registry.entries()[0], s.registry.entries()[1], entry(9)]).unwrap();
+    let (_, norm, _) = normalized(1, 42);
+    let foreign = s.circuits.prove_leaf(&norm, &other).unwrap();
+    assert!(matches!(s.circuits.prove_merge(&l0, &foreign), Err(Error::InvalidBatch(_))));
+    // Random bytes as a root proof.
+    let noise: Vec<u8> = (0..5000u32).map(|i| (i * 7919 % 251) as u8).collect();
+    assert!(s.circuits.decode(&noise, true).is_err());
+}
+
+#[test]
+fn a_non_canonical_commitment_element_is_rejected() {
+    // x = 0 written as x + p = 2^64 - 2^32 + 1: high half 2^32 - 1, low half 1.
+    let mut b = CircuitBuilder::<F, D>::new(aggregation_config());
+    let (x, lo, hi) = (b.add_virtual_target(), b.add_virtual_target(), b.add_virtual_target());
+    let two32 = b.constant(F::from_canonical_u64(1 << 32));
+    let recomposed = b.mul_add(hi, two32, lo);
+    b.connect(x, recomposed);
+    let bits = canonical_halves_bits_be(&mut b, lo, hi);
+    for bit in &bits {
+        b.register_public_input(bit.target);
+    }
+    let data = b.build::<C>();
+    let prove = |lo_v: u64, hi_v: u64| {
+        let mut pw = PartialWitness::new();
+        pw.set_target(x, F::ZERO).unwrap();
+        pw.set_target(lo, F::from_canonical_u64(lo_v)).unwrap();
+        pw.set_target(hi, F::from_canonical_u64(hi_v)).unwrap();
+        tgrid_circuits::prove_circuit(&data, pw)
+    };
+    let ok = prove(0, 0).unwrap();
+    assert!(ok.public_inputs.iter().all(|&b| b == F::ZERO));
+    assert!(prove(1, u32::MAX as u64).is_err());
+}
+
+#[test]
+fn batch_files_reject_malformed_bytes() {
+    let file = BatchFile {
+        registry_root: [1; 32],
+        leaves: vec![vector(0), vector(1)],
+        root_is_merge: true,
+        proof: vec![9; 40],
+    };
+    let bytes = file.to_bytes();
+    assert_eq!(BatchFile::from_bytes(&bytes).unwrap(), file);
+    for cut in 0..bytes.len() {
+        assert!(BatchFile::from_bytes(&bytes[..cut]).is_err());
+    }
+    let mut huge = bytes.clone();
+    huge[10 + 32..10 + 36].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(BatchFile::from_bytes(&huge), Err(Error::Task(_)) | Err(Error::Format(_))));
+    let mut bad_kind = bytes.clone();
+    let kind_at = 10 + 32 + 4 + 2 * TaskLeaf::ENCODED_LEN;
+    bad_kind[kind_at] = 2;
+    assert!(BatchFile::from_bytes(&bad_kind).is_err());
+}

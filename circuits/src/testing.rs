@@ -1,0 +1,105 @@
+//! Small deterministic models and inputs for tests of this and downstream crates (the
+//! aggregation tests need task proofs of several models that prove in well under a second).
+
+use crate::{requant_for, Node, Op, QParams, QuantModel};
+
+/// SplitMix64: a tiny deterministic generator, enough for test weights.
+#[derive(Debug)]
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// `n` random int8 values drawn from `seed`.
+pub fn random_input(seed: u64, n: usize) -> Vec<i8> {
+    let mut rng = SplitMix64(seed);
+    (0..n).map(|_| rng.next() as u8 as i8).collect()
+}
+
+fn q(scale: f32, zero_point: i8) -> QParams {
+    QParams { scale, zero_point }
+}
+
+fn weights(rng: &mut SplitMix64, n: usize) -> Vec<i8> {
+    // Symmetric int8 weights: -127..=127.
+    (0..n).map(|_| ((rng.next() % 255) as i16 - 127) as i8).collect()
+}
+
+/// A small model using every op, with weights drawn from `seed`:
+/// Conv+ReLU → MaxPool → AvgPool (padded) → Add (residual) → Relu → Reshape → Dense.
+pub fn tiny_model(seed: u64) -> QuantModel {
+    let mut rng = SplitMix64(seed);
+    let rq = |m: f64, bound: u128| requant_for(m, bound).expect("multiplier fits");
+    let conv_w = weights(&mut rng, 2 * 9);
+    let dense_w = weights(&mut rng, 3 * 8);
+    let nodes = vec![
+        Node {
+            name: "conv".into(),
+            op: Op::Conv {
+                c_out: 2,
+                kernel: [3, 3],
+                stride: [1, 1],
+                pads: [1, 1, 1, 1],
+                weights: conv_w,
+                bias: vec![300, -200],
+                requant: vec![rq(0.0031, 400_000), rq(0.0047, 400_000)],
+                relu: true,
+            },
+            inputs: vec![0],
+            shape: vec![2, 4, 4],
+            q: q(0.05, -128),
+        },
+        Node {
+            name: "maxpool".into(),
+            op: Op::MaxPool { kernel: [2, 2], stride: [2, 2], pads: [0; 4] },
+            inputs: vec![1],
+            shape: vec![2, 2, 2],
+            q: q(0.05, -128),
+        },
+        Node {
+            name: "avgpool".into(),
+            op: Op::AvgPool {
+                kernel: [2, 2],
+                stride: [1, 1],
+                pads: [0, 0, 1, 1],
+                requant: (1..=4).map(|c| rq(0.9 / c as f64, 4 * 510)).collect(),
+                relu: false,
+            },
+            inputs: vec![2],
+            shape: vec![2, 2, 2],
+            q: q(0.06, -100),
+        },
+        Node {
+            name: "add".into(),
+            op: Op::Add { ka: 50_000, kb: 70_000, requant: crate::Requant { multiplier: 1, shift: 16 }, relu: false },
+            inputs: vec![2, 3],
+            shape: vec![2, 2, 2],
+            q: q(0.07, 10),
+        },
+        Node { name: "relu".into(), op: Op::Relu, inputs: vec![4], shape: vec![2, 2, 2], q: q(0.07, 10) },
+        Node { name: "flatten".into(), op: Op::Reshape, inputs: vec![5], shape: vec![8], q: q(0.07, 10) },
+        Node {
+            name: "dense".into(),
+            op: Op::Dense {
+                weights: dense_w,
+                bias: vec![1000, -5000, 77],
+                requant: vec![rq(0.002, 600_000), rq(0.0013, 600_000), rq(0.0021, 600_000)],
+                relu: false,
+            },
+            inputs: vec![6],
+            shape: vec![3],
+            q: q(0.1, 3),
+        },
+    ];
+    let model = QuantModel { name: "tiny".into(), input_shape: vec![1, 4, 4], input_q: q(1.0 / 255.0, -128), nodes };
+    model.validate().expect("tiny model is valid");
+    model
+}
