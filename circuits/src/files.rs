@@ -2,8 +2,10 @@
 //! never trusts a length and never panics on arbitrary bytes.
 //!
 //! - `.tgm` (compiled model): magic `TGRIDMDL`, version, the canonical model bytes (length
-//!   prefixed; their SHA-256 is the model id), the segment cuts, the final circuit digest,
-//!   and a JSON report of the compilation.
+//!   prefixed; their SHA-256 is the model id), the segment cuts, the final task circuit digest,
+//!   the normalization circuit digest (what the registry lists), and a JSON report of the
+//!   compilation. Verifiers rebuild circuits from the model and compare digests; they never
+//!   trust the recorded ones.
 //! - `.tgp` (task proof): magic `TGRIDPRF`, version, the model id, the plonky2 proof bytes.
 
 use plonky2::field::types::PrimeField64;
@@ -21,7 +23,7 @@ use crate::{C, D, F};
 pub const MODEL_MAGIC: &[u8; 8] = b"TGRIDMDL";
 /// Magic of `.tgp` files.
 pub const PROOF_MAGIC: &[u8; 8] = b"TGRIDPRF";
-const MODEL_VERSION: u16 = 1;
+const MODEL_VERSION: u16 = 2;
 const PROOF_VERSION: u16 = 1;
 /// Upper bounds that keep hostile files from costing memory or time.
 const MAX_MODEL_BYTES: usize = 64 << 20;
@@ -51,6 +53,9 @@ pub struct ModelFile {
     pub plan: SegmentPlan,
     /// Digest of the final task circuit, as built at compile time.
     pub circuit_digest: [u8; 32],
+    /// Digest of the model's normalization circuit (see `tgrid-aggregation`), as built at
+    /// compile time.
+    pub normalized_digest: [u8; 32],
     /// Free-form JSON report of the compilation (agreement, sizes); not part of the model id.
     pub report: String,
 }
@@ -64,6 +69,7 @@ impl ModelFile {
         w.bytes(&self.model.to_canonical_bytes());
         w.usizes(&self.plan.cuts);
         w.raw(&self.circuit_digest);
+        w.raw(&self.normalized_digest);
         w.str(&self.report);
         w.into_bytes()
     }
@@ -76,9 +82,10 @@ impl ModelFile {
         let plan = SegmentPlan { cuts: r.usizes(MAX_CUTS)? };
         plan.validate(&model)?;
         let circuit_digest = r.raw()?;
+        let normalized_digest = r.raw()?;
         let report = r.str(MAX_REPORT_BYTES)?;
         r.finish()?;
-        Ok(Self { model, plan, circuit_digest, report })
+        Ok(Self { model, plan, circuit_digest, normalized_digest, report })
     }
 }
 

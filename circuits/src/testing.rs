@@ -9,7 +9,7 @@ pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
     /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -21,7 +21,7 @@ impl SplitMix64 {
 /// `n` random int8 values drawn from `seed`.
 pub fn random_input(seed: u64, n: usize) -> Vec<i8> {
     let mut rng = SplitMix64(seed);
-    (0..n).map(|_| rng.next() as u8 as i8).collect()
+    (0..n).map(|_| rng.next_u64() as u8 as i8).collect()
 }
 
 fn q(scale: f32, zero_point: i8) -> QParams {
@@ -30,7 +30,7 @@ fn q(scale: f32, zero_point: i8) -> QParams {
 
 fn weights(rng: &mut SplitMix64, n: usize) -> Vec<i8> {
     // Symmetric int8 weights: -127..=127.
-    (0..n).map(|_| ((rng.next() % 255) as i16 - 127) as i8).collect()
+    (0..n).map(|_| ((rng.next_u64() % 255) as i16 - 127) as i8).collect()
 }
 
 /// A small model using every op, with weights drawn from `seed`:

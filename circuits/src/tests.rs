@@ -243,7 +243,13 @@ fn model_encoding_round_trips_and_pins_the_id() {
         weights[0] = weights[0].wrapping_add(1);
     }
     assert_ne!(other.model_id(), model.model_id());
-    let file = ModelFile { model, plan: SegmentPlan { cuts: vec![2] }, circuit_digest: [5; 32], report: "{}".into() };
+    let file = ModelFile {
+        model,
+        plan: SegmentPlan { cuts: vec![2] },
+        circuit_digest: [5; 32],
+        normalized_digest: [6; 32],
+        report: "{}".into(),
+    };
     assert_eq!(ModelFile::from_bytes(&file.to_bytes()).unwrap(), file);
 }
 
@@ -281,6 +287,7 @@ mod decoding {
             model: model.clone(),
             plan: SegmentPlan::default(),
             circuit_digest: [1; 32],
+            normalized_digest: [2; 32],
             report: "{}".into(),
         };
         let proof = TaskProof::new(model.model_id(), vec![7; 300]);

@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::json;
+use tgrid_aggregation::Normalizer;
 use tgrid_circuits::{commit, infer, ModelFile, SegmentPlan, TaskProver, TaskVerifier};
 use tgrid_onnx::{import_onnx, quantize_model, tract_reference, CalibrationReport, InputData};
 
@@ -137,6 +138,10 @@ fn run(command: Command, out: &Output) -> Result<()> {
             let plan = SegmentPlan::auto(&quant, max_segment_rows);
             let bar = spinner(out, "building the circuit");
             let verifier = TaskVerifier::new(&quant, &plan)?;
+            let segment_rows = verifier.segment_rows().to_vec();
+            let circuit_digest = verifier.circuit_digest();
+            bar.set_message("building the normalization circuit");
+            let normalized_digest = Normalizer::new(verifier)?.digest();
             bar.finish_and_clear();
             let report_json = json!({
                 "source": model.display().to_string(),
@@ -144,14 +149,10 @@ fn run(command: Command, out: &Output) -> Result<()> {
                 "calibration": report,
                 "macs": quant.macs(),
                 "segments": plan.cuts.len() + 1,
-                "segment_rows": verifier.segment_rows(),
+                "segment_rows": segment_rows,
             });
-            let file = ModelFile {
-                model: quant,
-                plan,
-                circuit_digest: verifier.circuit_digest(),
-                report: report_json.to_string(),
-            };
+            let file =
+                ModelFile { model: quant, plan, circuit_digest, normalized_digest, report: report_json.to_string() };
             std::fs::write(&out_path, file.to_bytes())
                 .with_context(|| format!("cannot write {}", out_path.display()))?;
             let model_id = format!("0x{}", hex::encode(file.model.model_id()));
@@ -160,24 +161,26 @@ fn run(command: Command, out: &Output) -> Result<()> {
                     "model_id": model_id,
                     "out": out_path.display().to_string(),
                     "circuit_digest": format!("0x{}", hex::encode(file.circuit_digest)),
+                    "normalized_digest": format!("0x{}", hex::encode(file.normalized_digest)),
                     "layers": file.model.nodes.len(),
                     "macs": file.model.macs(),
                     "segments": file.plan.cuts.len() + 1,
-                    "segment_rows": verifier.segment_rows(),
+                    "segment_rows": segment_rows,
                     "calibration": report,
                     "warnings": warnings,
                     "seconds": started.elapsed().as_secs_f64(),
                 }),
                 || {
                     format!(
-                        "compiled {} -> {}\n  model id        {model_id}\n  circuit digest  0x{}\n  layers {}  MACs {}  segments {}  rows per segment {:?}\n  int8 vs float on {} calibration samples: argmax agreement {:.2}%, max |error| {:.4}, mean |error| {:.4}\n  {}{:.1} s",
+                        "compiled {} -> {}\n  model id        {model_id}\n  circuit digest  0x{}\n  normalized      0x{} (the registry lists this)\n  layers {}  MACs {}  segments {}  rows per segment {:?}\n  int8 vs float on {} calibration samples: argmax agreement {:.2}%, max |error| {:.4}, mean |error| {:.4}\n  {}{:.1} s",
                         model.display(),
                         out_path.display(),
                         hex::encode(file.circuit_digest),
+                        hex::encode(file.normalized_digest),
                         file.model.nodes.len(),
                         file.model.macs(),
                         file.plan.cuts.len() + 1,
-                        verifier.segment_rows(),
+                        segment_rows,
                         report.samples,
                         100.0 * report.argmax_agreement,
                         report.max_abs_error,

@@ -1,4 +1,5 @@
-//! `tgrid-verifier`: the auditor's tool. Checks task proofs against compiled models, rebuilding
+//! `tgrid-verifier`: the auditor's tool. Checks task proofs against compiled models and batch
+//! proofs against a registry, rebuilding
 //! every circuit from the model's weights rather than trusting circuit data from a file.
 
 use std::path::{Path, PathBuf};
@@ -7,6 +8,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::json;
+use tgrid_aggregation::registry::hex32;
+use tgrid_aggregation::{AggregationCircuits, BatchFile, RegistryFile};
 use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
 
 /// TensorGrid auditor tool: verify proofs and print what they prove.
@@ -30,6 +33,16 @@ enum Command {
         /// Compiled model (.tgm) the proof must be for.
         #[arg(long)]
         model: PathBuf,
+    },
+    /// Verify a batch proof against a registry; prints the batch root, the registry root, the
+    /// task count, the settlement public input and the ordered leaves.
+    /// Exit codes: 0 valid, 1 invalid proof, 2 unreadable or malformed input.
+    Batch {
+        /// Batch proof (.tgb) written by `tgrid-sequencer aggregate`.
+        batch: PathBuf,
+        /// Registry file (JSON) whose root the batch must be proven against.
+        #[arg(long)]
+        registry: PathBuf,
     },
 }
 
@@ -56,6 +69,7 @@ fn main() {
     let json = cli.json;
     let result = match cli.command {
         Command::Task { proof, model } => verify_task(&proof, &model, json),
+        Command::Batch { batch, registry } => verify_batch(&batch, &registry, json),
     };
     if let Err(e) = result {
         let code = if e.downcast_ref::<BadInput>().is_some() { 2 } else { 1 };
@@ -110,6 +124,64 @@ fn verify_task(proof_path: &Path, model_path: &Path, json: bool) -> Result<()> {
             value["input_commitment"].as_str().unwrap_or_default(),
             value["output_commitment"].as_str().unwrap_or_default()
         );
+    }
+    Ok(())
+}
+
+fn verify_batch(batch_path: &Path, registry_path: &Path, json: bool) -> Result<()> {
+    let started = Instant::now();
+    let registry = RegistryFile::load(registry_path).map_err(bad_input)?.registry().map_err(bad_input)?;
+    let batch = BatchFile::from_bytes(&read(batch_path)?)
+        .with_context(|| format!("{} is not a batch proof", batch_path.display()))
+        .map_err(bad_input)?;
+    // Rebuilding the circuits (rather than reading verifier keys from a file) pins their digests.
+    let circuits = AggregationCircuits::build().context("cannot build the aggregation circuits")?;
+    let verified = circuits
+        .verify_batch(&batch, &registry.root())
+        .with_context(|| format!("{} is not a valid batch proof", batch_path.display()))?;
+    let leaves: Vec<_> = verified
+        .leaves
+        .iter()
+        .map(|l| {
+            json!({
+                "task_id": hex32(&l.task_id),
+                "model_id": hex32(&l.model_id),
+                "input_commitment": hex32(&l.input_commitment),
+                "output_commitment": hex32(&l.output_commitment),
+                "provider": format!("0x{}", hex::encode(l.provider)),
+                "leaf": hex32(&l.hash()),
+            })
+        })
+        .collect();
+    let value = json!({
+        "valid": true,
+        "batch_root": hex32(&verified.batch_root),
+        "registry_root": hex32(&verified.registry_root),
+        "count": verified.leaves.len(),
+        "public_input": hex32(&verified.public_input),
+        "leaves": leaves,
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    if json {
+        println!("{value}");
+    } else {
+        println!(
+            "valid batch proof\n  batch root     {}\n  registry root  {}\n  tasks          {}\n  public input   {}",
+            hex32(&verified.batch_root),
+            hex32(&verified.registry_root),
+            verified.leaves.len(),
+            hex32(&verified.public_input)
+        );
+        for (i, l) in verified.leaves.iter().enumerate() {
+            println!(
+                "  #{i:<4} task {}  model {}  provider 0x{}\n         input {}  output {}",
+                hex32(&l.task_id),
+                hex32(&l.model_id),
+                hex::encode(l.provider),
+                hex32(&l.input_commitment),
+                hex32(&l.output_commitment)
+            );
+        }
     }
     Ok(())
 }

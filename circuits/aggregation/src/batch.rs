@@ -105,6 +105,19 @@ pub fn batch_root(leaf_hashes: &[[u8; 32]]) -> Option<[u8; 32]> {
     }
 }
 
+/// The one public input of the settlement's Groth16 proof:
+/// `sha256(batchRoot ‖ registryRoot ‖ uint64 count)` with its top 3 bits cleared (so it is below
+/// the BN254 scalar field), as a big-endian uint256.
+pub fn settlement_public_input(batch_root: &[u8; 32], registry_root: &[u8; 32], count: u64) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(batch_root);
+    h.update(registry_root);
+    h.update(count.to_be_bytes());
+    let mut out: [u8; 32] = h.finalize().into();
+    out[0] &= 0x1f;
+    out
+}
+
 /// Public inputs of a leaf or merge proof (see [`crate::tree`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AggregationPublicInputs {
@@ -199,6 +212,8 @@ impl BatchFile {
 /// What a valid batch proves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerifiedBatch {
+    /// The settlement proof's public input for this batch ([`settlement_public_input`]).
+    pub public_input: [u8; 32],
     /// RFC 6962 root of the leaves.
     pub batch_root: [u8; 32],
     /// Registry root.
@@ -258,7 +273,12 @@ impl AggregationCircuits {
                 hex::encode(registry_root)
             )));
         }
-        Ok(VerifiedBatch { batch_root: root, registry_root: *registry_root, leaves: file.leaves.clone() })
+        Ok(VerifiedBatch {
+            public_input: settlement_public_input(&root, registry_root, publics.count),
+            batch_root: root,
+            registry_root: *registry_root,
+            leaves: file.leaves.clone(),
+        })
     }
 
     /// Wraps a finished root proof into a batch file.

@@ -42,6 +42,11 @@ impl Normalizer {
         Ok(Self { task, data, proof })
     }
 
+    /// The task-proof verifier of the model.
+    pub fn task_verifier(&self) -> &TaskVerifier {
+        &self.task
+    }
+
     /// The model id.
     pub fn model_id(&self) -> [u8; 32] {
         self.task.model_id()

@@ -256,7 +256,7 @@ impl RegistryFile {
         let id = parse_bytes32(&entry.model_id, "model id")?;
         self.models.retain(|m| parse_bytes32(&m.model_id, "model id").map(|x| x != id).unwrap_or(true));
         self.models.push(entry);
-        self.models.sort_by(|a, b| a.model_id.to_lowercase().cmp(&b.model_id.to_lowercase()));
+        self.models.sort_by_key(|m| m.model_id.to_lowercase());
         let root = self.registry()?.root();
         self.root = format!("0x{}", hex::encode(root));
         Ok(root)

@@ -89,6 +89,7 @@ impl Shape {
                 self.degree_bits
             )));
         }
+        tracing::debug!(shape = self.name, rows = builder.num_gates(), "rows before padding");
         self.pad(&mut builder);
         let data = builder.build::<C>();
         self.check(&data.common)?;

@@ -54,6 +54,15 @@ fn leaf_and_batch_root_match_the_contract_vectors() {
     assert_eq!(root(5), hex32("6f03f2fcfda0df7c54e9301f6e67f075006a546182ef488751830684f4c808da"));
     assert_eq!(root(7), hex32("b39cdca998e82aad25a3d42e3feba40e4440e5dbb7f762f5cf604d3f00a35e0c"));
     assert_eq!(batch_root(&[]), None);
+    let reg = [0xaa; 32];
+    assert_eq!(
+        crate::settlement_public_input(&root(1), &reg, 1),
+        hex32("1d0ab97b2d2d3e2ed2497dd958b96586df24ad8d5df195ae61347230eb246ce1")
+    );
+    assert_eq!(
+        crate::settlement_public_input(&root(7), &reg, 7),
+        hex32("19a3e639ad5985570f6e6cdca27732308d1afe9ae02708fc8a58354feb88cbcf")
+    );
     assert_eq!((2..=9).map(split_point).collect::<Vec<_>>(), [1, 2, 2, 4, 4, 4, 4, 8]);
     assert_eq!(TaskLeaf::decode(&leaf.encode()), leaf);
 }

@@ -167,8 +167,8 @@ impl MergeCircuit {
             }
             let vd = VerifierCircuitTarget { constants_sigmas_cap: cap.clone(), circuit_digest: digest };
             b.verify_proof::<C>(&proof, &vd, common);
-            for j in 0..8 {
-                b.connect(proof.public_inputs[13 + j], digests[j]);
+            for (&child, &own) in proof.public_inputs[13..21].iter().zip(&digests) {
+                b.connect(child, own);
             }
             ChildTargets { proof, cap, is_merge }
         });

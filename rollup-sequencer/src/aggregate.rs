@@ -1,0 +1,226 @@
+//! Batch aggregation: task proofs → normalized proofs → leaf proofs → one root proof.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tgrid_aggregation::batch::split_point;
+use tgrid_aggregation::{
+    check_leaves, AggregationCircuits, BatchFile, Normalizer, Registry, RegistryFile, SubtreeProof, TaskLeaf,
+};
+use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
+
+use crate::error::{Error, Result};
+
+/// A unit of work finished, for progress reporting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A task proof was normalized and its leaf proven.
+    Leaf,
+    /// Two subtrees were merged.
+    Merge,
+}
+
+type Slot = Arc<OnceLock<std::result::Result<Arc<Normalizer>, String>>>;
+
+/// Aggregates task proofs of registered models into batch proofs.
+pub struct Aggregator {
+    file: RegistryFile,
+    registry: Registry,
+    circuits: AggregationCircuits,
+    normalizers: Mutex<HashMap<[u8; 32], Slot>>,
+}
+
+impl std::fmt::Debug for Aggregator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Aggregator").field("registry_root", &hex::encode(self.registry.root())).finish()
+    }
+}
+
+impl Aggregator {
+    /// Builds the aggregation circuits (a few seconds) for `file`'s registry.
+    pub fn new(file: RegistryFile) -> Result<Self> {
+        let registry = file.registry()?;
+        Ok(Self { file, registry, circuits: AggregationCircuits::build()?, normalizers: Mutex::default() })
+    }
+
+    /// An aggregator for models whose normalizers are already built (no registry file; the
+    /// registry lists exactly these models). Used by benchmarks and tests.
+    pub fn with_normalizers(normalizers: Vec<Normalizer>) -> Result<Self> {
+        let registry = Registry::new(
+            normalizers
+                .iter()
+                .map(|n| tgrid_aggregation::RegistryEntry { model_id: n.model_id(), normalized_digest: n.digest() }),
+        )?;
+        let slots =
+            normalizers.into_iter().map(|n| (n.model_id(), Arc::new(OnceLock::from(Ok(Arc::new(n)))))).collect();
+        Ok(Self {
+            file: RegistryFile::empty(Default::default()),
+            registry,
+            circuits: AggregationCircuits::build()?,
+            normalizers: Mutex::new(slots),
+        })
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The leaf and merge circuits.
+    pub fn circuits(&self) -> &AggregationCircuits {
+        &self.circuits
+    }
+
+    /// The normalizer of a registered model, built on first use from its model file and
+    /// checked against the registered digest.
+    pub fn normalizer(&self, model_id: &[u8; 32]) -> Result<Arc<Normalizer>> {
+        let entry = self.registry.entry(model_id).ok_or(Error::UnknownModel(*model_id))?;
+        let slot = self.normalizers.lock().expect("normalizer map lock").entry(*model_id).or_default().clone();
+        let built = slot.get_or_init(|| self.build_normalizer(model_id, &entry.normalized_digest).map(Arc::new));
+        built.clone().map_err(|reason| Error::ModelFile { path: self.model_path(model_id), reason })
+    }
+
+    fn model_path(&self, model_id: &[u8; 32]) -> String {
+        let id = format!("0x{}", hex::encode(model_id));
+        self.file
+            .models
+            .iter()
+            .find(|m| m.model_id.eq_ignore_ascii_case(&id))
+            .map(|m| self.file.model_path(m).display().to_string())
+            .unwrap_or_default()
+    }
+
+    fn build_normalizer(&self, model_id: &[u8; 32], digest: &[u8; 32]) -> std::result::Result<Normalizer, String> {
+        let path = self.model_path(model_id);
+        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read the model file: {e}"))?;
+        let file = ModelFile::from_bytes(&bytes).map_err(|e| e.to_string())?;
+        if &file.model.model_id() != model_id {
+            return Err(format!("the file holds model 0x{}", hex::encode(file.model.model_id())));
+        }
+        let verifier = TaskVerifier::new(&file.model, &file.plan).map_err(|e| e.to_string())?;
+        let normalizer = Normalizer::new(verifier).map_err(|e| e.to_string())?;
+        if &normalizer.digest() != digest {
+            return Err(format!(
+                "the model's normalization circuit has digest 0x{}, the registry lists 0x{}",
+                hex::encode(normalizer.digest()),
+                hex::encode(digest)
+            ));
+        }
+        Ok(normalizer)
+    }
+
+    /// Checks a task proof natively and returns its leaf (cheap: no recursion).
+    pub fn check(&self, proof: &TaskProof) -> Result<TaskLeaf> {
+        let normalizer = self.normalizer(&proof.model_id)?;
+        let publics = normalizer.task_verifier().verify(proof)?;
+        Ok(TaskLeaf::from_publics(&publics))
+    }
+
+    /// Normalizes a task proof and proves its leaf.
+    pub fn prove_leaf(&self, proof: &TaskProof) -> Result<(TaskLeaf, SubtreeProof)> {
+        let normalizer = self.normalizer(&proof.model_id)?;
+        let (publics, normalized) = normalizer.normalize(proof)?;
+        let leaf = self.circuits.prove_leaf(&normalized, &self.registry)?;
+        Ok((TaskLeaf::from_publics(&publics), leaf))
+    }
+
+    /// Aggregates task proofs, in this order, into a batch: checks every proof and rejects
+    /// duplicated task ids before any recursion, then proves the leaves in parallel and merges
+    /// independent subtrees in parallel.
+    pub fn aggregate(&self, proofs: &[TaskProof], progress: &(dyn Fn(Step) + Sync)) -> Result<BatchFile> {
+        let leaves = proofs.iter().map(|p| self.check(p)).collect::<Result<Vec<_>>>()?;
+        check_leaves(&leaves)?;
+        let subtrees = rayon_map(proofs, |p| {
+            let (_, leaf) = self.prove_leaf(p)?;
+            progress(Step::Leaf);
+            Ok(leaf)
+        })?;
+        let root = self.merge_all(subtrees, progress)?;
+        Ok(self.circuits.batch_file(leaves, &root)?)
+    }
+
+    /// Merges ordered leaf proofs along the RFC 6962 shape (left subtree: the largest power of
+    /// two below the count), both halves in parallel.
+    pub fn merge_all(&self, mut subtrees: Vec<SubtreeProof>, progress: &(dyn Fn(Step) + Sync)) -> Result<SubtreeProof> {
+        match subtrees.len() {
+            0 => Err(tgrid_aggregation::Error::InvalidBatch("a batch needs at least one task".into()).into()),
+            1 => Ok(subtrees.pop().expect("one")),
+            n => {
+                let right = subtrees.split_off(split_point(n));
+                let (l, r) = rayon::join(|| self.merge_all(subtrees, progress), || self.merge_all(right, progress));
+                let merged = self.circuits.prove_merge(&l?, &r?)?;
+                progress(Step::Merge);
+                Ok(merged)
+            }
+        }
+    }
+}
+
+fn rayon_map<T: Sync, U: Send>(items: &[T], f: impl Fn(&T) -> Result<U> + Sync + Send) -> Result<Vec<U>> {
+    use rayon::prelude::*;
+    items.par_iter().map(f).collect()
+}
+
+/// A batch tree built as leaf proofs arrive: equal-sized perfect subtrees merge as soon as both
+/// exist (like a binary counter), so at most log2(n) merges remain when the batch closes.
+/// Folding the remaining subtrees from the right yields exactly the RFC 6962 shape.
+pub struct IncrementalTree<'a> {
+    aggregator: &'a Aggregator,
+    /// Perfect subtrees, largest (earliest) first, with their task counts.
+    stack: Vec<(usize, SubtreeProof)>,
+    leaves: Vec<TaskLeaf>,
+}
+
+impl std::fmt::Debug for IncrementalTree<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IncrementalTree").field("tasks", &self.leaves.len()).finish()
+    }
+}
+
+impl<'a> IncrementalTree<'a> {
+    /// An empty batch.
+    pub fn new(aggregator: &'a Aggregator) -> Self {
+        Self { aggregator, stack: Vec::new(), leaves: Vec::new() }
+    }
+
+    /// Number of tasks pushed.
+    pub fn len(&self) -> usize {
+        self.leaves.len()
+    }
+
+    /// Whether no task was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.leaves.is_empty()
+    }
+
+    /// Appends a proven leaf and merges what can be merged now.
+    pub fn push(&mut self, leaf: TaskLeaf, proof: SubtreeProof) -> Result<()> {
+        if self.leaves.iter().any(|l| l.task_id == leaf.task_id) {
+            return Err(tgrid_aggregation::Error::InvalidBatch(format!(
+                "task 0x{} is already in the batch",
+                hex::encode(leaf.task_id)
+            ))
+            .into());
+        }
+        self.leaves.push(leaf);
+        self.stack.push((1, proof));
+        while self.stack.len() >= 2 && self.stack[self.stack.len() - 1].0 == self.stack[self.stack.len() - 2].0 {
+            let (n, right) = self.stack.pop().expect("two");
+            let (_, left) = self.stack.pop().expect("two");
+            self.stack.push((2 * n, self.aggregator.circuits.prove_merge(&left, &right)?));
+        }
+        Ok(())
+    }
+
+    /// Closes the batch: merges the remaining subtrees from the right.
+    pub fn finish(mut self) -> Result<BatchFile> {
+        let (_, mut acc) = self
+            .stack
+            .pop()
+            .ok_or_else(|| tgrid_aggregation::Error::InvalidBatch("a batch needs at least one task".into()))?;
+        while let Some((_, left)) = self.stack.pop() {
+            acc = self.aggregator.circuits.prove_merge(&left, &acc)?;
+        }
+        Ok(self.aggregator.circuits.batch_file(self.leaves, &acc)?)
+    }
+}
