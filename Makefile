@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: demo test test-rust test-contracts bench setup-contracts fmt
+.PHONY: demo test test-rust test-contracts bench bench-aggregation setup-contracts fmt
 
 ## Compile, prove and verify a bundled model end to end, with timings.
 demo:
@@ -26,6 +26,12 @@ test-contracts: setup-contracts
 bench:
 	$(CARGO) build --locked -p tgrid-prover
 	target/debug/tgrid-prover bench fixtures/mlp fixtures/cnn fixtures/lenet
+
+## Aggregation benchmark: normalization, leaf and merge proofs alone, then a 64-task batch
+## end to end (about 25 minutes on 2 cores). One JSON object.
+bench-aggregation:
+	$(CARGO) build --locked -p tgrid-sequencer
+	target/debug/tgrid-sequencer bench --tasks 64
 
 fmt:
 	$(CARGO) fmt --all

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# The main job end to end on embedded defaults: compile a bundled ONNX model to int8 and its
-# circuit, commit an input, prove a task bound to a task id and a provider, verify the proof
-# as an auditor would, and print the timings. Data lives under ./.tgrid/demo.
+# The main job end to end on embedded defaults: compile bundled ONNX models to int8 and their
+# circuits, commit an input, prove tasks bound to task ids and a provider, verify a proof as an
+# auditor would, register the models, aggregate the task proofs into one batch proof and verify
+# the batch. Data lives under ./.tgrid/demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${MODEL:-cnn}
 DATA=.tgrid/demo
 mkdir -p "$DATA"
 
-echo "==> building tgrid-prover and tgrid-verifier (dev profile: dependencies and circuit crates at opt-level 3)"
-cargo build --locked -q -p tgrid-prover -p tgrid-verifier
+echo "==> building tgrid-prover, tgrid-verifier and tgrid-sequencer (dev profile: dependencies and circuit crates at opt-level 3)"
+cargo build --locked -q -p tgrid-prover -p tgrid-verifier -p tgrid-sequencer
 P=target/debug/tgrid-prover
 V=target/debug/tgrid-verifier
+S=target/debug/tgrid-sequencer
+SECOND=${SECOND:-mlp}
 TASK_ID=0x$(printf 'tensorgrid-demo-task-%s' "$MODEL" | sha256sum | cut -c1-64)
 PROVIDER=0x00000000000000000000000000000000000000d1
 
@@ -28,5 +31,24 @@ $P prove "$DATA/$MODEL.tgm" --input "fixtures/$MODEL/input.json" --task-id "$TAS
 echo "==> verify the proof (rebuilding the circuit from the model's weights)"
 $V task "$DATA/$MODEL.tgp" --model "$DATA/$MODEL.tgm"
 
+echo "==> compile a second model (fixtures/$SECOND) and prove two more tasks"
+$P compile "fixtures/$SECOND/model.onnx" --calibration "fixtures/$SECOND/calibration.json" --out "$DATA/$SECOND.tgm"
+for i in 1 2; do
+  $P prove "$DATA/$SECOND.tgm" --input "fixtures/$SECOND/input.json" \
+    --task-id "0x$(printf 'tensorgrid-demo-task-%s-%s' "$SECOND" "$i" | sha256sum | cut -c1-64)" \
+    --provider "$PROVIDER" --out "$DATA/$SECOND-$i.tgp"
+done
+
+echo "==> register both models (the registry root is what governance puts on-chain)"
+rm -f "$DATA/registry.json"
+$S registry add "$DATA/$MODEL.tgm" --registry "$DATA/registry.json"
+$S registry add "$DATA/$SECOND.tgm" --registry "$DATA/registry.json"
+
+echo "==> aggregate the three task proofs into one batch proof"
+$S aggregate "$DATA/$MODEL.tgp" "$DATA/$SECOND-1.tgp" "$DATA/$SECOND-2.tgp" --registry "$DATA/registry.json" --out "$DATA/batch.tgb"
+
+echo "==> verify the batch as an auditor (rebuilding the aggregation circuits)"
+$V batch "$DATA/batch.tgb" --registry "$DATA/registry.json"
+
 echo "==> summary"
-$V --json task "$DATA/$MODEL.tgp" --model "$DATA/$MODEL.tgm"
+$V --json batch "$DATA/batch.tgb" --registry "$DATA/registry.json"
