@@ -31,7 +31,9 @@ const MAX_REPORT_BYTES: usize = 1 << 20;
 const MAX_PROOF_BYTES: usize = 16 << 20;
 const MAX_CUTS: usize = 4096;
 
-fn check_header(r: &mut Reader<'_>, magic: &[u8; 8], version: u16, what: &str) -> Result<()> {
+/// Reads and checks a file header: the 8-byte `magic` and the little-endian u16 `version`;
+/// `what` names the file kind in errors.
+pub fn check_header(r: &mut Reader<'_>, magic: &[u8; 8], version: u16, what: &str) -> Result<()> {
     let got: [u8; 8] =
         r.raw().map_err(|_| Error::Format(format!("not a {what}: the file is shorter than its header")))?;
     if &got != magic {

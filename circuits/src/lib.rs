@@ -23,7 +23,7 @@ mod tests;
 pub use circuit::{task_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS};
 pub use commit::{commit, Commitment};
 pub use error::{Error, Result};
-pub use files::{decode_plonky2_proof, hash_to_bytes, ModelFile, TaskProof, MODEL_MAGIC, PROOF_MAGIC};
+pub use files::{check_header, decode_plonky2_proof, hash_to_bytes, ModelFile, TaskProof, MODEL_MAGIC, PROOF_MAGIC};
 pub use lower::{requant_for, window_indices};
 pub use model::{numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, MAX_MACS, MAX_TENSOR_LEN};
 pub use task::{prove_circuit, CircuitStats, SegmentPlan, TaskProver, TaskVerifier};

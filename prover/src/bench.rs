@@ -10,15 +10,7 @@ use serde_json::json;
 use tgrid_circuits::{commit, SegmentPlan, TaskProof, TaskProver, TaskVerifier};
 use tgrid_onnx::{import_onnx, quantize_model, InputData};
 
-use crate::cli::bad_input;
-
-/// Peak resident set size of this process, in MiB (Linux `VmHWM`).
-fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
-}
+use tgrid_cli::{bad_input, peak_rss_mib};
 
 pub(crate) fn run(fixtures: &[String], max_segment_rows: usize, in_process: bool) -> Result<()> {
     if in_process {

@@ -2,7 +2,6 @@
 //! the integer inference, commits inputs, proves tasks, and benchmarks the fixtures.
 
 mod bench;
-mod cli;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -14,7 +13,7 @@ use tgrid_aggregation::Normalizer;
 use tgrid_circuits::{commit, infer, ModelFile, SegmentPlan, TaskProver, TaskVerifier};
 use tgrid_onnx::{import_onnx, quantize_model, tract_reference, CalibrationReport, InputData};
 
-use crate::cli::{bad_input, exit_with, parse_hex, read_input, spinner, Output};
+use tgrid_cli::{bad_input, parse_hex, Output};
 
 /// TensorGrid provider tool: compile ONNX models into int8 models and circuits, run inference,
 /// commit inputs and prove tasks.
@@ -100,9 +99,9 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    cli::init_tracing();
+    tgrid_cli::init_tracing();
     let out = Output { json: cli.json };
-    exit_with(run(cli.command, &out));
+    out.exit_with(run(cli.command, &out));
 }
 
 fn load_model(path: &Path) -> Result<ModelFile> {
@@ -136,7 +135,7 @@ fn run(command: Command, out: &Output) -> Result<()> {
             let reference = tract_reference(&model, &quant.input_shape, &cal.input_data)?;
             let report = CalibrationReport::compare(&quant, &cal.input_data, &reference)?;
             let plan = SegmentPlan::auto(&quant, max_segment_rows);
-            let bar = spinner(out, "building the circuit");
+            let bar = out.spinner("building the circuit");
             let verifier = TaskVerifier::new(&quant, &plan)?;
             let segment_rows = verifier.segment_rows().to_vec();
             let circuit_digest = verifier.circuit_digest();
@@ -193,7 +192,7 @@ fn run(command: Command, out: &Output) -> Result<()> {
         }
         Command::Infer { model, input, out: out_path } => {
             let file = load_model(&model)?;
-            let x = read_input(&file.model, &input)?;
+            let x = quantized_input(&file.model, &input)?;
             let trace = infer::run(&file.model, &x).map_err(bad_input)?;
             let result = output_json(&file, trace.output());
             if let Some(p) = &out_path {
@@ -211,7 +210,7 @@ fn run(command: Command, out: &Output) -> Result<()> {
         }
         Command::CommitInput { model, input } => {
             let file = load_model(&model)?;
-            let x = read_input(&file.model, &input)?;
+            let x = quantized_input(&file.model, &input)?;
             let c = commit(&x).to_hex();
             out.emit(json!({ "input_commitment": c }), || c.clone())
         }
@@ -219,9 +218,9 @@ fn run(command: Command, out: &Output) -> Result<()> {
             let task_id: [u8; 32] = parse_hex(&task_id, "--task-id").map_err(bad_input)?;
             let provider: [u8; 20] = parse_hex(&provider, "--provider").map_err(bad_input)?;
             let file = load_model(&model)?;
-            let x = read_input(&file.model, &input)?;
+            let x = quantized_input(&file.model, &input)?;
             let started = Instant::now();
-            let bar = spinner(out, "building the circuit");
+            let bar = out.spinner("building the circuit");
             let prover = TaskProver::new(file.model.clone(), file.plan.clone())?;
             let mut progress = |stage: &str, done: usize, total: usize| {
                 bar.set_message(format!("{stage} ({done}/{total})"));

@@ -8,15 +8,8 @@ use serde_json::json;
 use tgrid_aggregation::Normalizer;
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{ModelFile, SegmentPlan, TaskProver, TaskVerifier};
+use tgrid_cli::peak_rss_mib;
 use tgrid_sequencer::Aggregator;
-
-/// Peak resident set size of this process so far, in MiB (Linux `VmHWM`).
-fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
-}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);

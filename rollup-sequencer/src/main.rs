@@ -4,15 +4,15 @@
 mod bench;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use tgrid_aggregation::registry::hex32;
 use tgrid_aggregation::{Normalizer, RegistryFile, RegistryFileEntry};
 use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
+use tgrid_cli::{bad_input, Output};
 use tgrid_sequencer::{Aggregator, Step};
 
 /// TensorGrid rollup sequencer: registry maintenance and batch aggregation.
@@ -78,58 +78,23 @@ enum RegistryCommand {
     },
 }
 
-/// Unreadable or malformed input (exit code 2).
-#[derive(Debug)]
-struct BadInput(anyhow::Error);
-
-impl std::fmt::Display for BadInput {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:#}", self.0)
-    }
-}
-
-impl std::error::Error for BadInput {}
-
-fn bad_input(e: impl Into<anyhow::Error>) -> anyhow::Error {
-    anyhow::Error::new(BadInput(e.into()))
-}
-
 fn main() {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
-    let json = cli.json;
+    tgrid_cli::init_tracing();
+    let out = Output { json: cli.json };
     let result = match cli.command {
         Command::Registry { command: RegistryCommand::Add { model, registry, name } } => {
-            registry_add(&model, &registry, name, json)
+            registry_add(&model, &registry, name, &out)
         }
-        Command::Registry { command: RegistryCommand::Show { registry } } => registry_show(&registry, json),
-        Command::Aggregate { proofs, registry, out } => aggregate(&proofs, &registry, &out, json),
+        Command::Registry { command: RegistryCommand::Show { registry } } => registry_show(&registry, &out),
+        Command::Aggregate { proofs, registry, out: path } => aggregate(&proofs, &registry, &path, &out),
         Command::Bench { tasks, models } => bench::run(tasks, &models),
     };
-    if let Err(e) = result {
-        let code = if e.downcast_ref::<BadInput>().is_some() { 2 } else { 1 };
-        if json {
-            println!("{}", json!({ "ok": false, "error": format!("{e:#}") }));
-        }
-        eprintln!("error: {e:#}");
-        std::process::exit(code);
-    }
+    out.exit_with(result)
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)
-}
-
-fn spinner(json: bool, message: &str) -> ProgressBar {
-    if json {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("static template"));
-    bar.set_message(message.to_string());
-    bar.enable_steady_tick(Duration::from_millis(120));
-    bar
 }
 
 fn load_registry(path: &Path) -> Result<RegistryFile> {
@@ -144,11 +109,11 @@ fn relative_to(path: &Path, base: &Path) -> Result<String> {
     Ok(abs.strip_prefix(&base).map(Path::to_path_buf).unwrap_or(abs).display().to_string())
 }
 
-fn registry_add(model_path: &Path, registry_path: &Path, name: Option<String>, json: bool) -> Result<()> {
+fn registry_add(model_path: &Path, registry_path: &Path, name: Option<String>, out: &Output) -> Result<()> {
     let file = ModelFile::from_bytes(&read(model_path)?)
         .with_context(|| format!("{} is not a usable compiled model", model_path.display()))
         .map_err(bad_input)?;
-    let bar = spinner(json, "rebuilding the model's circuits");
+    let bar = out.spinner("rebuilding the model's circuits");
     let verifier = TaskVerifier::new(&file.model, &file.plan).context("cannot rebuild the model's circuit")?;
     let normalizer = Normalizer::new(verifier).context("cannot build the normalization circuit")?;
     bar.finish_and_clear();
@@ -178,35 +143,30 @@ fn registry_add(model_path: &Path, registry_path: &Path, name: Option<String>, j
         "models": registry.models.len(),
         "added": entry,
     });
-    if json {
-        println!("{value}");
-    } else {
-        println!(
+    out.emit(value, || {
+        format!(
             "registered {} ({})\n  normalized digest  {}\n  registry root      {}  ({} models)",
             entry.name,
             entry.model_id,
             entry.normalized_digest,
             hex32(&root),
             registry.models.len()
-        );
-    }
-    Ok(())
+        )
+    })
 }
 
-fn registry_show(path: &Path, json: bool) -> Result<()> {
+fn registry_show(path: &Path, out: &Output) -> Result<()> {
     let registry = load_registry(path)?;
-    if json {
-        println!("{}", json!({ "root": registry.root, "depth": registry.depth, "models": registry.models }));
-    } else {
-        println!("registry root {}  ({} models)", registry.root, registry.models.len());
+    out.emit(json!({ "root": registry.root, "depth": registry.depth, "models": registry.models }), || {
+        let mut text = format!("registry root {}  ({} models)", registry.root, registry.models.len());
         for m in &registry.models {
-            println!("  {}  {}  {}  {}", m.model_id, m.normalized_digest, m.name, m.model_file);
+            text += &format!("\n  {}  {}  {}  {}", m.model_id, m.normalized_digest, m.name, m.model_file);
         }
-    }
-    Ok(())
+        text
+    })
 }
 
-fn aggregate(proof_paths: &[PathBuf], registry_path: &Path, out: &Path, json: bool) -> Result<()> {
+fn aggregate(proof_paths: &[PathBuf], registry_path: &Path, batch_path: &Path, out: &Output) -> Result<()> {
     let started = Instant::now();
     let registry = load_registry(registry_path)?;
     let proofs = proof_paths
@@ -217,20 +177,11 @@ fn aggregate(proof_paths: &[PathBuf], registry_path: &Path, out: &Path, json: bo
                 .map_err(bad_input)
         })
         .collect::<Result<Vec<_>>>()?;
-    let bar = spinner(json, "building the aggregation circuits");
+    let bar = out.spinner("building the aggregation circuits");
     let aggregator = Aggregator::new(registry)?;
     bar.finish_and_clear();
     let n = proofs.len() as u64;
-    let bar = if json {
-        ProgressBar::hidden()
-    } else {
-        let bar = ProgressBar::new(2 * n - 1);
-        bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} proofs ({msg}) [{elapsed} / ~{eta}]")
-                .expect("static template"),
-        );
-        bar
-    };
+    let bar = out.progress(2 * n - 1, "proofs");
     let batch = aggregator
         .aggregate(&proofs, &|step| {
             bar.set_message(match step {
@@ -245,27 +196,24 @@ fn aggregate(proof_paths: &[PathBuf], registry_path: &Path, out: &Path, json: bo
             other => other.into(),
         })?;
     bar.finish_and_clear();
-    std::fs::write(out, batch.to_bytes()).with_context(|| format!("cannot write {}", out.display()))?;
+    std::fs::write(batch_path, batch.to_bytes()).with_context(|| format!("cannot write {}", batch_path.display()))?;
     let verified = aggregator.circuits().verify_batch(&batch, &aggregator.registry().root())?;
     let value = json!({
-        "out": out.display().to_string(),
+        "out": batch_path.display().to_string(),
         "batch_root": hex32(&verified.batch_root),
         "registry_root": hex32(&verified.registry_root),
         "count": verified.leaves.len(),
         "proof_bytes": batch.proof.len(),
         "seconds": started.elapsed().as_secs_f64(),
     });
-    if json {
-        println!("{value}");
-    } else {
-        println!(
+    out.emit(value, || {
+        format!(
             "aggregated {} tasks -> {}\n  batch root     {}\n  registry root  {}\n  {:.1} s",
             verified.leaves.len(),
-            out.display(),
+            batch_path.display(),
             hex32(&verified.batch_root),
             hex32(&verified.registry_root),
             started.elapsed().as_secs_f64()
-        );
-    }
-    Ok(())
+        )
+    })
 }

@@ -11,6 +11,7 @@ use serde_json::json;
 use tgrid_aggregation::registry::hex32;
 use tgrid_aggregation::{AggregationCircuits, BatchFile, RegistryFile};
 use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
+use tgrid_cli::{bad_input, Output};
 
 /// TensorGrid auditor tool: verify proofs and print what they prove.
 #[derive(Debug, Parser)]
@@ -46,39 +47,15 @@ enum Command {
     },
 }
 
-/// An error caused by unreadable or malformed input (exit code 2).
-#[derive(Debug)]
-struct BadInput(anyhow::Error);
-
-impl std::fmt::Display for BadInput {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:#}", self.0)
-    }
-}
-
-impl std::error::Error for BadInput {}
-
-fn bad_input(e: impl Into<anyhow::Error>) -> anyhow::Error {
-    anyhow::Error::new(BadInput(e.into()))
-}
-
 fn main() {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
-    let json = cli.json;
+    tgrid_cli::init_tracing();
+    let out = Output { json: cli.json };
     let result = match cli.command {
-        Command::Task { proof, model } => verify_task(&proof, &model, json),
-        Command::Batch { batch, registry } => verify_batch(&batch, &registry, json),
+        Command::Task { proof, model } => verify_task(&proof, &model, out.json),
+        Command::Batch { batch, registry } => verify_batch(&batch, &registry, out.json),
     };
-    if let Err(e) = result {
-        let code = if e.downcast_ref::<BadInput>().is_some() { 2 } else { 1 };
-        if json {
-            println!("{}", json!({ "valid": false, "error": format!("{e:#}") }));
-        }
-        eprintln!("error: {e:#}");
-        std::process::exit(code);
-    }
+    out.exit_with(result)
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {

@@ -189,16 +189,7 @@ impl BatchFile {
     /// Decodes a file; never trusts a length and never panics.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         let mut r = Reader::new(bytes);
-        let what = "TensorGrid batch file (.tgb)";
-        let magic: [u8; 8] =
-            r.raw().map_err(|_| Error::Format(format!("not a {what}: the file is shorter than its header")))?;
-        if &magic != BATCH_MAGIC {
-            return Err(Error::Format(format!("not a {what}: bad magic")));
-        }
-        let version = r.u16()?;
-        if version != BATCH_VERSION {
-            return Err(Error::Format(format!("{what} version {version} is not supported (expected {BATCH_VERSION})")));
-        }
+        tgrid_circuits::check_header(&mut r, BATCH_MAGIC, BATCH_VERSION, "TensorGrid batch file (.tgb)")?;
         let registry_root = r.raw()?;
         let n = r.len_prefix(MAX_BATCH_TASKS, TaskLeaf::ENCODED_LEN)?;
         let leaves = (0..n).map(|_| Ok(TaskLeaf::decode(&r.raw()?))).collect::<Result<Vec<_>>>()?;

@@ -1,0 +1,110 @@
+//! Shared plumbing of the TensorGrid command-line tools (`tgrid-prover`, `tgrid-verifier`,
+//! `tgrid-sequencer`): one convention for exit codes, JSON output, progress and logging.
+//!
+//! Exit codes: 0 success, 1 failure (an invalid proof, a failed step), 2 bad input (unreadable
+//! or malformed files, wrong arguments). With `--json`, a failure also prints one JSON object
+//! `{"ok": false, "error": "..."}` on stdout.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Marks an error caused by the user's input (exit code 2).
+#[derive(Debug)]
+pub struct BadInput(pub anyhow::Error);
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// Wraps an error as bad input.
+pub fn bad_input(e: impl Into<anyhow::Error>) -> anyhow::Error {
+    anyhow::Error::new(BadInput(e.into()))
+}
+
+/// Text or JSON output.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    /// Print one JSON object on stdout instead of text.
+    pub json: bool,
+}
+
+impl Output {
+    /// Prints `value` as one JSON line, or the text.
+    pub fn emit(&self, value: serde_json::Value, text: impl FnOnce() -> String) -> Result<()> {
+        if self.json {
+            println!("{}", serde_json::to_string(&value)?);
+        } else {
+            println!("{}", text());
+        }
+        Ok(())
+    }
+
+    /// Prints the error and exits: 2 for bad input, 1 for anything else.
+    pub fn exit_with(&self, result: Result<()>) -> ! {
+        match result {
+            Ok(()) => std::process::exit(0),
+            Err(e) => {
+                let code = if e.downcast_ref::<BadInput>().is_some() { 2 } else { 1 };
+                if self.json {
+                    println!("{}", serde_json::json!({ "ok": false, "valid": false, "error": format!("{e:#}") }));
+                }
+                eprintln!("error: {e:#}");
+                std::process::exit(code)
+            }
+        }
+    }
+
+    /// A spinner on stderr for a step slower than a couple of seconds (hidden in JSON mode).
+    pub fn spinner(&self, message: &str) -> ProgressBar {
+        if self.json {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("static template"));
+        bar.set_message(message.to_string());
+        bar.enable_steady_tick(Duration::from_millis(120));
+        bar
+    }
+
+    /// A progress bar of `len` steps on stderr (hidden in JSON mode).
+    pub fn progress(&self, len: u64, unit: &str) -> ProgressBar {
+        if self.json {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::new(len);
+        let template = format!("{{bar:30}} {{pos}}/{{len}} {unit} ({{msg}}) [{{elapsed}} / ~{{eta}}]");
+        bar.set_style(ProgressStyle::with_template(&template).expect("valid template"));
+        bar
+    }
+}
+
+/// Logs to stderr; `RUST_LOG` sets the level (default: warnings).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+/// Parses `0x`-prefixed hex of exactly N bytes.
+pub fn parse_hex<const N: usize>(s: &str, what: &str) -> Result<[u8; N]> {
+    let digits = s.strip_prefix("0x").ok_or_else(|| anyhow::anyhow!("{what} must start with 0x"))?;
+    if digits.len() != 2 * N {
+        anyhow::bail!("{what} must have {} hex digits, got {}", 2 * N, digits.len());
+    }
+    let mut out = [0u8; N];
+    hex::decode_to_slice(digits, &mut out).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+    Ok(out)
+}
+
+/// Peak resident set size of this process so far, in MiB (Linux `VmHWM`); benchmarks report it.
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
