@@ -28,7 +28,7 @@ bench:
 	target/debug/tgrid-prover bench fixtures/mlp fixtures/cnn fixtures/lenet
 
 ## Aggregation benchmark: normalization, leaf and merge proofs alone, then a 64-task batch
-## end to end (about 25 minutes on 2 cores). One JSON object.
+## end to end (about 30 minutes on 2 cores). One JSON object.
 bench-aggregation:
 	$(CARGO) build --locked -p tgrid-sequencer
 	target/debug/tgrid-sequencer bench --tasks 64

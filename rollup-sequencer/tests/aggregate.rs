@@ -1,7 +1,8 @@
 //! Batches of two models with 1, 2, 3 tasks (merged along the RFC 6962 shape) and 7 tasks
 //! (merged incrementally as they arrive): the circuit's batch root equals the natively computed
 //! root.
-//! (The 64-task batch runs in `tgrid-sequencer bench`: about 25 minutes on 2 cores.)
+//! (The 64-task batch runs in `tgrid-sequencer bench` / `make bench-aggregation`: about 30 minutes
+//! on 2 cores, too long for CI.)
 
 use std::sync::OnceLock;
 
