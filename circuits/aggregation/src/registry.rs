@@ -40,7 +40,8 @@ impl RegistryEntry {
             .chunks(4)
             .map(|w| F::from_canonical_u32(u32::from_be_bytes(w.try_into().expect("4 bytes"))))
             .collect();
-        v.extend(bytes_to_hash(&self.normalized_digest).expect("digest bytes come from a hash").elements);
+        // Canonical by construction: `Registry::new` rejects other digests.
+        v.extend(bytes_to_hash(&self.normalized_digest).map(|h| h.elements).unwrap_or_default());
         v
     }
 }
@@ -79,11 +80,13 @@ fn empty_hashes() -> Vec<HashOut<F>> {
 }
 
 impl Registry {
-    /// A registry holding `entries` (any order). Fails on a model listed twice or too many
-    /// entries.
+    /// A registry holding `entries` (any order). Fails on a model listed twice with different
+    /// digests, a digest that is not a Goldilocks hash, or too many entries.
     pub fn new(entries: impl IntoIterator<Item = RegistryEntry>) -> Result<Self> {
         let mut by_model = BTreeMap::new();
         for e in entries {
+            // A digest is 4 canonical field elements; anything else can never be proven.
+            bytes_to_hash(&e.normalized_digest)?;
             if let Some(old) = by_model.insert(e.model_id, e) {
                 if old != e {
                     return Err(Error::Registry(format!(

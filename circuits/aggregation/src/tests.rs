@@ -91,6 +91,9 @@ fn registry_membership_proofs_verify_with_plonky2() {
     let mut clash = entry(1);
     clash.normalized_digest[31] ^= 1;
     assert!(matches!(Registry::new([entry(1), clash]), Err(Error::Registry(_))));
+    let mut not_a_hash = entry(7);
+    not_a_hash.normalized_digest = [0xFF; 32];
+    assert!(matches!(Registry::new([not_a_hash]), Err(Error::Format(_))));
 }
 
 #[test]
