@@ -283,12 +283,3 @@ impl AggregationCircuits {
         })
     }
 }
-
-/// The registry root as 4 field elements, as the circuits carry it.
-pub fn registry_root_elements(root: &[u8; 32]) -> Result<[F; 4]> {
-    let mut out = [F::ZERO; 4];
-    for (e, chunk) in out.iter_mut().zip(root.chunks(8)) {
-        *e = crate::registry::canonical(u64::from_be_bytes(chunk.try_into().expect("8 bytes")))?;
-    }
-    Ok(out)
-}

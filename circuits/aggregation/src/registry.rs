@@ -284,11 +284,3 @@ impl RegistryFile {
 pub fn hex32(bytes: &[u8; 32]) -> String {
     format!("0x{}", hex::encode(bytes))
 }
-
-/// Element check used by decoders: a u64 read from bytes must be a canonical field element.
-pub(crate) fn canonical(v: u64) -> Result<F> {
-    if v >= F::ORDER {
-        return Err(Error::Format(format!("{v} is not a canonical Goldilocks element")));
-    }
-    Ok(F::from_canonical_u64(v))
-}
