@@ -5,7 +5,7 @@
 //! output commitment, provider: 148 bytes), the root proof's kind (0 = leaf, 1 = merge) and the
 //! length-prefixed plonky2 proof bytes.
 
-use plonky2::field::types::{Field, PrimeField64};
+use plonky2::field::types::PrimeField64;
 use sha2::{Digest, Sha256};
 use tgrid_circuits::codec::{Reader, Writer};
 use tgrid_circuits::{PublicInputs, F};
