@@ -58,7 +58,7 @@ impl SubtreeProof {
 /// The 64 bits of a canonical Goldilocks element, most significant first. Splits the element
 /// into two u32 halves and rejects the non-canonical encoding `x + p` (possible for
 /// `x < 2^32 - 1`): the high half may be `2^32 - 1` only when the low half is zero.
-fn element_bits_be(builder: &mut CircuitBuilder<F, D>, x: Target) -> Vec<BoolTarget> {
+pub fn element_bits_be(builder: &mut CircuitBuilder<F, D>, x: Target) -> Vec<BoolTarget> {
     let (lo, hi) = builder.split_low_high(x, 32, 64);
     canonical_halves_bits_be(builder, lo, hi)
 }
@@ -212,7 +212,9 @@ impl AggregationCircuits {
         Ok(Self { leaf: LeafCircuit::build()?, merge: MergeCircuit::build()? })
     }
 
-    fn digests(&self) -> [F; 8] {
+    /// The leaf circuit digest (4 elements) then the merge circuit digest (4 elements), as the
+    /// public inputs 13..21 of every genuine leaf or merge proof carry them.
+    pub fn digests(&self) -> [F; 8] {
         let l = self.leaf.data.verifier_only.circuit_digest.elements;
         let m = self.merge.data.verifier_only.circuit_digest.elements;
         std::array::from_fn(|i| if i < 4 { l[i] } else { m[i - 4] })
@@ -293,7 +295,8 @@ impl AggregationCircuits {
         Ok(SubtreeProof { proof, is_merge: true })
     }
 
-    fn verifier_only(&self, is_merge: bool) -> &VerifierOnlyCircuitData<C, D> {
+    /// Verifier data of the merge (`true`) or leaf circuit.
+    pub fn verifier_only(&self, is_merge: bool) -> &VerifierOnlyCircuitData<C, D> {
         if is_merge {
             &self.merge.data.verifier_only
         } else {

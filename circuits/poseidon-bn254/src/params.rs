@@ -5,7 +5,7 @@
 use std::sync::LazyLock;
 
 use ark_bn254::Fr;
-use ark_ff::{AdditiveGroup, Field};
+use ark_ff::{AdditiveGroup, Field, Zero};
 
 /// Full rounds (half before, half after the partial rounds), as in circom for every width.
 pub const FULL_ROUNDS: usize = 8;
@@ -18,6 +18,22 @@ pub struct PoseidonParams<const T: usize> {
     pub mds: [[Fr; T]; T],
     /// Partial rounds (S-box on `state[0]` only).
     pub partial_rounds: usize,
+    /// The partial rounds rewritten with sparse matrices (native speed only).
+    sparse: SparsePartialRounds<T>,
+}
+
+/// The partial rounds in the form of the Poseidon paper's appendix B: with `P = diag(1, Q)`,
+/// a partial round `x ← M·S0(x + c)` on `x = P·z` becomes `z ← M''·S0(z + P⁻¹c)` where
+/// `M·P = diag(1, Q')·M''` and `M'' = [[a, vᵀ], [ŵ, I]]` is sparse: 2T-1 multiplications
+/// instead of T². The last `diag(1, Q')` is applied once after the partial rounds.
+struct SparsePartialRounds<const T: usize> {
+    constants: Vec<[Fr; T]>,
+    /// Per round: first row of `M''` (`a`, `vᵀ`).
+    first_rows: Vec<[Fr; T]>,
+    /// Per round: first column of `M''` below the diagonal (`ŵ`, index 0 unused).
+    first_columns: Vec<[Fr; T]>,
+    /// `Q'` of the last round, as a full matrix `diag(1, Q')`.
+    closing: [[Fr; T]; T],
 }
 
 impl<const T: usize> PoseidonParams<T> {
@@ -28,11 +44,11 @@ impl<const T: usize> PoseidonParams<T> {
         assert!(p.width == T && p.alpha == 5 && p.full_rounds == FULL_ROUNDS);
         let rounds = p.full_rounds + p.partial_rounds;
         assert_eq!(p.ark.len(), rounds * T);
-        Self {
-            round_constants: (0..rounds).map(|r| std::array::from_fn(|i| p.ark[r * T + i])).collect(),
-            mds: std::array::from_fn(|i| std::array::from_fn(|j| p.mds[i][j])),
-            partial_rounds: p.partial_rounds,
-        }
+        let round_constants: Vec<[Fr; T]> = (0..rounds).map(|r| std::array::from_fn(|i| p.ark[r * T + i])).collect();
+        let mds: [[Fr; T]; T] = std::array::from_fn(|i| std::array::from_fn(|j| p.mds[i][j]));
+        let half = FULL_ROUNDS / 2;
+        let sparse = SparsePartialRounds::derive(&mds, &round_constants[half..half + p.partial_rounds]);
+        Self { round_constants, mds, partial_rounds: p.partial_rounds, sparse }
     }
 
     /// Whether round `round` applies the S-box to the whole state.
@@ -40,8 +56,44 @@ impl<const T: usize> PoseidonParams<T> {
         round < FULL_ROUNDS / 2 || round >= FULL_ROUNDS / 2 + self.partial_rounds
     }
 
-    /// The permutation, in place.
+    /// The permutation, in place (partial rounds in their sparse form).
     pub fn permute(&self, state: &mut [Fr; T]) {
+        let half = FULL_ROUNDS / 2;
+        let rounds = self.round_constants.len();
+        for round in 0..half {
+            self.full_round(round, state);
+        }
+        let sparse = &self.sparse;
+        for ((constants, first_row), first_column) in
+            sparse.constants.iter().zip(&sparse.first_rows).zip(&sparse.first_columns)
+        {
+            for (x, c) in state.iter_mut().zip(constants) {
+                *x += c;
+            }
+            state[0] = sbox(state[0]);
+            let x0 = state[0];
+            state[0] = Fr::sum_of_products(first_row, state);
+            for j in 1..T {
+                state[j] += first_column[j] * x0;
+            }
+        }
+        *state = mul(&sparse.closing, state);
+        for round in half + self.partial_rounds..rounds {
+            self.full_round(round, state);
+        }
+    }
+
+    fn full_round(&self, round: usize, state: &mut [Fr; T]) {
+        for (x, c) in state.iter_mut().zip(&self.round_constants[round]) {
+            *x += c;
+        }
+        state.iter_mut().for_each(|x| *x = sbox(*x));
+        *state = mul(&self.mds, state);
+    }
+
+    /// The permutation as specified, round by round (the reference the sparse form is tested
+    /// against; the R1CS gadget follows it).
+    pub fn permute_reference(&self, state: &mut [Fr; T]) {
         for (round, constants) in self.round_constants.iter().enumerate() {
             for (x, c) in state.iter_mut().zip(constants) {
                 *x += c;
@@ -51,18 +103,70 @@ impl<const T: usize> PoseidonParams<T> {
             } else {
                 state[0] = sbox(state[0]);
             }
-            *state = self.mix(state);
+            *state = mul(&self.mds, state);
         }
     }
+}
 
-    fn mix(&self, state: &[Fr; T]) -> [Fr; T] {
-        std::array::from_fn(|i| {
-            let mut acc = Fr::ZERO;
-            for (m, x) in self.mds[i].iter().zip(state) {
-                acc += *m * x;
+/// `m · x`, with one Montgomery reduction per row instead of one per product.
+fn mul<const T: usize>(m: &[[Fr; T]; T], x: &[Fr; T]) -> [Fr; T] {
+    std::array::from_fn(|i| Fr::sum_of_products(&m[i], x))
+}
+
+fn mat_mul<const T: usize>(a: &[[Fr; T]; T], b: &[[Fr; T]; T]) -> [[Fr; T]; T] {
+    std::array::from_fn(|i| std::array::from_fn(|j| (0..T).map(|k| a[i][k] * b[k][j]).sum()))
+}
+
+/// Inverse of the lower-right `(T-1)×(T-1)` block of `m`, embedded as `diag(1, block⁻¹)`, by
+/// Gauss-Jordan elimination. The blocks met here are invertible: every square submatrix of an
+/// MDS matrix is, and products of invertible blocks are.
+fn invert_lower_block<const T: usize>(m: &[[Fr; T]; T]) -> [[Fr; T]; T] {
+    let mut a = *m;
+    let mut inv: [[Fr; T]; T] = std::array::from_fn(|i| std::array::from_fn(|j| Fr::from(u64::from(i == j))));
+    for col in 1..T {
+        let pivot = (col..T).find(|&r| !a[r][col].is_zero()).expect("MDS blocks are invertible");
+        a.swap(col, pivot);
+        inv.swap(col, pivot);
+        let scale = a[col][col].inverse().expect("non-zero pivot");
+        for j in 1..T {
+            a[col][j] *= scale;
+            inv[col][j] *= scale;
+        }
+        for r in 1..T {
+            if r != col && !a[r][col].is_zero() {
+                let f = a[r][col];
+                for j in 1..T {
+                    let (ac, ic) = (a[col][j], inv[col][j]);
+                    a[r][j] -= f * ac;
+                    inv[r][j] -= f * ic;
+                }
             }
-            acc
-        })
+        }
+    }
+    inv
+}
+
+impl<const T: usize> SparsePartialRounds<T> {
+    fn derive(mds: &[[Fr; T]; T], constants: &[[Fr; T]]) -> Self {
+        let identity: [[Fr; T]; T] = std::array::from_fn(|i| std::array::from_fn(|j| Fr::from(u64::from(i == j))));
+        let mut p = identity; // x = P·z, P = diag(1, Q)
+        let mut out = Self { constants: vec![], first_rows: vec![], first_columns: vec![], closing: identity };
+        for c in constants {
+            out.constants.push(mul(&invert_lower_block(&p), c));
+            let a = mat_mul(mds, &p);
+            // M·P = diag(1, Â)·M'' with M'' = [[a00, a0j], [Â⁻¹·a_j0, I]].
+            let mut next = identity;
+            for i in 1..T {
+                next[i][1..].copy_from_slice(&a[i][1..]);
+            }
+            let next_inv = invert_lower_block(&next);
+            let column: [Fr; T] = std::array::from_fn(|i| if i == 0 { Fr::ZERO } else { a[i][0] });
+            out.first_columns.push(mul(&next_inv, &column));
+            out.first_rows.push(a[0]);
+            p = next;
+        }
+        out.closing = p;
+        out
     }
 }
 
@@ -111,6 +215,23 @@ mod tests {
         let expected: Fr =
             "7853200120776062878684798364095072458815029376092732009249414926327459813530".parse().unwrap();
         assert_eq!(s[0], expected);
+    }
+
+    #[test]
+    fn sparse_form_equals_the_reference() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        for _ in 0..20 {
+            let mut a: [Fr; 4] = std::array::from_fn(|_| Fr::rand(&mut rng));
+            let mut b = a;
+            POSEIDON_T4.permute(&mut a);
+            POSEIDON_T4.permute_reference(&mut b);
+            assert_eq!(a, b);
+            let mut a: [Fr; 3] = std::array::from_fn(|_| Fr::rand(&mut rng));
+            let mut b = a;
+            POSEIDON_T3.permute(&mut a);
+            POSEIDON_T3.permute_reference(&mut b);
+            assert_eq!(a, b);
+        }
     }
 
     #[test]
