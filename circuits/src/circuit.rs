@@ -157,6 +157,15 @@ pub(crate) struct BuildOptions {
     pub fault: Option<(usize, crate::gadgets::Fault)>,
 }
 
+impl BuildOptions {
+    /// Options binding (or not) the segment to a task; test builds add no fault.
+    // The update fills the test-only `fault` field; outside tests it has nothing to fill.
+    #[allow(clippy::needless_update)]
+    pub(crate) fn binding(bind_task: bool) -> Self {
+        Self { bind_task, ..Default::default() }
+    }
+}
+
 impl SegmentCircuit {
     /// Builds the circuit of `segment`.
     pub(crate) fn build(model: &QuantModel, segment: Segment, options: BuildOptions) -> Result<Self> {

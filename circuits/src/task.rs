@@ -143,7 +143,7 @@ impl TaskProver {
         let start = Instant::now();
         let single = if plan.cuts.is_empty() {
             let segment = Segment::new(&model, 0..model.nodes.len());
-            Some(SegmentCircuit::build(&model, segment, BuildOptions { bind_task: true })?)
+            Some(SegmentCircuit::build(&model, segment, BuildOptions::binding(true))?)
         } else {
             None
         };
@@ -389,7 +389,7 @@ impl TaskVerifier {
         let mut segment_rows = Vec::new();
         let k = segments.len();
         for (i, segment) in segments.into_iter().enumerate() {
-            let circuit = SegmentCircuit::build(model, segment, BuildOptions { bind_task: bind })?;
+            let circuit = SegmentCircuit::build(model, segment, BuildOptions::binding(bind))?;
             segment_rows.push(circuit.rows());
             let seg = circuit.data.verifier_data();
             drop(circuit);
