@@ -39,6 +39,7 @@ assert which constraint rejects it.
 | `pack3` (canonical inputs) | 0 |
 | `unpack_rate` (62 + 61 for `hi`, 3 × 68 per limb, 1 link) | 328 |
 | `hash_limbs` (254 bits, 61 for the top 62 bits ≤ H − 1, 1 link) | 316 |
+| `poseidon_hash_no_pad` of 8 elements (one plonky2 Poseidon permutation, canonical output) | 65,211 |
 "#]
 
 mod base;
@@ -46,6 +47,7 @@ mod bits;
 mod encoding;
 mod ext;
 mod fault;
+mod poseidon;
 
 #[cfg(test)]
 mod tests;
@@ -54,3 +56,4 @@ pub use base::{GoldilocksVar, MAX_BITS};
 pub use bits::P;
 pub use encoding::{hash_limbs, pack3, unpack_rate};
 pub use ext::{GoldilocksExt, GoldilocksExtVar};
+pub use poseidon::{poseidon_hash_no_pad, poseidon_permute};
