@@ -59,7 +59,7 @@ pub fn poseidon_permute(state: &mut [GoldilocksVar; SPONGE_WIDTH]) -> Result<(),
             let c = ALL_ROUND_CONSTANTS[i + SPONGE_WIDTH * round];
             *x = x.add_const(GoldilocksField::from_canonical_u64(c))?;
         }
-        let full = round < HALF_N_FULL_ROUNDS || round >= HALF_N_FULL_ROUNDS + N_PARTIAL_ROUNDS;
+        let full = !(HALF_N_FULL_ROUNDS..HALF_N_FULL_ROUNDS + N_PARTIAL_ROUNDS).contains(&round);
         if full {
             for x in state.iter_mut() {
                 *x = sbox(x)?;
