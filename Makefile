@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: demo test test-rust test-contracts bench bench-aggregation setup-contracts fmt
+.PHONY: demo test test-rust test-contracts bench bench-aggregation bench-wrap setup-contracts fmt
 
 ## Compile, prove and verify a bundled model end to end, with timings.
 demo:
@@ -32,6 +32,15 @@ bench:
 bench-aggregation:
 	$(CARGO) build --locked -p tgrid-sequencer
 	target/debug/tgrid-sequencer bench --tasks 64
+
+## Wrap benchmarks: BN254 Poseidon speed, the settle and BN254 final layers over a one-task
+## batch (production and test FRI parameters), Groth16 setup and proving of a 2^20-constraint
+## circuit (INSECURE devnet setup). One JSON line each; about 8 minutes and 3 GB.
+bench-wrap:
+	$(CARGO) build --locked -p tgrid-poseidon-bn254 -p tgrid-wrap -p tgrid-groth16 --examples
+	target/debug/examples/permutation_speed
+	target/debug/examples/wrap_timings
+	target/debug/examples/groth16_bench 1048576
 
 fmt:
 	$(CARGO) fmt --all
