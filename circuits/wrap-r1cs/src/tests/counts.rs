@@ -1,0 +1,48 @@
+//! Constraint counts of the allocation and the transcript: the INSECURE_TEST fixture measured
+//! in prove mode, PRODUCTION (21 queries, 16 bits of grinding; same degree, gates and arities)
+//! synthesized in setup mode from the fixture's circuit data with those FRI parameters.
+
+use tgrid_wrap::FinalFri;
+
+use super::*;
+use crate::ChallengerStats;
+
+/// (allocation, transcript, transcript stats)
+fn measure(proof: Option<&FinalProof>, common: &FinalCommon) -> (usize, usize, ChallengerStats) {
+    let s = synthesize(proof, common, &fixture().digest()).unwrap();
+    if proof.is_some() {
+        assert!(s.cs.is_satisfied().unwrap());
+    }
+    println!(
+        "{} queries: allocation {}, transcript {} ({:?})",
+        common.config.fri_config.num_query_rounds, s.alloc, s.transcript, s.challenges.stats
+    );
+    (s.alloc, s.transcript, s.challenges.stats)
+}
+
+/// The transcript is Poseidon permutations, unpacked rate elements, observed hashes and the
+/// grinding check, nothing else. The first witness permutation starts from a constant
+/// capacity, whose first S-box (3 constraints) folds.
+fn transcript_formula(stats: &ChallengerStats, pow_bits: u32) -> usize {
+    264 * stats.witness_duplexes - 3 + 328 * stats.unpacks + 316 * stats.hashes + pow_bits as usize
+}
+
+#[test]
+fn insecure_test_counts() {
+    let f = fixture();
+    let (alloc, transcript, stats) = measure(Some(&f.proof), &f.common);
+    assert_eq!(transcript, transcript_formula(&stats, 2));
+    assert_eq!((alloc, transcript), (73_133, 75_543));
+}
+
+#[test]
+fn production_counts() {
+    let f = fixture();
+    let mut common = f.common.clone();
+    let fri = FinalFri::PRODUCTION.circuit_config().fri_config;
+    common.config.fri_config = fri.clone();
+    common.fri_params.config = fri;
+    let (alloc, transcript, stats) = measure(None, &common);
+    assert_eq!(transcript, transcript_formula(&stats, 16));
+    assert_eq!((alloc, transcript), (423_949, 78_381));
+}
