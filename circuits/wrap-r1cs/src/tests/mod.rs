@@ -8,6 +8,7 @@ mod fixture;
 mod malformed;
 mod small_proofs;
 mod transcript;
+mod vanishing;
 
 use std::sync::OnceLock;
 
