@@ -52,7 +52,7 @@ pub use challenger::{ChallengerStats, ChallengerVar};
 pub use challenges::{get_challenges_var, ChallengesVar, FriChallengesVar};
 pub use proof::{FriQueryRoundVar, FriQueryStepVar, InitialTreeVar, OpeningSetVar, ProofVar};
 pub use shape::ProofShape;
-pub use vanishing::{enforce_vanishing_identity, Challenges, Openings, VanishingError, UNUSED_SELECTOR};
+pub use vanishing::{enforce_vanishing_identity, Challenges, GateEvaluator, Openings, VanishingError, UNUSED_SELECTOR};
 
 /// The extension degree of the final layer.
 pub const D: usize = 2;

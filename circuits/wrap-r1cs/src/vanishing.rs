@@ -86,6 +86,16 @@ impl<'a> Challenges<'a> {
     }
 }
 
+/// Evaluates one gate's unfiltered constraints from the constants (selectors removed), the
+/// wires and the public-inputs hash.
+pub type GateEvaluator<'a> = dyn Fn(
+        &GateRef<F, 2>,
+        &[GoldilocksExtVar],
+        &[GoldilocksExtVar],
+        &[GoldilocksVar; 4],
+    ) -> Result<Vec<GoldilocksExtVar>, VanishingError>
+    + 'a;
+
 /// Selector layout, read through `CommonCircuitData`'s serde form (its fields are
 /// crate-private in plonky2 1.1).
 struct Selectors {
@@ -174,19 +184,13 @@ fn check_lengths(common: &CommonCircuitData<F, 2>, o: &Openings<'_>, c: &Challen
     Ok(())
 }
 
-/// Enforces the PLONK identity at ζ for every challenge round. `eval_gate` evaluates one
-/// gate's unfiltered constraints from the constants (selectors removed) and the wires.
+/// Enforces the PLONK identity at ζ for every challenge round.
 pub fn enforce_vanishing_identity(
     common: &CommonCircuitData<F, 2>,
     openings: &Openings<'_>,
     challenges: &Challenges<'_>,
     public_inputs_hash: &[GoldilocksVar; 4],
-    eval_gate: &dyn Fn(
-        &GateRef<F, 2>,
-        &[GoldilocksExtVar],
-        &[GoldilocksExtVar],
-        &[GoldilocksVar; 4],
-    ) -> Result<Vec<GoldilocksExtVar>, VanishingError>,
+    eval_gate: &GateEvaluator<'_>,
 ) -> Result<(), VanishingError> {
     check_lengths(common, openings, challenges)?;
     let sel = selectors(common)?;
