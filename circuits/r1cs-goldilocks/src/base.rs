@@ -130,6 +130,13 @@ impl GoldilocksVar {
         }
     }
 
+    /// `if bit { a } else { b }`: one constraint; the bound is the larger one, canonical when
+    /// both are.
+    pub fn select(bit: &Boolean<Fr>, a: &Self, b: &Self) -> Result<Self, SynthesisError> {
+        let var = FpVar::conditionally_select(bit, &a.var, &b.var)?;
+        Ok(Self { var, bits: a.bits.max(b.bits), canonical: a.canonical && b.canonical, le_bits: None })
+    }
+
     /// The native variable (an integer below `2^bits()`; only its residue mod p is meaningful).
     pub fn var(&self) -> &FpVar<Fr> {
         &self.var

@@ -74,6 +74,11 @@ impl GoldilocksExtVar {
         self.0[0].bits().max(self.0[1].bits())
     }
 
+    /// `if bit { a } else { b }`: two constraints.
+    pub fn select(bit: &Boolean<Fr>, a: &Self, b: &Self) -> Result<Self, SynthesisError> {
+        Ok(Self([GoldilocksVar::select(bit, &a.0[0], &b.0[0])?, GoldilocksVar::select(bit, &a.0[1], &b.0[1])?]))
+    }
+
     /// Component-wise sum (free).
     pub fn add(&self, other: &Self) -> Result<Self, SynthesisError> {
         Ok(Self([self.0[0].add(&other.0[0])?, self.0[1].add(&other.0[1])?]))

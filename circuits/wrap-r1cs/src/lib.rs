@@ -36,6 +36,7 @@ with `Unsatisfiable` (probability below 2^-61 per element).
 
 mod challenger;
 mod challenges;
+mod fri;
 mod proof;
 mod shape;
 mod vanishing;
@@ -50,6 +51,7 @@ pub use tgrid_poseidon_bn254::PoseidonBn254GoldilocksConfig;
 
 pub use challenger::{ChallengerStats, ChallengerVar};
 pub use challenges::{get_challenges_var, ChallengesVar, FriChallengesVar};
+pub use fri::{compress, leaf_hash, verify_fri, verify_merkle_to_cap};
 pub use proof::{FriQueryRoundVar, FriQueryStepVar, InitialTreeVar, OpeningSetVar, ProofVar};
 pub use shape::ProofShape;
 pub use vanishing::{enforce_vanishing_identity, Challenges, GateEvaluator, Openings, VanishingError, UNUSED_SELECTOR};

@@ -253,3 +253,25 @@ fn inverse_of_zero_fails_the_prover() {
     let z = witness_u64(&cs, 3).sub(&witness(&cs, 3)).unwrap();
     assert_eq!(z.inverse().unwrap_err(), SynthesisError::DivisionByZero);
 }
+
+#[test]
+fn select_picks_and_binds() {
+    let cs = ConstraintSystem::<Fr>::new_ref();
+    let a = GoldilocksVar::new_witness_canonical(cs.clone(), || Ok(gl(5))).unwrap();
+    let b = GoldilocksVar::new_witness_u64(cs.clone(), || Ok(u64::MAX)).unwrap();
+    for bit in [true, false] {
+        let flag = Boolean::new_witness(cs.clone(), || Ok(bit)).unwrap();
+        let s = GoldilocksVar::select(&flag, &a, &b).unwrap();
+        assert_eq!(s.value().unwrap(), if bit { gl(5) } else { F::from_noncanonical_u64(u64::MAX) });
+        assert_eq!(s.bits(), 64);
+        assert!(!s.is_canonical());
+    }
+    let both = GoldilocksVar::select(&Boolean::TRUE, &a, &a).unwrap();
+    assert!(both.is_canonical());
+    assert!(cs.is_satisfied().unwrap());
+    // The selected value is bound to the flag.
+    let flag = Boolean::new_witness(cs.clone(), || Ok(true)).unwrap();
+    let s = GoldilocksVar::select(&flag, &a, &b).unwrap();
+    s.enforce_equal_mod_p(&GoldilocksVar::constant(gl(6))).unwrap();
+    assert!(!cs.is_satisfied().unwrap());
+}

@@ -5,6 +5,7 @@
 mod challenger;
 mod counts;
 mod fixture;
+mod fri;
 mod malformed;
 mod small_proofs;
 mod transcript;
