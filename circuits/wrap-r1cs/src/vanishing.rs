@@ -34,6 +34,15 @@ pub enum VanishingError {
     Synthesis(#[from] SynthesisError),
 }
 
+impl From<VanishingError> for crate::Error {
+    fn from(e: VanishingError) -> Self {
+        match e {
+            VanishingError::Synthesis(e) => crate::Error::Synthesis(e),
+            other => crate::Error::Unsupported(other.to_string()),
+        }
+    }
+}
+
 /// The opened values at ζ (and `Z` at g·ζ) that the identity reads, as allocated witnesses.
 pub struct Openings<'a> {
     /// Constant polynomials (selectors first).

@@ -3,6 +3,7 @@
 //! challenges or breaks satisfiability.
 
 mod challenger;
+mod circuit;
 mod counts;
 mod fixture;
 mod fri;

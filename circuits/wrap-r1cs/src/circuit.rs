@@ -1,0 +1,100 @@
+//! The whole R1CS verifier of a final-layer proof, as the circuit a Groth16 proof is about.
+//! ONE public input: the settlement public input `SHA-256(batch root ‖ registry root ‖ count)`
+//! with its top 3 bits cleared (computed by the settle layer), which the final proof carries as
+//! 8 big-endian u32 public inputs; here they are range checked, packed into one `Fr` and bound
+//! to the Groth16 input, hashed (Goldilocks Poseidon) into the public-inputs hash that both the
+//! transcript and the `PublicInputGate` use, and the proof is verified in full: transcript,
+//! PLONK identity at ζ, FRI.
+
+use ark_bn254::Fr;
+use ark_r1cs_std::fields::fp::FpVar;
+use ark_r1cs_std::prelude::*;
+use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
+use plonky2::field::types::PrimeField64;
+use plonky2::plonk::circuit_data::VerifierOnlyCircuitData;
+use tgrid_r1cs_goldilocks::poseidon_hash_no_pad;
+
+use crate::vanishing::{enforce_vanishing_identity, Challenges, GateEvaluator, Openings};
+use crate::{
+    get_challenges_var, verify_fri, Error, FinalCommon, FinalProof, PoseidonBn254GoldilocksConfig, ProofVar, D,
+};
+
+/// Public inputs of a final-layer proof: the settlement input's 8 big-endian u32 words.
+pub const NUM_FINAL_PUBLIC_INPUTS: usize = 8;
+
+/// The settlement public input of a final proof, as the Groth16 public input.
+pub fn settlement_input(proof: &FinalProof) -> Result<Fr, Error> {
+    let pis = &proof.public_inputs;
+    if pis.len() != NUM_FINAL_PUBLIC_INPUTS {
+        return Err(Error::Shape { what: "public inputs".into(), expected: NUM_FINAL_PUBLIC_INPUTS, got: pis.len() });
+    }
+    let mut acc = Fr::from(0u64);
+    for w in pis {
+        let w = w.to_canonical_u64();
+        if w >> 32 != 0 {
+            return Err(Error::Unsupported("a public input word above 32 bits".into()));
+        }
+        acc = acc * Fr::from(1u64 << 32) + Fr::from(w);
+    }
+    Ok(acc)
+}
+
+/// The verifier circuit of one final-layer circuit (fixed by `common` and `verifier_only`).
+/// `proof: None` synthesizes the same constraints without values (Groth16 setup).
+pub struct FinalVerifierCircuit<'a> {
+    /// The final circuit's common data (its whole shape is pinned by this R1CS).
+    pub common: &'a FinalCommon,
+    /// The final circuit's constants/sigmas cap and digest (constants of this R1CS).
+    pub verifier_only: &'a VerifierOnlyCircuitData<PoseidonBn254GoldilocksConfig, D>,
+    /// The proof to verify, or `None` in setup.
+    pub proof: Option<&'a FinalProof>,
+    /// Evaluates each gate's constraints at ζ.
+    pub gates: &'a GateEvaluator<'a>,
+}
+
+impl FinalVerifierCircuit<'_> {
+    /// Synthesizes the verifier into `cs`, returning the public input variable.
+    pub fn synthesize(self, cs: ConstraintSystemRef<Fr>) -> Result<FpVar<Fr>, Error> {
+        if self.common.num_public_inputs != NUM_FINAL_PUBLIC_INPUTS {
+            return Err(Error::Unsupported(format!(
+                "{} public inputs, the wrap expects {NUM_FINAL_PUBLIC_INPUTS}",
+                self.common.num_public_inputs
+            )));
+        }
+        let expected = self.proof.map(settlement_input).transpose()?;
+        let public_input = FpVar::new_input(cs.clone(), || expected.ok_or(SynthesisError::AssignmentMissing))?;
+        let proof = ProofVar::new_witness(cs.clone(), self.proof, self.common)?;
+
+        // 8 u32 words, big-endian, packed into the one public input (< 2^256 as an integer;
+        // the settle layer clears the top 3 bits so the value is below r).
+        let mut packed = FpVar::zero();
+        for word in &proof.public_inputs {
+            let bits = word.to_bits_le()?;
+            for high in &bits[32..] {
+                high.enforce_equal(&Boolean::FALSE)?;
+            }
+            packed = packed * Fr::from(1u64 << 32) + word.var();
+        }
+        packed.enforce_equal(&public_input)?;
+
+        let pi_hash = poseidon_hash_no_pad(&proof.public_inputs)?;
+        let challenges = get_challenges_var(&proof, &pi_hash, &self.verifier_only.circuit_digest, self.common)?;
+        enforce_vanishing_identity(
+            self.common,
+            &Openings::of(&proof.openings),
+            &Challenges::of(&challenges),
+            &pi_hash,
+            self.gates,
+        )?;
+        let cap: Vec<FpVar<Fr>> =
+            self.verifier_only.constants_sigmas_cap.0.iter().map(|h| FpVar::Constant(h.0)).collect();
+        verify_fri(&proof, &challenges, &cap, self.common)?;
+        Ok(public_input)
+    }
+}
+
+impl ConstraintSynthesizer<Fr> for FinalVerifierCircuit<'_> {
+    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+        self.synthesize(cs).map(|_| ()).map_err(SynthesisError::from)
+    }
+}
