@@ -46,3 +46,27 @@ fn production_counts() {
     assert_eq!(transcript, transcript_formula(&stats, 16));
     assert_eq!((alloc, transcript), (423_949, 78_381));
 }
+
+/// FRI verification: (constraints for the fixture's 2 queries in prove mode, for PRODUCTION's
+/// 21 in setup mode). Printed for docs/BENCHMARKS.md and pinned.
+#[test]
+fn fri_counts() {
+    let f = fixture();
+    let cap: Vec<FpVar<Fr>> = f.verifier_only.constants_sigmas_cap.0.iter().map(|h| FpVar::Constant(h.0)).collect();
+    let count = |proof: Option<&FinalProof>, common: &FinalCommon| {
+        let s = synthesize(proof, common, &f.digest()).unwrap();
+        let before = s.cs.num_constraints();
+        crate::verify_fri(&s.proof, &s.challenges, &cap, common).unwrap();
+        s.cs.num_constraints() - before
+    };
+    let test = count(Some(&f.proof), &f.common);
+    let mut common = f.common.clone();
+    let fri = FinalFri::PRODUCTION.circuit_config().fri_config;
+    common.config.fri_config = fri.clone();
+    common.fri_params.config = fri;
+    let production = count(None, &common);
+    let per_query = (production - test) / 19;
+    println!("FRI: 2 queries {test}, 21 queries {production}, {per_query} per query");
+    assert_eq!(production - test, 19 * per_query, "FRI cost is linear in the queries");
+    assert_eq!((test, production), (178_295, 1_196_828));
+}
