@@ -14,7 +14,7 @@ use plonky2::field::types::PrimeField64;
 use plonky2::plonk::circuit_data::VerifierOnlyCircuitData;
 use tgrid_r1cs_goldilocks::poseidon_hash_no_pad;
 
-use crate::vanishing::{enforce_vanishing_identity, Challenges, GateEvaluator, Openings};
+use crate::vanishing::{enforce_vanishing_identity, Challenges, Openings, VanishingError};
 use crate::{
     get_challenges_var, verify_fri, Error, FinalCommon, FinalProof, PoseidonBn254GoldilocksConfig, ProofVar, D,
 };
@@ -48,8 +48,19 @@ pub struct FinalVerifierCircuit<'a> {
     pub verifier_only: &'a VerifierOnlyCircuitData<PoseidonBn254GoldilocksConfig, D>,
     /// The proof to verify, or `None` in setup.
     pub proof: Option<&'a FinalProof>,
-    /// Evaluates each gate's constraints at ζ.
-    pub gates: &'a GateEvaluator<'a>,
+}
+
+/// The production gate evaluator (tgrid-r1cs-gates).
+fn standard_gates(
+    gate: &plonky2::gates::gate::GateRef<crate::F, D>,
+    constants: &[tgrid_r1cs_goldilocks::GoldilocksExtVar],
+    wires: &[tgrid_r1cs_goldilocks::GoldilocksExtVar],
+    pi_hash: &[tgrid_r1cs_goldilocks::GoldilocksVar; 4],
+) -> Result<Vec<tgrid_r1cs_goldilocks::GoldilocksExtVar>, VanishingError> {
+    tgrid_r1cs_gates::eval_gate_unfiltered(gate, constants, wires, pi_hash).map_err(|e| match e {
+        tgrid_r1cs_gates::Error::Synthesis(e) => VanishingError::Synthesis(e),
+        other => VanishingError::Unsupported(other.to_string()),
+    })
 }
 
 impl FinalVerifierCircuit<'_> {
@@ -84,7 +95,7 @@ impl FinalVerifierCircuit<'_> {
             &Openings::of(&proof.openings),
             &Challenges::of(&challenges),
             &pi_hash,
-            self.gates,
+            &standard_gates,
         )?;
         let cap: Vec<FpVar<Fr>> =
             self.verifier_only.constants_sigmas_cap.0.iter().map(|h| FpVar::Constant(h.0)).collect();

@@ -40,6 +40,7 @@ mod circuit;
 mod fri;
 mod proof;
 mod shape;
+pub mod testing;
 mod vanishing;
 
 #[cfg(test)]

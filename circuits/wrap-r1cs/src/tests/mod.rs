@@ -7,6 +7,7 @@ mod circuit;
 mod counts;
 mod fixture;
 mod fri;
+mod groth16;
 mod malformed;
 mod small_proofs;
 mod transcript;
@@ -19,9 +20,7 @@ use ark_r1cs_std::fields::fp::FpVar;
 use ark_r1cs_std::prelude::*;
 use ark_relations::gr1cs::{ConstraintSystem, ConstraintSystemRef, SynthesisMode, Variable};
 use plonky2::field::types::{Field as _, PrimeField64};
-use plonky2::plonk::circuit_data::VerifierOnlyCircuitData;
 use plonky2::plonk::proof::ProofChallenges;
-use plonky2::util::serialization::DefaultGateSerializer;
 use tgrid_poseidon_bn254::Bn254HashOut;
 use tgrid_r1cs_goldilocks::GoldilocksVar;
 
@@ -29,32 +28,11 @@ use crate::{
     get_challenges_var, ChallengesVar, FinalCommon, FinalProof, PoseidonBn254GoldilocksConfig, ProofVar, D, F,
 };
 
-/// The decoded fixture.
-pub(crate) struct Fixture {
-    pub proof: FinalProof,
-    pub common: FinalCommon,
-    pub verifier_only: VerifierOnlyCircuitData<PoseidonBn254GoldilocksConfig, D>,
-}
-
-impl Fixture {
-    pub fn digest(&self) -> Bn254HashOut {
-        self.verifier_only.circuit_digest
-    }
-}
+pub(crate) use crate::testing::Fixture;
 
 pub(crate) fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let common =
-            FinalCommon::from_bytes(include_bytes!("../../fixtures/final_common.bin").to_vec(), &DefaultGateSerializer)
-                .expect("common circuit data");
-        let verifier_only =
-            VerifierOnlyCircuitData::from_bytes(include_bytes!("../../fixtures/final_verifier_only.bin").to_vec())
-                .expect("verifier-only data");
-        let proof =
-            FinalProof::from_bytes(include_bytes!("../../fixtures/final_proof.bin").to_vec(), &common).expect("proof");
-        Fixture { proof, common, verifier_only }
-    })
+    FIXTURE.get_or_init(|| crate::testing::fixture().expect("the committed fixture decodes"))
 }
 
 /// A synthesized proof and transcript, with the constraints each part added.
