@@ -70,3 +70,29 @@ fn fri_counts() {
     assert_eq!(production - test, 19 * per_query, "FRI cost is linear in the queries");
     assert_eq!((test, production), (178_295, 1_196_828));
 }
+
+/// The whole verifier circuit: the fixture (2 queries) in prove mode, PRODUCTION (21 queries)
+/// in setup mode. Pinned; docs/BENCHMARKS.md records them.
+#[test]
+fn whole_verifier_counts() {
+    use ark_relations::gr1cs::ConstraintSynthesizer;
+    let f = fixture();
+    let count = |proof: Option<&FinalProof>, common: &FinalCommon| {
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        if proof.is_none() {
+            cs.set_mode(SynthesisMode::Setup);
+        }
+        crate::FinalVerifierCircuit { common, verifier_only: &f.verifier_only, proof }
+            .generate_constraints(cs.clone())
+            .unwrap();
+        cs.num_constraints()
+    };
+    let test = count(Some(&f.proof), &f.common);
+    let mut common = f.common.clone();
+    let fri = FinalFri::PRODUCTION.circuit_config().fri_config;
+    common.config.fri_config = fri.clone();
+    common.fri_params.config = fri;
+    let production = count(None, &common);
+    println!("whole verifier: 2 queries {test}, 21 queries {production}");
+    assert_eq!((test, production), (837_552, 2_209_739));
+}
