@@ -35,13 +35,19 @@ fn insecure_test_counts() {
     assert_eq!((alloc, transcript), (73_133, 75_543));
 }
 
-#[test]
-fn production_counts() {
-    let f = fixture();
-    let mut common = f.common.clone();
+/// The fixture's circuit data with the PRODUCTION FRI parameters (same degree, gates and
+/// arities; only the query count and grinding bits differ), for setup-mode counts.
+fn production_common() -> FinalCommon {
+    let mut common = fixture().common.clone();
     let fri = FinalFri::PRODUCTION.circuit_config().fri_config;
     common.config.fri_config = fri.clone();
     common.fri_params.config = fri;
+    common
+}
+
+#[test]
+fn production_counts() {
+    let common = production_common();
     let (alloc, transcript, stats) = measure(None, &common);
     assert_eq!(transcript, transcript_formula(&stats, 16));
     assert_eq!((alloc, transcript), (423_949, 78_381));
@@ -60,10 +66,7 @@ fn fri_counts() {
         s.cs.num_constraints() - before
     };
     let test = count(Some(&f.proof), &f.common);
-    let mut common = f.common.clone();
-    let fri = FinalFri::PRODUCTION.circuit_config().fri_config;
-    common.config.fri_config = fri.clone();
-    common.fri_params.config = fri;
+    let common = production_common();
     let production = count(None, &common);
     let per_query = (production - test) / 19;
     println!("FRI: 2 queries {test}, 21 queries {production}, {per_query} per query");
@@ -88,10 +91,7 @@ fn whole_verifier_counts() {
         cs.num_constraints()
     };
     let test = count(Some(&f.proof), &f.common);
-    let mut common = f.common.clone();
-    let fri = FinalFri::PRODUCTION.circuit_config().fri_config;
-    common.config.fri_config = fri.clone();
-    common.fri_params.config = fri;
+    let common = production_common();
     let production = count(None, &common);
     println!("whole verifier: 2 queries {test}, 21 queries {production}");
     assert_eq!((test, production), (837_552, 2_209_739));
