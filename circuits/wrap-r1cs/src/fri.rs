@@ -55,33 +55,29 @@ pub fn compress(left: &FpVar<Fr>, right: &FpVar<Fr>) -> Result<FpVar<Fr>> {
     Ok(state[0].clone())
 }
 
-/// `values[index]` for little-endian index bits (a tree of selects).
-fn select_fp(bits: &[Boolean<Fr>], values: &[FpVar<Fr>]) -> Result<FpVar<Fr>> {
+/// `values[index]` for little-endian index bits: a tree of `select(bit, if_set, if_clear)`.
+fn select_by_bits<T: Clone>(
+    bits: &[Boolean<Fr>],
+    values: &[T],
+    what: &str,
+    select: impl Fn(&Boolean<Fr>, &T, &T) -> std::result::Result<T, SynthesisError>,
+) -> Result<T> {
     if values.len() != 1 << bits.len() {
-        return Err(Error::Unsupported("cap size is not 2^cap_height".into()));
+        return Err(Error::Unsupported(format!("{what} size is not 2^{}", bits.len())));
     }
     let mut level = values.to_vec();
     for bit in bits {
-        level = level
-            .chunks(2)
-            .map(|p| FpVar::conditionally_select(bit, &p[1], &p[0]))
-            .collect::<std::result::Result<_, SynthesisError>>()?;
+        level = level.chunks(2).map(|p| select(bit, &p[1], &p[0])).collect::<std::result::Result<_, _>>()?;
     }
     Ok(level.remove(0))
 }
 
+fn select_fp(bits: &[Boolean<Fr>], values: &[FpVar<Fr>]) -> Result<FpVar<Fr>> {
+    select_by_bits(bits, values, "cap", FpVar::conditionally_select)
+}
+
 fn select_ext(bits: &[Boolean<Fr>], values: &[GoldilocksExtVar]) -> Result<GoldilocksExtVar> {
-    if values.len() != 1 << bits.len() {
-        return Err(Error::Unsupported("coset size is not 2^arity_bits".into()));
-    }
-    let mut level = values.to_vec();
-    for bit in bits {
-        level = level
-            .chunks(2)
-            .map(|p| GoldilocksExtVar::select(bit, &p[1], &p[0]))
-            .collect::<std::result::Result<_, SynthesisError>>()?;
-    }
-    Ok(level.remove(0))
+    select_by_bits(bits, values, "coset", GoldilocksExtVar::select)
 }
 
 /// `verify_merkle_proof_to_cap`: the path climbs with the low index bits (a set bit means the
