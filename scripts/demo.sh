@@ -2,7 +2,8 @@
 # The main job end to end on embedded defaults: compile bundled ONNX models to int8 and their
 # circuits, commit an input, prove tasks bound to task ids and a provider, verify a proof as an
 # auditor would, register the models, aggregate the task proofs into one batch proof and verify
-# the batch. Data lives under ./.tgrid/demo.
+# the batch, wrap it into one Groth16 proof (INSECURE devnet key, set up once and cached in
+# ./.tgrid/keys) and verify that proof as an auditor. Data lives under ./.tgrid/demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${MODEL:-cnn}
@@ -50,5 +51,12 @@ $S aggregate "$DATA/$MODEL.tgp" "$DATA/$SECOND-1.tgp" "$DATA/$SECOND-2.tgp" --re
 echo "==> verify the batch as an auditor (rebuilding the aggregation circuits)"
 $V batch "$DATA/batch.tgb" --registry "$DATA/registry.json"
 
+echo "==> wrap the batch into one Groth16 proof over BN254 (production FRI parameters)"
+echo "    INSECURE devnet key from a public seed; the first run does the setup (minutes) and caches it in .tgrid/keys"
+$S wrap "$DATA/batch.tgb" --out "$DATA/batch.g16" --insecure-devnet-key --keys-dir .tgrid/keys
+
+echo "==> verify the settlement proof as an auditor (root and public input recomputed from the leaves)"
+$V groth16 "$DATA/batch.g16" --keys-dir .tgrid/keys
+
 echo "==> summary"
-$V --json batch "$DATA/batch.tgb" --registry "$DATA/registry.json"
+$V --json groth16 "$DATA/batch.g16" --keys-dir .tgrid/keys

@@ -10,10 +10,12 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use tgrid_aggregation::registry::hex32;
-use tgrid_aggregation::{Normalizer, RegistryFile, RegistryFileEntry};
+use tgrid_aggregation::{BatchFile, Normalizer, RegistryFile, RegistryFileEntry};
 use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
 use tgrid_cli::{bad_input, Output};
 use tgrid_sequencer::{Aggregator, Step};
+use tgrid_settlement_proof::{BatchWrapper, KeySource, Stage};
+use tgrid_wrap::FinalFri;
 
 /// TensorGrid rollup sequencer: registry maintenance and batch aggregation.
 #[derive(Debug, Parser)]
@@ -45,6 +47,30 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Wrap a batch proof for settlement: the settle and BN254 final plonky2 layers, then one
+    /// Groth16 proof (BN254) of the final layer's R1CS verifier. Writes the settlement proof
+    /// file (.g16, JSON): the ordered leaves and proof words `Settlement.submitBatch` takes.
+    Wrap {
+        /// Batch proof (.tgb) written by `aggregate`.
+        batch: PathBuf,
+        /// Where to write the settlement proof file.
+        #[arg(long)]
+        out: PathBuf,
+        /// Groth16 proving key from a ceremony (tgrid-groth16 key file; validated on load).
+        #[arg(long, conflicts_with = "insecure_devnet_key", required_unless_present = "insecure_devnet_key")]
+        proving_key: Option<PathBuf>,
+        /// INSECURE: use the devnet key, set up once from a PUBLIC seed and cached in --keys-dir.
+        /// Anyone can forge proofs for it: devnets and tests only.
+        #[arg(long)]
+        insecure_devnet_key: bool,
+        /// Directory of cached devnet keys (`<id>.pk`, `<id>.vk.json`).
+        #[arg(long, env = "TGRID_KEYS_DIR", default_value = ".tgrid/keys")]
+        keys_dir: PathBuf,
+        /// FRI parameters of the final layer: `production` (100 conjectured bits) or
+        /// `insecure-test` (10 bits, same code paths, for tests only).
+        #[arg(long, value_enum, default_value_t = FriChoice::Production)]
+        fri: FriChoice,
+    },
     /// Benchmark normalization, leaf and merge proofs and a whole batch; prints one JSON object.
     Bench {
         /// Tasks in the end-to-end batch.
@@ -54,6 +80,15 @@ enum Command {
         #[arg(long = "model")]
         models: Vec<PathBuf>,
     },
+}
+
+/// Final-layer FRI parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum FriChoice {
+    /// Rate 4, 21 queries, 16 bits of grinding: 100 conjectured bits.
+    Production,
+    /// INSECURE: 2 queries, 2 bits of grinding (10 bits). Tests only.
+    InsecureTest,
 }
 
 #[derive(Debug, Subcommand)]
@@ -88,6 +123,13 @@ fn main() {
         }
         Command::Registry { command: RegistryCommand::Show { registry } } => registry_show(&registry, &out),
         Command::Aggregate { proofs, registry, out: path } => aggregate(&proofs, &registry, &path, &out),
+        Command::Wrap { batch, out: path, proving_key, insecure_devnet_key: _, keys_dir, fri } => {
+            let source = match proving_key {
+                Some(file) => KeySource::File(file),
+                None => KeySource::InsecureDevnet { dir: keys_dir },
+            };
+            wrap(&batch, &path, &source, fri, &out)
+        }
         Command::Bench { tasks, models } => bench::run(tasks, &models),
     };
     out.exit_with(result)
@@ -215,5 +257,104 @@ fn aggregate(proof_paths: &[PathBuf], registry_path: &Path, batch_path: &Path, o
             hex32(&verified.registry_root),
             started.elapsed().as_secs_f64()
         )
+    })
+}
+
+fn wrap(batch_path: &Path, out_path: &Path, source: &KeySource, fri: FriChoice, out: &Output) -> Result<()> {
+    let started = Instant::now();
+    let batch = BatchFile::from_bytes(&read(batch_path)?)
+        .with_context(|| format!("{} is not a batch proof", batch_path.display()))
+        .map_err(bad_input)?;
+    let insecure_fri = fri == FriChoice::InsecureTest;
+    if insecure_fri {
+        eprintln!("WARNING: INSECURE test FRI parameters (10 bits of security): tests only");
+    }
+    let bar = out.spinner("building the aggregation and wrap circuits");
+    let wrapper = BatchWrapper::build(match fri {
+        FriChoice::Production => FinalFri::PRODUCTION,
+        FriChoice::InsecureTest => FinalFri::INSECURE_TEST,
+    })?;
+    bar.finish_and_clear();
+
+    let bar = out.spinner(match source {
+        KeySource::InsecureDevnet { .. } => "loading the INSECURE devnet Groth16 key (first use: setup, minutes)",
+        KeySource::File(_) => "loading and validating the Groth16 proving key",
+    });
+    let key = wrapper.load_or_setup_key(source).map_err(|e| match e {
+        tgrid_settlement_proof::Error::Groth16(tgrid_groth16::Error::Malformed { .. })
+        | tgrid_settlement_proof::Error::Groth16(tgrid_groth16::Error::Io { .. }) => bad_input(e),
+        other => other.into(),
+    })?;
+    bar.finish_and_clear();
+    let warning = key.insecure.then(|| {
+        format!(
+            "INSECURE devnet Groth16 key {}: set up from a public seed, anyone can forge proofs for it; never settle real value with it",
+            key.id
+        )
+    });
+    if let Some(w) = &warning {
+        eprintln!("WARNING: {w}");
+    }
+
+    let bar = out.spinner("checking the batch, proving the settle and final layers");
+    let (file, stats) = wrapper
+        .prove(&key, &batch, &|stage| {
+            if stage == Stage::Groth16 {
+                bar.set_message("proving the R1CS verifier with Groth16");
+            }
+        })
+        .map_err(|e| match e {
+            tgrid_settlement_proof::Error::Aggregation(_) => bad_input(e),
+            other => other.into(),
+        })?;
+    bar.finish_and_clear();
+    std::fs::write(out_path, file.to_json_bytes()).with_context(|| format!("cannot write {}", out_path.display()))?;
+
+    let value = json!({
+        "out": out_path.display().to_string(),
+        "public_input": file.public_input,
+        "batch_root": file.batch_root,
+        "registry_root": file.registry_root,
+        "count": file.count,
+        "fri": file.fri,
+        "final_circuit_digest": file.final_circuit_digest,
+        "key_id": key.id,
+        "insecure_key": key.insecure,
+        "insecure_fri": insecure_fri,
+        "warning": warning,
+        "verifying_key_digest": file.key.verifying_key_digest,
+        "verifying_key": key.verifying_key_path.as_ref().map(|p| p.display().to_string()),
+        "setup_seconds": key.setup_seconds,
+        "stats": stats,
+        "peak_rss_mib": tgrid_cli::peak_rss_mib(),
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    out.emit(value, || {
+        let mut text = format!(
+            "wrapped {} tasks -> {}\n  public input   {}\n  batch root     {}\n  registry root  {}\n  key            {}{}\n  vk digest      {}",
+            file.count,
+            out_path.display(),
+            file.public_input,
+            file.batch_root,
+            file.registry_root,
+            key.id,
+            if key.insecure { "  (INSECURE devnet key)" } else { "" },
+            file.key.verifying_key_digest,
+        );
+        if let Some(p) = &key.verifying_key_path {
+            text += &format!("\n  verifying key  {}", p.display());
+        }
+        if let Some(s) = key.setup_seconds {
+            text += &format!("\n  setup          {s:.1} s (cached for next time)");
+        }
+        text += &format!(
+            "\n  settle layer {:.1} s, final layer {:.1} s, Groth16 {:.1} s ({} constraints); {:.1} s in all",
+            stats.settle_seconds,
+            stats.final_layer_seconds,
+            stats.groth16_seconds,
+            stats.groth16.constraints,
+            started.elapsed().as_secs_f64()
+        );
+        text
     })
 }

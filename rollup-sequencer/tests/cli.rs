@@ -1,6 +1,7 @@
 //! The registry, aggregation and batch verification CLIs end to end on compiled fixtures:
 //! `tgrid-prover compile/prove` → `tgrid-sequencer registry add` → `tgrid-sequencer aggregate`
-//! → `tgrid-verifier batch`, and the errors each one gives for wrong input.
+//! → `tgrid-verifier batch` → `tgrid-sequencer wrap` → `tgrid-verifier groth16`, and the errors
+//! each one gives for wrong input.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -115,6 +116,7 @@ fn register_aggregate_and_verify_a_batch_of_two_models() {
     // Against another registry root: invalid (exit 1). Garbage or truncated files: exit 2.
     let out = run(sibling("tgrid-verifier").args(["batch"]).arg(&batch).arg("--registry").arg(&only_mlp));
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    wrap_and_check(d, &batch, &verified);
     let bytes = std::fs::read(&batch).unwrap();
     let truncated = d.join("truncated.tgb");
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
@@ -127,4 +129,99 @@ fn register_aggregate_and_verify_a_batch_of_two_models() {
     std::fs::write(&tampered, &flipped).unwrap();
     let out = run(sibling("tgrid-verifier").args(["batch"]).arg(&tampered).arg("--registry").arg(&registry));
     assert_ne!(out.status.code(), Some(0));
+}
+
+/// `tgrid-sequencer wrap` with the INSECURE test FRI parameters and the INSECURE devnet key (the
+/// same code as production, fewer queries), then `tgrid-verifier groth16` on the result and on
+/// every kind of tampering.
+fn wrap_and_check(d: &Path, batch: &Path, verified_batch: &serde_json::Value) {
+    use tgrid_aggregation::{batch_root, settlement_public_input, TaskLeaf};
+
+    // No key chosen: refused (the devnet key must be asked for by name).
+    let out = run(sequencer().args(["wrap"]).arg(batch).arg("--out").arg(d.join("x.g16")));
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let keys = d.join("keys");
+    let g16 = d.join("batch.g16");
+    let out = run(sequencer()
+        .args(["--json", "wrap"])
+        .arg(batch)
+        .arg("--out")
+        .arg(&g16)
+        .args(["--insecure-devnet-key", "--fri", "insecure-test", "--keys-dir"])
+        .arg(&keys));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let wrapped = json(&out);
+    assert!(stderr.contains("INSECURE devnet Groth16 key"), "{stderr}");
+    assert_eq!(wrapped["insecure_key"], true);
+    assert!(wrapped["key_id"].as_str().unwrap().contains("insecure"));
+    assert!(wrapped["setup_seconds"].as_f64().is_some(), "first use runs the setup");
+    assert_eq!(wrapped["public_input"], verified_batch["public_input"]);
+    assert_eq!(wrapped["batch_root"], verified_batch["batch_root"]);
+    assert_eq!(wrapped["count"], 3);
+    let vk = PathBuf::from(wrapped["verifying_key"].as_str().unwrap());
+    assert!(vk.exists() && keys.join(format!("{}.pk", wrapped["key_id"].as_str().unwrap())).exists());
+
+    let verify =
+        |file: &Path| run(sibling("tgrid-verifier").args(["--json", "groth16"]).arg(file).arg("--keys-dir").arg(&keys));
+    let checked = json(&verify(&g16));
+    assert_eq!(checked["valid"], true);
+    assert_eq!(checked["public_input"], verified_batch["public_input"]);
+    assert_eq!(checked["insecure_key"], true);
+    assert_eq!(checked["leaves"], verified_batch["leaves"]);
+    let checked = json(&run(sibling("tgrid-verifier").args(["--json", "groth16"]).arg(&g16).arg("--vk").arg(&vk)));
+    assert_eq!(checked["valid"], true);
+
+    let original: serde_json::Value = serde_json::from_slice(&std::fs::read(&g16).unwrap()).unwrap();
+    let expect_exit = |name: &str, edit: &dyn Fn(&mut serde_json::Value), code: i32| {
+        let mut v = original.clone();
+        edit(&mut v);
+        let path = d.join(format!("{name}.g16"));
+        std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+        let out = verify(&path);
+        assert_eq!(out.status.code(), Some(code), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let hex_of = |bytes: &[u8]| format!("0x{}", hex::encode(bytes));
+    // A proof word changed: not a curve point, or a different point.
+    expect_exit("word", &|v| v["proof"][0] = hex_of(&[0x11; 32]).into(), 1);
+    expect_exit("swapped", &|v| v["proof"].as_array_mut().unwrap().swap(0, 6), 1);
+    // A leaf changed without the root: the recomputed root differs.
+    expect_exit("leaf", &|v| v["leaves"][1]["output_commitment"] = hex_of(&[0x77; 32]).into(), 1);
+    // A leaf changed and root, public input recomputed to match: the Groth16 proof fails.
+    expect_exit(
+        "consistent-leaf",
+        &|v| {
+            v["leaves"][1]["output_commitment"] = hex_of(&[0x77; 32]).into();
+            let leaves: Vec<TaskLeaf> = v["leaves"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| {
+                    let h = |k: &str| hex::decode(&l[k].as_str().unwrap()[2..]).unwrap();
+                    TaskLeaf {
+                        task_id: h("task_id").try_into().unwrap(),
+                        model_id: h("model_id").try_into().unwrap(),
+                        input_commitment: h("input_commitment").try_into().unwrap(),
+                        output_commitment: h("output_commitment").try_into().unwrap(),
+                        provider: h("provider").try_into().unwrap(),
+                    }
+                })
+                .collect();
+            let root = batch_root(&leaves.iter().map(TaskLeaf::hash).collect::<Vec<_>>()).unwrap();
+            let registry: [u8; 32] =
+                hex::decode(&v["registry_root"].as_str().unwrap()[2..]).unwrap().try_into().unwrap();
+            v["batch_root"] = hex_of(&root).into();
+            v["public_input"] = hex_of(&settlement_public_input(&root, &registry, 3)).into();
+        },
+        1,
+    );
+    // A dropped leaf, a wrong count, another key's digest: invalid. Bad hex, junk: malformed.
+    expect_exit("dropped", &|v| _ = v["leaves"].as_array_mut().unwrap().pop(), 1);
+    expect_exit("count", &|v| v["count"] = 4.into(), 1);
+    expect_exit("key", &|v| v["key"]["verifying_key_digest"] = hex_of(&[0; 32]).into(), 1);
+    expect_exit("hex", &|v| v["batch_root"] = "0x12".into(), 2);
+    expect_exit("traversal", &|v| v["key"]["id"] = "../../etc/passwd".into(), 2);
+    let junk = d.join("junk.g16");
+    std::fs::write(&junk, b"\x00\x01 not json").unwrap();
+    assert_eq!(verify(&junk).status.code(), Some(2));
 }

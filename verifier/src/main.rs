@@ -12,6 +12,7 @@ use tgrid_aggregation::registry::hex32;
 use tgrid_aggregation::{AggregationCircuits, BatchFile, RegistryFile};
 use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
 use tgrid_cli::{bad_input, Output};
+use tgrid_settlement_proof::SettlementProofFile;
 
 /// TensorGrid auditor tool: verify proofs and print what they prove.
 #[derive(Debug, Parser)]
@@ -45,6 +46,20 @@ enum Command {
         #[arg(long)]
         registry: PathBuf,
     },
+    /// Verify a settlement proof file (.g16) off-chain as the settlement contract would:
+    /// recompute the batch root and the public input from the ordered leaves, then verify the
+    /// Groth16 proof with the verifying key. Prints the public inputs and the leaves.
+    /// Exit codes: 0 valid, 1 invalid proof or wrong key, 2 unreadable or malformed input.
+    Groth16 {
+        /// Settlement proof file written by `tgrid-sequencer wrap`.
+        proof: PathBuf,
+        /// Verifying key (snarkjs JSON, as deployed); default: `<keys-dir>/<key id>.vk.json`.
+        #[arg(long)]
+        vk: Option<PathBuf>,
+        /// Directory of the devnet keys written by `tgrid-sequencer wrap`.
+        #[arg(long, env = "TGRID_KEYS_DIR", default_value = ".tgrid/keys")]
+        keys_dir: PathBuf,
+    },
 }
 
 fn main() {
@@ -54,6 +69,7 @@ fn main() {
     let result = match cli.command {
         Command::Task { proof, model } => verify_task(&proof, &model, out.json),
         Command::Batch { batch, registry } => verify_batch(&batch, &registry, out.json),
+        Command::Groth16 { proof, vk, keys_dir } => verify_groth16(&proof, vk.as_deref(), &keys_dir, &out),
     };
     out.exit_with(result)
 }
@@ -116,20 +132,7 @@ fn verify_batch(batch_path: &Path, registry_path: &Path, json: bool) -> Result<(
     let verified = circuits
         .verify_batch(&batch, &registry.root())
         .with_context(|| format!("{} is not a valid batch proof", batch_path.display()))?;
-    let leaves: Vec<_> = verified
-        .leaves
-        .iter()
-        .map(|l| {
-            json!({
-                "task_id": hex32(&l.task_id),
-                "model_id": hex32(&l.model_id),
-                "input_commitment": hex32(&l.input_commitment),
-                "output_commitment": hex32(&l.output_commitment),
-                "provider": format!("0x{}", hex::encode(l.provider)),
-                "leaf": hex32(&l.hash()),
-            })
-        })
-        .collect();
+    let leaves = leaves_json(&verified.leaves);
     let value = json!({
         "valid": true,
         "batch_root": hex32(&verified.batch_root),
@@ -161,4 +164,92 @@ fn verify_batch(batch_path: &Path, registry_path: &Path, json: bool) -> Result<(
         }
     }
     Ok(())
+}
+
+fn leaves_json(leaves: &[tgrid_aggregation::TaskLeaf]) -> Vec<serde_json::Value> {
+    leaves
+        .iter()
+        .map(|l| {
+            json!({
+                "task_id": hex32(&l.task_id),
+                "model_id": hex32(&l.model_id),
+                "input_commitment": hex32(&l.input_commitment),
+                "output_commitment": hex32(&l.output_commitment),
+                "provider": format!("0x{}", hex::encode(l.provider)),
+                "leaf": hex32(&l.hash()),
+            })
+        })
+        .collect()
+}
+
+/// A key id from a file names a file in the key directory: plain names only.
+fn safe_key_id(id: &str) -> Result<&str> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('.')
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+    anyhow::ensure!(ok, "key id {id:?} is not a plain file name");
+    Ok(id)
+}
+
+fn verify_groth16(path: &Path, vk_path: Option<&Path>, keys_dir: &Path, out: &Output) -> Result<()> {
+    use tgrid_settlement_proof::Error as E;
+    let started = Instant::now();
+    let file = SettlementProofFile::from_json_bytes(&read(path)?)
+        .with_context(|| format!("{} is not a settlement proof file", path.display()))
+        .map_err(bad_input)?;
+    let vk_path = match vk_path {
+        Some(p) => p.to_path_buf(),
+        None => keys_dir.join(format!("{}.vk.json", safe_key_id(&file.key.id).map_err(bad_input)?)),
+    };
+    let vk_json: serde_json::Value = serde_json::from_slice(&read(&vk_path)?)
+        .with_context(|| format!("{} is not JSON", vk_path.display()))
+        .map_err(bad_input)?;
+    let vk = tgrid_groth16::evm::verifying_key_from_json(&vk_json)
+        .with_context(|| format!("{} is not a verifying key", vk_path.display()))
+        .map_err(bad_input)?;
+    let insecure = file.key.insecure || file.key.id.contains("insecure");
+    let verified = file.verify(&vk).map_err(|e| match e {
+        E::Malformed(_) => bad_input(e),
+        other => anyhow::Error::new(other).context(format!("{} is not a valid settlement proof", path.display())),
+    })?;
+    let value = json!({
+        "valid": true,
+        "public_input": hex32(&verified.public_input),
+        "batch_root": hex32(&verified.batch_root),
+        "registry_root": hex32(&verified.registry_root),
+        "count": verified.leaves.len(),
+        "key_id": file.key.id,
+        "insecure_key": insecure,
+        "verifying_key": vk_path.display().to_string(),
+        "verifying_key_digest": file.key.verifying_key_digest,
+        "fri": file.fri,
+        "final_circuit_digest": file.final_circuit_digest,
+        "proof": file.proof,
+        "leaves": leaves_json(&verified.leaves),
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    out.emit(value, || {
+        let mut text = format!(
+            "valid settlement proof\n  public input   {}\n  batch root     {}\n  registry root  {}\n  tasks          {}\n  key            {}{}\n  verifying key  {}",
+            hex32(&verified.public_input),
+            hex32(&verified.batch_root),
+            hex32(&verified.registry_root),
+            verified.leaves.len(),
+            file.key.id,
+            if insecure { "  (INSECURE devnet key: anyone can forge proofs for it)" } else { "" },
+            vk_path.display()
+        );
+        for (i, l) in verified.leaves.iter().enumerate() {
+            text += &format!(
+                "\n  #{i:<4} task {}  model {}  provider 0x{}\n         input {}  output {}",
+                hex32(&l.task_id),
+                hex32(&l.model_id),
+                hex::encode(l.provider),
+                hex32(&l.input_commitment),
+                hex32(&l.output_commitment)
+            );
+        }
+        text
+    })
 }

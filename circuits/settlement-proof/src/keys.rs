@@ -1,0 +1,121 @@
+//! Groth16 keys of the wrap circuit: the INSECURE devnet setup (toxic waste from a public seed),
+//! cached on disk so it runs once per circuit, or a proving key from a ceremony.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use ark_bn254::Bn254;
+use ark_groth16::ProvingKey;
+use tgrid_groth16::evm::{verifying_key_digest, verifying_key_json};
+use tgrid_groth16::keys::{insecure_devnet_setup, load_proving_key, save_proving_key};
+use tracing::info;
+
+use crate::error::{Error, Result};
+use crate::file::hex0x;
+use crate::wrapper::BatchWrapper;
+
+/// Seed of the devnet setup. INSECURE: it is public, so anyone can compute the toxic waste and
+/// forge proofs for keys made from it. Devnets and tests only.
+pub const DEVNET_INSECURE_SEED: u64 = 0x7467_7269_645f_6465;
+
+/// Where the proving key comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeySource {
+    /// INSECURE: the devnet setup from [`DEVNET_INSECURE_SEED`], cached in this directory as
+    /// `<id>.pk` and `<id>.vk.json` (the id carries `insecure`).
+    InsecureDevnet {
+        /// Key directory (e.g. `.tgrid/keys`).
+        dir: PathBuf,
+    },
+    /// A proving key from a ceremony, in `tgrid_groth16::keys` format; every point is
+    /// validated on load.
+    File(PathBuf),
+}
+
+/// A proving key ready for a [`BatchWrapper`].
+pub struct WrapKey {
+    /// The key.
+    pub pk: ProvingKey<Bn254>,
+    /// Name: the cache file stem, or the key file's stem.
+    pub id: String,
+    /// Whether the key comes from a public seed.
+    pub insecure: bool,
+    /// Digest of its verifying key (`VERIFYING_KEY_DIGEST` of the Solidity verifier).
+    pub verifying_key_digest: [u8; 32],
+    /// Seconds spent in the setup (`None`: loaded from disk).
+    pub setup_seconds: Option<f64>,
+    /// The verifying key JSON file written next to a cached key (`None` for a key file).
+    pub verifying_key_path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for WrapKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WrapKey")
+            .field("id", &self.id)
+            .field("insecure", &self.insecure)
+            .field("verifying_key_digest", &hex0x(&self.verifying_key_digest))
+            .finish()
+    }
+}
+
+/// The cache name of the devnet key of `wrapper`'s circuit: FRI parameters and final circuit
+/// digest, so a changed circuit never picks up a stale key.
+pub fn insecure_devnet_key_id(wrapper: &BatchWrapper) -> String {
+    format!("wrap-{}-{}-insecure-devnet", wrapper.fri_label(), &hex::encode(wrapper.final_circuit_digest())[..16])
+}
+
+fn write_verifying_key(path: &Path, pk: &ProvingKey<Bn254>) -> Result<()> {
+    let json = serde_json::to_string_pretty(&verifying_key_json(&pk.vk)?).expect("JSON values serialize") + "\n";
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, json).map_err(Error::io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(Error::io(path))
+}
+
+impl BatchWrapper {
+    /// Loads the proving key, or (devnet) runs the INSECURE setup once and caches it.
+    pub fn load_or_setup_key(&self, source: &KeySource) -> Result<WrapKey> {
+        match source {
+            KeySource::InsecureDevnet { dir } => {
+                let id = insecure_devnet_key_id(self);
+                let pk_path = dir.join(format!("{id}.pk"));
+                let vk_path = dir.join(format!("{id}.vk.json"));
+                let (pk, setup_seconds) = if pk_path.exists() {
+                    (load_proving_key(&pk_path, false)?, None)
+                } else {
+                    std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
+                    info!(key = %id, "INSECURE devnet Groth16 setup from a public seed");
+                    let t = Instant::now();
+                    let pk = insecure_devnet_setup(self.verifier_circuit(None), DEVNET_INSECURE_SEED)?;
+                    let seconds = t.elapsed().as_secs_f64();
+                    save_proving_key(&pk_path, &pk)?;
+                    (pk, Some(seconds))
+                };
+                if !vk_path.exists() {
+                    write_verifying_key(&vk_path, &pk)?;
+                }
+                let verifying_key_digest = verifying_key_digest(&pk.vk)?;
+                Ok(WrapKey {
+                    pk,
+                    id,
+                    insecure: true,
+                    verifying_key_digest,
+                    setup_seconds,
+                    verifying_key_path: Some(vk_path),
+                })
+            }
+            KeySource::File(path) => {
+                let pk = load_proving_key(path, true)?;
+                let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                let verifying_key_digest = verifying_key_digest(&pk.vk)?;
+                Ok(WrapKey {
+                    pk,
+                    id,
+                    insecure: false,
+                    verifying_key_digest,
+                    setup_seconds: None,
+                    verifying_key_path: None,
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Decoding never panics and never trusts the file; the full wrap is tested end to end by the
+//! CLI tests (tgrid-sequencer wrap, tgrid-verifier groth16).
+
+use crate::file::{parse_hex, KeyJson, LeafJson, SettlementProofFile, FORMAT, MAX_FILE_BYTES};
+use crate::Error;
+use tgrid_aggregation::TaskLeaf;
+
+fn leaf(i: u8) -> TaskLeaf {
+    TaskLeaf {
+        task_id: [i; 32],
+        model_id: [2; 32],
+        input_commitment: [3; 32],
+        output_commitment: [4; 32],
+        provider: [5; 20],
+    }
+}
+
+fn sample() -> SettlementProofFile {
+    SettlementProofFile {
+        format: FORMAT.into(),
+        key: KeyJson { id: "k".into(), insecure: true, verifying_key_digest: format!("0x{}", "00".repeat(32)) },
+        fri: "insecure-test".into(),
+        final_circuit_digest: format!("0x{}", "11".repeat(32)),
+        batch_root: format!("0x{}", "22".repeat(32)),
+        registry_root: format!("0x{}", "33".repeat(32)),
+        count: 2,
+        public_input: format!("0x{}", "04".repeat(32)),
+        proof: vec![format!("0x{}", "01".repeat(32)); 8],
+        leaves: vec![LeafJson::of(&leaf(1)), LeafJson::of(&leaf(2))],
+    }
+}
+
+#[test]
+fn json_round_trip() {
+    let file = sample();
+    let back = SettlementProofFile::from_json_bytes(&file.to_json_bytes()).unwrap();
+    assert_eq!(back, file);
+    assert_eq!(back.task_leaves().unwrap(), vec![leaf(1), leaf(2)]);
+    assert_eq!(back.proof_words().unwrap().len(), 8);
+}
+
+#[test]
+fn malformed_files_are_errors() {
+    let bad = |bytes: &[u8]| matches!(SettlementProofFile::from_json_bytes(bytes), Err(Error::Malformed(_)));
+    assert!(bad(b""));
+    assert!(bad(b"\x00\xff random bytes"));
+    assert!(bad(b"{}"));
+    assert!(bad(&vec![b' '; MAX_FILE_BYTES + 1]));
+    let mut v: serde_json::Value = serde_json::from_slice(&sample().to_json_bytes()).unwrap();
+    v["format"] = "tgrid-settlement-proof/0".into();
+    assert!(bad(&serde_json::to_vec(&v).unwrap()));
+    let mut v: serde_json::Value = serde_json::from_slice(&sample().to_json_bytes()).unwrap();
+    v["extra"] = 1.into();
+    assert!(bad(&serde_json::to_vec(&v).unwrap()), "unknown fields are rejected");
+    let mut v: serde_json::Value = serde_json::from_slice(&sample().to_json_bytes()).unwrap();
+    v["count"] = (-1).into();
+    assert!(bad(&serde_json::to_vec(&v).unwrap()));
+}
+
+#[test]
+fn bad_fields_are_errors() {
+    let mut file = sample();
+    file.proof.pop();
+    assert!(matches!(file.proof_words(), Err(Error::Malformed(_))));
+    let mut file = sample();
+    file.proof[3] = "0x12".into();
+    assert!(matches!(file.proof_words(), Err(Error::Malformed(_))));
+    let mut file = sample();
+    file.leaves[1].provider = format!("0x{}", "zz".repeat(20));
+    assert!(matches!(file.task_leaves(), Err(Error::Malformed(_))));
+    let mut file = sample();
+    file.leaves[0].task_id = "11".repeat(32);
+    assert!(matches!(file.task_leaves(), Err(Error::Malformed(_))));
+    assert!(parse_hex::<2>("0x0102", "x").is_ok());
+    assert!(parse_hex::<2>("0x01020", "x").is_err());
+    assert!(parse_hex::<2>("0x€1", "x").is_err());
+}

@@ -1,0 +1,159 @@
+//! From a batch file (`.tgb`) to its settlement proof: the plonky2 wrap layers, then a Groth16
+//! proof of the R1CS verifier of the final layer.
+
+use std::time::Instant;
+
+use plonky2::plonk::config::GenericHashOut;
+use rand::SeedableRng;
+use serde::Serialize;
+use tgrid_aggregation::{AggregationCircuits, BatchFile};
+use tgrid_groth16::evm::proof_calldata;
+use tgrid_groth16::{CpuBackend, ProveStats, ProverBackend};
+use tgrid_wrap::{FinalFri, FinalProof, WrapCircuits};
+use tgrid_wrap_r1cs::{settlement_input, FinalVerifierCircuit};
+
+use crate::error::{Error, Result};
+use crate::file::{hex0x, KeyJson, LeafJson, SettlementProofFile, FORMAT};
+use crate::keys::WrapKey;
+
+/// A stage of [`BatchWrapper::prove`], for progress reporting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Checking the batch and proving the settle and final plonky2 layers.
+    Layers,
+    /// Proving the R1CS verifier with Groth16.
+    Groth16,
+}
+
+/// Seconds and sizes of one wrap.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct WrapStats {
+    /// The settle layer.
+    pub settle_seconds: f64,
+    /// The BN254-hashed final layer.
+    pub final_layer_seconds: f64,
+    /// The Groth16 proof, in total.
+    pub groth16_seconds: f64,
+    /// The Groth16 proof's parts.
+    pub groth16: ProveStats,
+}
+
+/// The aggregation and wrap circuits of one FRI configuration.
+pub struct BatchWrapper {
+    aggregation: AggregationCircuits,
+    wrap: WrapCircuits,
+}
+
+impl std::fmt::Debug for BatchWrapper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchWrapper").field("wrap", &self.wrap).finish()
+    }
+}
+
+impl BatchWrapper {
+    /// Builds the aggregation circuits and the wrap layers (tens of seconds).
+    pub fn build(fri: FinalFri) -> Result<Self> {
+        let aggregation = AggregationCircuits::build()?;
+        let wrap = WrapCircuits::build(&aggregation, fri)?;
+        Ok(Self { aggregation, wrap })
+    }
+
+    /// `production` or, for any other parameters, `insecure-test`.
+    pub fn fri_label(&self) -> &'static str {
+        if self.wrap.fri() == FinalFri::PRODUCTION {
+            "production"
+        } else {
+            "insecure-test"
+        }
+    }
+
+    /// The final plonky2 circuit's digest (32 bytes).
+    pub fn final_circuit_digest(&self) -> [u8; 32] {
+        let bytes = self.wrap.final_circuit().verifier_only.circuit_digest.to_bytes();
+        bytes.try_into().expect("a BN254 hash is 32 bytes")
+    }
+
+    /// The aggregation circuits.
+    pub fn aggregation(&self) -> &AggregationCircuits {
+        &self.aggregation
+    }
+
+    /// The wrap layers.
+    pub fn wrap_circuits(&self) -> &WrapCircuits {
+        &self.wrap
+    }
+
+    /// The Groth16 circuit: the R1CS verifier of this final circuit (`None`: setup).
+    pub fn verifier_circuit<'a>(&'a self, proof: Option<&'a FinalProof>) -> FinalVerifierCircuit<'a> {
+        let last = self.wrap.final_circuit();
+        FinalVerifierCircuit { common: &last.common, verifier_only: &last.verifier_only, proof }
+    }
+
+    /// Proves a batch for settlement with the CPU backend; see [`prove_with`](Self::prove_with).
+    pub fn prove(
+        &self,
+        key: &WrapKey,
+        batch: &BatchFile,
+        on_stage: &dyn Fn(Stage),
+    ) -> Result<(SettlementProofFile, WrapStats)> {
+        self.prove_with(key, batch, &CpuBackend, on_stage)
+    }
+
+    /// Verifies the batch file natively (root proof, leaves, count), proves the wrap layers and
+    /// the Groth16 proof, and checks that proof with the key's verifying key before returning
+    /// it (a stale or foreign key fails here, not on-chain).
+    pub fn prove_with(
+        &self,
+        key: &WrapKey,
+        batch: &BatchFile,
+        backend: &dyn ProverBackend,
+        on_stage: &dyn Fn(Stage),
+    ) -> Result<(SettlementProofFile, WrapStats)> {
+        on_stage(Stage::Layers);
+        let verified = self.aggregation.verify_batch(batch, &batch.registry_root)?;
+        let root = self.aggregation.decode(&batch.proof, batch.root_is_merge)?;
+        let wrapped = self.wrap.wrap(&self.aggregation, &root)?;
+        if wrapped.public_input()? != verified.public_input {
+            return Err(Error::Invalid("the wrap layers output another public input than the batch's".into()));
+        }
+        let mut stats = WrapStats {
+            settle_seconds: wrapped.timings.settle + wrapped.timings.shrink,
+            final_layer_seconds: wrapped.timings.last,
+            ..WrapStats::default()
+        };
+
+        on_stage(Stage::Groth16);
+        let t = Instant::now();
+        let x = settlement_input(&wrapped.proof)?;
+        let mut rng = rand::rngs::StdRng::from_entropy();
+        let (proof, groth16) =
+            tgrid_groth16::prove(&key.pk, self.verifier_circuit(Some(&wrapped.proof)), backend, &mut rng)?;
+        if !tgrid_groth16::verify(&key.pk.vk, x, &proof)? {
+            return Err(Error::KeyMismatch(format!(
+                "the proof made with key {} does not verify under its own verifying key: the key was made \
+                 for another circuit (delete it to redo the setup)",
+                key.id
+            )));
+        }
+        stats.groth16 = groth16;
+        stats.groth16_seconds = t.elapsed().as_secs_f64();
+
+        let file = SettlementProofFile {
+            format: FORMAT.into(),
+            key: KeyJson {
+                id: key.id.clone(),
+                insecure: key.insecure,
+                verifying_key_digest: hex0x(&key.verifying_key_digest),
+            },
+            fri: self.fri_label().into(),
+            final_circuit_digest: hex0x(&self.final_circuit_digest()),
+            batch_root: hex0x(&verified.batch_root),
+            registry_root: hex0x(&verified.registry_root),
+            count: verified.leaves.len() as u64,
+            public_input: hex0x(&verified.public_input),
+            proof: proof_calldata(&proof).iter().map(|w| format!("{w:#066x}")).collect(),
+            leaves: verified.leaves.iter().map(LeafJson::of).collect(),
+        };
+        Ok((file, stats))
+    }
+}
