@@ -12,11 +12,17 @@ import {ModelRegistry} from "../registry/ModelRegistry.sol";
 import {Staking} from "../staking/Staking.sol";
 import {TaskEscrow} from "../escrow/TaskEscrow.sol";
 import {Settlement} from "../settlement/Settlement.sol";
-import {Groth16Verifier} from "../verifier/Groth16Verifier.sol";
+import {WrapVerifierDevnetInsecure} from "../verifier/WrapVerifierDevnetInsecure.sol";
 import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
 import {IModelRegistry} from "../interfaces/IModelRegistry.sol";
 import {IStaking} from "../interfaces/IStaking.sol";
 import {ITaskEscrow} from "../interfaces/ITaskEscrow.sol";
+
+/// @notice What every generated verifier exposes besides `IGroth16Verifier`.
+interface IKeyedGroth16Verifier is IGroth16Verifier {
+    /// @notice Identifier of the verifying key the verifier was generated from.
+    function VERIFYING_KEY_ID() external view returns (string memory);
+}
 
 /// @title Deploy
 /// @notice Deploys and wires the TensorGrid contracts, hands every parameter to the timelock and
@@ -26,11 +32,14 @@ import {ITaskEscrow} from "../interfaces/ITaskEscrow.sol";
 ///   node_modules/.bin/forge script contracts/script/Deploy.s.sol --rpc-url http://127.0.0.1:8545 --broadcast
 /// (or `bash scripts/foundry/deploy-local.sh`). Environment overrides (all optional): PRIVATE_KEY
 /// (default: anvil account 0), TGRID_SEQUENCER, TGRID_TOKEN_HOLDER, TGRID_REGISTRY_ROOT,
-/// TGRID_DEVNET_MODEL_ID (+ TGRID_DEVNET_CIRCUIT_DIGEST, TGRID_DEVNET_MODEL_URI),
+/// TGRID_DEVNET_MODEL_ID (+ TGRID_DEVNET_CIRCUIT_DIGEST, TGRID_DEVNET_MODEL_URI), TGRID_VERIFIER,
 /// TGRID_TIMELOCK_DELAY, TGRID_VOTING_DELAY, TGRID_VOTING_PERIOD, TGRID_DEPLOYMENTS_OUT
 /// (default contracts/deployments/<chainId>.json).
-/// The verifier is the generated contracts/verifier/Groth16Verifier.sol; today that is the
-/// INSECURE devnet key (VERIFYING_KEY_ID "devnet-insecure"): local devnets only.
+/// The verifier (unless `Config.verifier` names one) is the generated
+/// contracts/verifier/WrapVerifierDevnetInsecure.sol: the real wrap
+/// circuit (production FRI parameters) under the INSECURE devnet key that
+/// `tgrid-sequencer wrap --insecure-devnet-key` uses, so devnet batches settle with real proofs.
+/// Its toxic waste is public: local devnets only; production deploys a ceremony key's verifier.
 contract Deploy is Script {
     /// @notice Anvil's first default account key (public knowledge; local devnet only).
     uint256 internal constant ANVIL_KEY_0 = 0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80;
@@ -60,6 +69,7 @@ contract Deploy is Script {
         uint256 minDeadlineDelay;
         uint256 maxDeadlineDelay;
         uint256 maxBatchSize;
+        address verifier; // an already deployed generated verifier (zero: deploy the devnet wrap verifier)
     }
 
     /// @notice The deployed contracts.
@@ -71,7 +81,7 @@ contract Deploy is Script {
         Staking staking;
         TaskEscrow escrow;
         Settlement settlement;
-        Groth16Verifier verifier;
+        IKeyedGroth16Verifier verifier;
     }
 
     /// @notice Deploys to the chain of `--rpc-url` and writes the addresses JSON.
@@ -85,6 +95,7 @@ contract Deploy is Script {
         c.devnetModelId = vm.envOr("TGRID_DEVNET_MODEL_ID", c.devnetModelId);
         c.devnetCircuitDigest = vm.envOr("TGRID_DEVNET_CIRCUIT_DIGEST", c.devnetCircuitDigest);
         c.devnetModelUri = vm.envOr("TGRID_DEVNET_MODEL_URI", c.devnetModelUri);
+        c.verifier = vm.envOr("TGRID_VERIFIER", c.verifier);
         c.timelockDelay = vm.envOr("TGRID_TIMELOCK_DELAY", c.timelockDelay);
         c.votingDelay = uint48(vm.envOr("TGRID_VOTING_DELAY", uint256(c.votingDelay)));
         c.votingPeriod = uint32(vm.envOr("TGRID_VOTING_PERIOD", uint256(c.votingPeriod)));
@@ -146,7 +157,9 @@ contract Deploy is Script {
         d.timelock.grantRole(d.timelock.PROPOSER_ROLE(), address(d.governor));
         d.timelock.grantRole(d.timelock.CANCELLER_ROLE(), address(d.governor));
 
-        d.verifier = new Groth16Verifier();
+        d.verifier = c.verifier != address(0)
+            ? IKeyedGroth16Verifier(c.verifier)
+            : IKeyedGroth16Verifier(address(new WrapVerifierDevnetInsecure()));
         d.registry = new ModelRegistry(c.admin, bytes32(0), c.rootGracePeriod);
         if (c.devnetModelId != bytes32(0)) {
             d.registry.registerModel(c.devnetModelId, c.devnetCircuitDigest, c.devnetModelUri, c.registryRoot);

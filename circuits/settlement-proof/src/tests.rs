@@ -75,3 +75,62 @@ fn bad_fields_are_errors() {
     assert!(parse_hex::<2>("0x01020", "x").is_err());
     assert!(parse_hex::<2>("0x€1", "x").is_err());
 }
+
+/// The devnet verifier the contracts deploy (contracts/verifier/WrapVerifierDevnetInsecure.sol)
+/// was generated from this key and this batch: both must still fit the current circuits.
+mod committed_devnet_key {
+    use std::path::PathBuf;
+
+    use tgrid_wrap::FinalFri;
+
+    use crate::{insecure_devnet_key_id, BatchWrapper, Error, SettlementProofFile};
+
+    const KEY_ID: &str = "wrap-production-5ef98bd092609bcb-insecure-devnet";
+
+    fn fixture(suffix: &str) -> Vec<u8> {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../contracts/test/fixtures/groth16")
+            .join(format!("{KEY_ID}{suffix}"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn vk() -> ark_groth16::VerifyingKey<ark_bn254::Bn254> {
+        let json: serde_json::Value = serde_json::from_slice(&fixture(".vk.json")).unwrap();
+        tgrid_groth16::evm::verifying_key_from_json(&json).unwrap()
+    }
+
+    #[test]
+    fn the_committed_key_id_names_the_current_production_final_circuit() {
+        let wrapper = BatchWrapper::build(FinalFri::PRODUCTION).unwrap();
+        assert_eq!(
+            insecure_devnet_key_id(&wrapper),
+            KEY_ID,
+            "the final circuit changed: regenerate the devnet key, verifier and fixtures (docs/contracts.md)"
+        );
+        let file = SettlementProofFile::from_json_bytes(&fixture(".batch.g16.json")).unwrap();
+        assert_eq!(file.final_circuit_digest, format!("0x{}", hex::encode(wrapper.final_circuit_digest())));
+    }
+
+    #[test]
+    fn the_committed_batch_verifies_and_tampering_does_not() {
+        let file = SettlementProofFile::from_json_bytes(&fixture(".batch.g16.json")).unwrap();
+        let vk = vk();
+        let verified = file.verify(&vk).unwrap();
+        assert_eq!(verified.leaves.len(), 3);
+        assert_eq!(file.key.id, KEY_ID);
+        assert!(file.key.insecure);
+
+        let mut bad = file.clone();
+        bad.proof.swap(0, 6);
+        assert!(matches!(bad.verify(&vk), Err(Error::Invalid(_))));
+        let mut bad = file.clone();
+        bad.leaves.swap(1, 2);
+        assert!(matches!(bad.verify(&vk), Err(Error::Invalid(_))), "reordered leaves change the root");
+        let mut bad = file.clone();
+        bad.count = 2;
+        assert!(matches!(bad.verify(&vk), Err(Error::Invalid(_))));
+        let mut bad = file.clone();
+        bad.key.verifying_key_digest = format!("0x{}", "00".repeat(32));
+        assert!(matches!(bad.verify(&vk), Err(Error::KeyMismatch(_))));
+    }
+}
