@@ -49,10 +49,8 @@ fn synthesize<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<Synthesized> {
     cs.set_mode(SynthesisMode::Prove { construct_matrices: true, generate_lc_assignments: false });
     circuit.generate_constraints(cs.clone())?;
     cs.finalize();
-    if !cs.is_satisfied()? {
-        let which = cs.which_is_unsatisfied()?.unwrap_or_default();
-        return Err(Error::Unsatisfied(which));
-    }
+    // Satisfaction is checked on the matrix rows in `witness_map` (in parallel, on values it
+    // computes anyway) rather than by `cs.is_satisfied()`, a second single-threaded pass.
     let mut all = cs.to_matrices()?;
     let matrices = all
         .remove(R1CS_PREDICATE_LABEL)
@@ -92,6 +90,10 @@ fn witness_map(s: &Synthesized, backend: &dyn ProverBackend) -> Result<Vec<Fr>> 
             *b = row_value(&s.matrices[1][i], z);
             *c = row_value(&s.matrices[2][i], z);
         });
+    // A false statement is refused here: plonky2-style "prove anyway" would only fail later.
+    if let Some(row) = (0..s.num_constraints).into_par_iter().find_first(|&i| a[i] * b[i] != c[i]) {
+        return Err(Error::Unsatisfied(format!("R1CS row {row} of {}", s.num_constraints)));
+    }
     a[s.num_constraints..s.num_constraints + s.num_inputs].copy_from_slice(&z[..s.num_inputs]);
     for v in [&mut a, &mut b, &mut c] {
         backend.ntt(v, Transform::Inverse, Domain::Subgroup)?;
