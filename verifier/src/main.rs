@@ -152,16 +152,7 @@ fn verify_batch(batch_path: &Path, registry_path: &Path, json: bool) -> Result<(
             verified.leaves.len(),
             hex32(&verified.public_input)
         );
-        for (i, l) in verified.leaves.iter().enumerate() {
-            println!(
-                "  #{i:<4} task {}  model {}  provider 0x{}\n         input {}  output {}",
-                hex32(&l.task_id),
-                hex32(&l.model_id),
-                hex::encode(l.provider),
-                hex32(&l.input_commitment),
-                hex32(&l.output_commitment)
-            );
-        }
+        print!("{}", leaves_text(&verified.leaves));
     }
     Ok(())
 }
@@ -180,6 +171,22 @@ fn leaves_json(leaves: &[tgrid_aggregation::TaskLeaf]) -> Vec<serde_json::Value>
             })
         })
         .collect()
+}
+
+/// The ordered leaves, two lines each, each line ending in a newline.
+fn leaves_text(leaves: &[tgrid_aggregation::TaskLeaf]) -> String {
+    let mut text = String::new();
+    for (i, l) in leaves.iter().enumerate() {
+        text += &format!(
+            "  #{i:<4} task {}  model {}  provider 0x{}\n         input {}  output {}\n",
+            hex32(&l.task_id),
+            hex32(&l.model_id),
+            hex::encode(l.provider),
+            hex32(&l.input_commitment),
+            hex32(&l.output_commitment)
+        );
+    }
+    text
 }
 
 /// A key id from a file names a file in the key directory: plain names only.
@@ -240,16 +247,8 @@ fn verify_groth16(path: &Path, vk_path: Option<&Path>, keys_dir: &Path, out: &Ou
             if insecure { "  (INSECURE devnet key: anyone can forge proofs for it)" } else { "" },
             vk_path.display()
         );
-        for (i, l) in verified.leaves.iter().enumerate() {
-            text += &format!(
-                "\n  #{i:<4} task {}  model {}  provider 0x{}\n         input {}  output {}",
-                hex32(&l.task_id),
-                hex32(&l.model_id),
-                hex::encode(l.provider),
-                hex32(&l.input_commitment),
-                hex32(&l.output_commitment)
-            );
-        }
+        text += "\n";
+        text += leaves_text(&verified.leaves).trim_end();
         text
     })
 }
