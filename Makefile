@@ -9,10 +9,11 @@ CARGO ?= cargo
 demo:
 	bash scripts/demo.sh
 
-## Every test: Rust (unit, property, integration, CLI) and Solidity (forge).
-test: test-rust test-contracts
+## Every test: Rust (unit, property, integration, CLI, real anvil devnets) and Solidity (forge).
+## The Foundry toolchain comes first: Rust tests spawn anvil and run the deployment script.
+test: setup-contracts test-rust test-contracts
 
-test-rust:
+test-rust: setup-contracts
 	$(CARGO) test --workspace --locked
 
 setup-contracts:

@@ -1,0 +1,132 @@
+use std::path::Path;
+
+use alloy::primitives::{Address, B256};
+use serde::Deserialize;
+
+use crate::{Error, Result};
+
+/// A deployment file is a few hundred bytes; anything far larger is not one.
+const MAX_DEPLOYMENT_BYTES: u64 = 64 * 1024;
+
+/// The addresses and parameters `contracts/script/Deploy.s.sol` writes
+/// (`contracts/deployments/<chainId>.json` by default): everything an off-chain tool needs to
+/// find the contracts.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Deployment {
+    /// Chain id the contracts live on.
+    pub chain_id: u64,
+    /// Block of the deployment: event scans start here.
+    pub start_block: u64,
+    /// TGRID (ERC-20, votes).
+    pub token: Address,
+    /// The timelock owning every parameter.
+    pub timelock: Address,
+    /// The Governor proposing to the timelock.
+    pub governor: Address,
+    /// ModelRegistry.
+    pub registry: Address,
+    /// Staking.
+    pub staking: Address,
+    /// TaskEscrow.
+    pub escrow: Address,
+    /// Settlement.
+    pub settlement: Address,
+    /// The Groth16 verifier Settlement calls.
+    pub verifier: Address,
+    /// Identifier of the verifier's key (contains "insecure" for a devnet key).
+    pub verifying_key_id: String,
+    /// The account granted the sequencer role at deployment (zero: none).
+    pub sequencer: Address,
+    /// The registry root at deployment.
+    pub registry_root: B256,
+    /// The model registered at deployment (zero: none).
+    pub devnet_model_id: B256,
+}
+
+impl Deployment {
+    /// Reads and checks a deployment file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let fail = |reason: String| Error::Deployment { path: path.display().to_string(), reason };
+        let len = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?.len();
+        if len > MAX_DEPLOYMENT_BYTES {
+            return Err(fail(format!("{len} bytes, more than the {MAX_DEPLOYMENT_BYTES} a deployment file can be")));
+        }
+        let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+        Self::from_json_bytes(&bytes).map_err(|e| fail(e.to_string()))
+    }
+
+    /// Decodes a deployment from JSON, rejecting unknown fields and zero contract addresses.
+    pub fn from_json_bytes(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        let d: Self = serde_json::from_slice(bytes)?;
+        let contracts = [
+            ("token", d.token),
+            ("timelock", d.timelock),
+            ("governor", d.governor),
+            ("registry", d.registry),
+            ("staking", d.staking),
+            ("escrow", d.escrow),
+            ("settlement", d.settlement),
+            ("verifier", d.verifier),
+        ];
+        if let Some((name, _)) = contracts.iter().find(|(_, a)| a.is_zero()) {
+            return Err(serde::de::Error::custom(format!("{name} is the zero address")));
+        }
+        Ok(d)
+    }
+
+    /// Whether the deployed verifier's key is a devnet key whose toxic waste is public.
+    pub fn verifier_is_insecure(&self) -> bool {
+        self.verifying_key_id.to_ascii_lowercase().contains("insecure")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"{"chainId":31337,"startBlock":1,
+        "token":"0x5FbDB2315678afecb367f032d93F642f64180aa3",
+        "timelock":"0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
+        "governor":"0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0",
+        "registry":"0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9",
+        "staking":"0xDc64a140Aa3E981100a9becA4E685f962f0cF6C9",
+        "escrow":"0x5FC8d32690cc91D4c39d9d3abcBD16989F875707",
+        "settlement":"0x0165878A594ca255338adfa4d48449f69242Eb8F",
+        "verifier":"0xa513E6E4b8f2a923D98304ec87F64353C4D5C853",
+        "verifyingKeyId":"wrap-production-5ef98bd092609bcb-insecure-devnet",
+        "sequencer":"0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+        "registryRoot":"0x0101010101010101010101010101010101010101010101010101010101010101",
+        "devnetModelId":"0x0000000000000000000000000000000000000000000000000000000000000000"}"#;
+
+    #[test]
+    fn decodes_what_deploy_writes() {
+        let d = Deployment::from_json_bytes(SAMPLE.as_bytes()).unwrap();
+        assert_eq!(d.chain_id, 31337);
+        assert!(d.verifier_is_insecure());
+        assert!(d.devnet_model_id.is_zero());
+    }
+
+    #[test]
+    fn rejects_malformed_files() {
+        assert!(Deployment::from_json_bytes(b"\x00\xff random").is_err());
+        assert!(Deployment::from_json_bytes(b"{}").is_err());
+        let unknown = SAMPLE.replacen("\"chainId\"", "\"surprise\":1,\"chainId\"", 1);
+        assert!(Deployment::from_json_bytes(unknown.as_bytes()).is_err());
+        let zero =
+            SAMPLE.replace("0xa513E6E4b8f2a923D98304ec87F64353C4D5C853", "0x0000000000000000000000000000000000000000");
+        let err = Deployment::from_json_bytes(zero.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("verifier is the zero address"), "{err}");
+    }
+
+    #[test]
+    fn load_refuses_oversized_files() {
+        let dir = std::env::temp_dir().join(format!("tgrid-chain-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("big.json");
+        std::fs::write(&path, vec![b' '; MAX_DEPLOYMENT_BYTES as usize + 1]).unwrap();
+        let err = Deployment::load(&path).unwrap_err().to_string();
+        assert!(err.contains("more than"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,34 @@
+/// Errors of the chain layer.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A deployment file that is missing, too large or not what `Deploy.s.sol` writes.
+    #[error("deployment file {path}: {reason}")]
+    Deployment {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// anvil or forge could not be found or started.
+    #[error("devnet tool {tool}: {reason}")]
+    Tool {
+        /// The program.
+        tool: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The Foundry deployment script failed; its output is attached.
+    #[error("forge script Deploy.s.sol failed ({status}):\n{output}")]
+    DeployScript {
+        /// Exit status.
+        status: String,
+        /// The end of its stdout and stderr.
+        output: String,
+    },
+    /// An I/O error.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

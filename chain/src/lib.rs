@@ -1,0 +1,15 @@
+//! TensorGrid's contracts from Rust: typed bindings of the deployed interfaces, the deployment
+//! file `Deploy.s.sol` writes, and a local devnet (a real anvil plus the real contracts deployed
+//! by the Foundry script) for integration tests and `make demo`.
+//!
+//! Services (sequencer, provider daemon, auditor tools) depend on this crate; nothing under
+//! `circuits/` does.
+
+pub mod bindings;
+mod deployment;
+mod devnet;
+mod error;
+
+pub use deployment::Deployment;
+pub use devnet::{Devnet, DevnetConfig};
+pub use error::{Error, Result};

@@ -1,0 +1,52 @@
+//! Against a real anvil with the real contracts deployed by Deploy.s.sol.
+
+use std::path::PathBuf;
+
+use alloy::network::EthereumWallet;
+use alloy::primitives::{B256, U256};
+use alloy::providers::ProviderBuilder;
+use tgrid_chain::bindings::{IKeyedGroth16Verifier, IModelRegistry, ISettlement, IStaking, IERC20};
+use tgrid_chain::{Devnet, DevnetConfig};
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deploys_the_contracts_and_a_provider_stakes() {
+    let root = B256::repeat_byte(0x42);
+    let config = DevnetConfig::new(repo_root()).deploy_env("TGRID_REGISTRY_ROOT", root.to_string());
+    let devnet = tokio::task::spawn_blocking(move || Devnet::start(&config)).await.unwrap().expect("devnet");
+    let d = devnet.deployment().clone();
+    assert_eq!(d.chain_id, 31337);
+
+    let admin = devnet.address(0);
+    let url: alloy::transports::http::reqwest::Url = devnet.rpc_url().parse().unwrap();
+    let admin_rpc = ProviderBuilder::new().wallet(EthereumWallet::from(devnet.signer(0))).connect_http(url.clone());
+
+    // What Deploy.s.sol promises: the registry root, the sequencer role, the insecure devnet key.
+    let registry = IModelRegistry::new(d.registry, &admin_rpc);
+    assert_eq!(registry.registryRoot().call().await.unwrap(), root);
+    assert_eq!(registry.registryRoot().call().await.unwrap(), d.registry_root);
+    let settlement = ISettlement::new(d.settlement, &admin_rpc);
+    assert!(settlement.isSequencer(admin).call().await.unwrap());
+    assert!(!settlement.isSequencer(devnet.address(1)).call().await.unwrap());
+    assert_eq!(settlement.verifier().call().await.unwrap(), d.verifier);
+    let key_id = IKeyedGroth16Verifier::new(d.verifier, &admin_rpc).VERIFYING_KEY_ID().call().await.unwrap();
+    assert_eq!(key_id, d.verifying_key_id);
+    assert!(d.verifier_is_insecure(), "the default devnet verifier must say it is insecure: {key_id}");
+
+    // A provider gets tokens and stakes through the real Staking contract.
+    let provider = devnet.address(1);
+    let token = IERC20::new(d.token, &admin_rpc);
+    let amount = U256::from(1_000u64) * U256::from(10u64).pow(U256::from(18u64));
+    token.transfer(provider, amount).send().await.unwrap().get_receipt().await.unwrap();
+    let provider_rpc = ProviderBuilder::new().wallet(EthereumWallet::from(devnet.signer(1))).connect_http(url);
+    IERC20::new(d.token, &provider_rpc).approve(d.staking, amount).send().await.unwrap().get_receipt().await.unwrap();
+    let staking = IStaking::new(d.staking, &provider_rpc);
+    let receipt = staking.stake(amount).send().await.unwrap().get_receipt().await.unwrap();
+    assert!(receipt.status());
+    assert_eq!(staking.freeStake(provider).call().await.unwrap(), amount);
+    // Staking more than the provider owns reverts, with the revert surfaced as an error.
+    assert!(staking.stake(U256::from(1u64)).send().await.is_err());
+}
