@@ -58,6 +58,15 @@ alloy::sol! {
     /// contracts/interfaces/IModelRegistry.sol
     #[sol(rpc)]
     interface IModelRegistry {
+        #[derive(Debug, PartialEq, Eq)]
+        struct Model {
+            bytes32 circuitDigest;
+            uint40 registeredAt;
+            bool active;
+            string uri;
+        }
+
+        function model(bytes32 modelId) external view returns (Model memory);
         function registryRoot() external view returns (bytes32);
         function isModelActive(bytes32 modelId) external view returns (bool);
         function modelCount() external view returns (uint256);

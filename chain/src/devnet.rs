@@ -38,6 +38,7 @@ impl DevnetConfig {
 pub struct Devnet {
     anvil: AnvilInstance,
     deployment: Deployment,
+    deployment_path: PathBuf,
 }
 
 impl Devnet {
@@ -67,8 +68,9 @@ impl Devnet {
             &out,
             &config.deploy_env,
         )?;
-        let deployment = Deployment::load(&config.repo_root.join(&out))?;
-        Ok(Self { anvil, deployment })
+        let deployment_path = config.repo_root.join(&out);
+        let deployment = Deployment::load(&deployment_path)?;
+        Ok(Self { anvil, deployment, deployment_path })
     }
 
     /// The JSON-RPC endpoint.
@@ -79,6 +81,11 @@ impl Devnet {
     /// The deployed contracts.
     pub fn deployment(&self) -> &Deployment {
         &self.deployment
+    }
+
+    /// The deployment file the script wrote (what `--deployment` options take).
+    pub fn deployment_path(&self) -> &Path {
+        &self.deployment_path
     }
 
     /// anvil's `i`-th funded account (0 deployed the contracts and holds the TGRID supply).

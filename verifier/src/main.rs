@@ -60,6 +60,17 @@ enum Command {
         #[arg(long, env = "TGRID_KEYS_DIR", default_value = ".tgrid/keys")]
         keys_dir: PathBuf,
     },
+    /// List the models registered on-chain (ModelRegistry) with the current registry root, read
+    /// from a node: what a batch must be proven against and which models tasks may use.
+    /// Exit codes: 0 listed, 1 the node or contract failed, 2 unreadable or malformed input.
+    Registry {
+        /// JSON-RPC endpoint of the chain.
+        #[arg(long, env = "TGRID_RPC_URL", default_value = "http://127.0.0.1:8545")]
+        rpc: String,
+        /// Deployment file written by contracts/script/Deploy.s.sol.
+        #[arg(long, env = "TGRID_DEPLOYMENT", default_value = "contracts/deployments/31337.json")]
+        deployment: PathBuf,
+    },
 }
 
 fn main() {
@@ -70,6 +81,7 @@ fn main() {
         Command::Task { proof, model } => verify_task(&proof, &model, out.json),
         Command::Batch { batch, registry } => verify_batch(&batch, &registry, out.json),
         Command::Groth16 { proof, vk, keys_dir } => verify_groth16(&proof, vk.as_deref(), &keys_dir, &out),
+        Command::Registry { rpc, deployment } => list_registry(&rpc, &deployment, &out),
     };
     out.exit_with(result)
 }
@@ -249,6 +261,65 @@ fn verify_groth16(path: &Path, vk_path: Option<&Path>, keys_dir: &Path, out: &Ou
         );
         text += "\n";
         text += leaves_text(&verified.leaves).trim_end();
+        text
+    })
+}
+
+fn list_registry(rpc: &str, deployment_path: &Path, out: &Output) -> Result<()> {
+    use alloy::providers::{Provider, ProviderBuilder};
+    use tgrid_chain::bindings::IModelRegistry;
+
+    let deployment = tgrid_chain::Deployment::load(deployment_path).map_err(bad_input)?;
+    let url = rpc.parse().with_context(|| format!("--rpc {rpc:?} is not a URL")).map_err(bad_input)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (root, models) = runtime.block_on(async {
+        let provider = ProviderBuilder::new().connect_http(url);
+        let chain_id = provider.get_chain_id().await.with_context(|| format!("cannot reach the node at {rpc}"))?;
+        anyhow::ensure!(
+            chain_id == deployment.chain_id,
+            "the node at {rpc} is chain {chain_id}, the deployment file is for chain {}",
+            deployment.chain_id
+        );
+        let registry = IModelRegistry::new(deployment.registry, &provider);
+        let root = registry.registryRoot().call().await.context("ModelRegistry.registryRoot")?;
+        let count = registry.modelCount().call().await.context("ModelRegistry.modelCount")?;
+        let count = u64::try_from(count).ok().filter(|&n| n <= 1 << 20).context("implausible model count")?;
+        let mut models = Vec::new();
+        for i in 0..count {
+            let id =
+                registry.modelIdAt(alloy::primitives::U256::from(i)).call().await.context("ModelRegistry.modelIdAt")?;
+            let m = registry.model(id).call().await.context("ModelRegistry.model")?;
+            models.push(json!({
+                "model_id": id.to_string(),
+                "circuit_digest": m.circuitDigest.to_string(),
+                "registered_at": m.registeredAt.to::<u64>(),
+                "active": m.active,
+                "uri": m.uri,
+            }));
+        }
+        anyhow::Ok((root, models))
+    })?;
+    let value = json!({
+        "registry": deployment.registry.to_string(),
+        "registry_root": root.to_string(),
+        "models": models,
+    });
+    out.emit(value.clone(), || {
+        let mut text = format!(
+            "registry {}\n  root  {}\n  models ({})",
+            value["registry"].as_str().unwrap_or_default(),
+            value["registry_root"].as_str().unwrap_or_default(),
+            models.len()
+        );
+        for m in &models {
+            text.push_str(&format!(
+                "\n    {}  circuit {}  {}  {}",
+                m["model_id"].as_str().unwrap_or_default(),
+                m["circuit_digest"].as_str().unwrap_or_default(),
+                if m["active"] == true { "active" } else { "deregistered" },
+                m["uri"].as_str().unwrap_or_default()
+            ));
+        }
         text
     })
 }
