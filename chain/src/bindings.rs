@@ -53,11 +53,14 @@ alloy::sol! {
         function isSequencer(address account) external view returns (bool);
         function verifier() external view returns (address);
         function maxBatchSize() external view returns (uint256);
+        function setMaxBatchSize(uint256 maxBatchSize) external;
     }
 
     /// contracts/interfaces/IModelRegistry.sol
     #[sol(rpc)]
     interface IModelRegistry {
+        function registerModel(bytes32 modelId, bytes32 circuitDigest, string calldata uri, bytes32 newRoot) external;
+        function setRegistryRoot(bytes32 newRoot) external;
         #[derive(Debug, PartialEq, Eq)]
         struct Model {
             bytes32 circuitDigest;
@@ -88,6 +91,31 @@ alloy::sol! {
         function approve(address spender, uint256 amount) external returns (bool);
         function transfer(address to, uint256 amount) external returns (bool);
         function balanceOf(address account) external view returns (uint256);
+    }
+
+    /// The votes part of TGRID (OpenZeppelin ERC20Votes, timestamp clock).
+    #[sol(rpc)]
+    interface IVotes {
+        function delegate(address delegatee) external;
+        function getVotes(address account) external view returns (uint256);
+    }
+
+    /// contracts/governance/TGridGovernor.sol (OpenZeppelin Governor + GovernorTimelockControl).
+    #[sol(rpc)]
+    interface IGovernor {
+        #[derive(Debug, PartialEq, Eq)]
+        enum ProposalState { Pending, Active, Canceled, Defeated, Succeeded, Queued, Expired, Executed }
+
+        function propose(address[] targets, uint256[] values, bytes[] calldatas, string description) external returns (uint256 proposalId);
+        function castVote(uint256 proposalId, uint8 support) external returns (uint256 balance);
+        function queue(address[] targets, uint256[] values, bytes[] calldatas, bytes32 descriptionHash) external returns (uint256 proposalId);
+        function execute(address[] targets, uint256[] values, bytes[] calldatas, bytes32 descriptionHash) external payable returns (uint256 proposalId);
+        function hashProposal(address[] targets, uint256[] values, bytes[] calldatas, bytes32 descriptionHash) external pure returns (uint256);
+        function state(uint256 proposalId) external view returns (ProposalState);
+        function votingDelay() external view returns (uint256);
+        function votingPeriod() external view returns (uint256);
+        function proposalDeadline(uint256 proposalId) external view returns (uint256);
+        function proposalEta(uint256 proposalId) external view returns (uint256);
     }
 
     /// Every verifier Deploy.s.sol installs (contracts/script/Deploy.s.sol).

@@ -124,3 +124,13 @@ fn run_deploy_script(
     }
     Ok(())
 }
+
+/// Moves a devnet's clock forward by `seconds` and mines a block (anvil's `evm_increaseTime` and
+/// `evm_mine`): how tests and the demo pass voting periods, timelock delays and task deadlines.
+pub async fn advance_time<P: alloy::providers::Provider>(provider: &P, seconds: u64) -> Result<()> {
+    let step =
+        |e: alloy::transports::TransportError| Error::Chain { step: "evm_increaseTime".into(), reason: e.to_string() };
+    provider.raw_request::<_, serde_json::Value>("evm_increaseTime".into(), (seconds,)).await.map_err(step)?;
+    provider.raw_request::<_, serde_json::Value>("evm_mine".into(), ()).await.map_err(step)?;
+    Ok(())
+}

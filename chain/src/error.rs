@@ -25,6 +25,14 @@ pub enum Error {
         /// The end of its stdout and stderr.
         output: String,
     },
+    /// A call or transaction failed (node unreachable, revert, receipt missing).
+    #[error("{step}: {reason}")]
+    Chain {
+        /// The contract call or step.
+        step: String,
+        /// The node's answer.
+        reason: String,
+    },
     /// An I/O error.
     #[error(transparent)]
     Io(#[from] std::io::Error),

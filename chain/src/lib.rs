@@ -9,7 +9,9 @@ pub mod bindings;
 mod deployment;
 mod devnet;
 mod error;
+pub mod governance;
 
 pub use deployment::Deployment;
-pub use devnet::{Devnet, DevnetConfig};
+pub use devnet::{advance_time, Devnet, DevnetConfig};
 pub use error::{Error, Result};
+pub use governance::{Governance, Proposal};

@@ -1,0 +1,148 @@
+//! The DAO flow against TGridGovernor + TimelockController: propose, vote, queue, execute.
+//! Every parameter and every registry change goes through it (the timelock owns the contracts).
+
+use alloy::primitives::{keccak256, Address, Bytes, B256, U256};
+use alloy::providers::Provider;
+use alloy::sol_types::SolCall;
+
+use crate::bindings::IGovernor::{self, ProposalState};
+use crate::{Error, Result};
+
+/// One governance proposal: calls the timelock will make once it passes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proposal {
+    /// Contracts called, in order.
+    pub targets: Vec<Address>,
+    /// Ether sent with each call.
+    pub values: Vec<U256>,
+    /// ABI-encoded calls.
+    pub calldatas: Vec<Bytes>,
+    /// Human-readable description; its hash is part of the proposal id.
+    pub description: String,
+}
+
+impl Proposal {
+    /// A proposal making one call.
+    pub fn single(target: Address, call: &impl SolCall, description: impl Into<String>) -> Self {
+        Self {
+            targets: vec![target],
+            values: vec![U256::ZERO],
+            calldatas: vec![call.abi_encode().into()],
+            description: description.into(),
+        }
+    }
+
+    /// keccak256 of the description, as the Governor hashes it.
+    pub fn description_hash(&self) -> B256 {
+        keccak256(self.description.as_bytes())
+    }
+}
+
+/// A Governor reached through `provider` (whose wallet signs).
+#[derive(Debug)]
+pub struct Governance<P> {
+    governor: IGovernor::IGovernorInstance<P>,
+}
+
+fn chain_err(step: &str, e: impl std::fmt::Display) -> Error {
+    Error::Chain { step: step.to_string(), reason: e.to_string() }
+}
+
+impl<P: Provider> Governance<P> {
+    /// The Governor at `address`.
+    pub fn new(address: Address, provider: P) -> Self {
+        Self { governor: IGovernor::new(address, provider) }
+    }
+
+    /// The proposal id the Governor assigns to `proposal`.
+    pub async fn proposal_id(&self, proposal: &Proposal) -> Result<U256> {
+        self.governor
+            .hashProposal(
+                proposal.targets.clone(),
+                proposal.values.clone(),
+                proposal.calldatas.clone(),
+                proposal.description_hash(),
+            )
+            .call()
+            .await
+            .map_err(|e| chain_err("Governor.hashProposal", e))
+    }
+
+    /// The proposal's state.
+    pub async fn state(&self, id: U256) -> Result<ProposalState> {
+        self.governor.state(id).call().await.map_err(|e| chain_err("Governor.state", e))
+    }
+
+    /// Submits the proposal; returns its id.
+    pub async fn propose(&self, proposal: &Proposal) -> Result<U256> {
+        let call = self.governor.propose(
+            proposal.targets.clone(),
+            proposal.values.clone(),
+            proposal.calldatas.clone(),
+            proposal.description.clone(),
+        );
+        confirm("Governor.propose", call.send().await).await?;
+        self.proposal_id(proposal).await
+    }
+
+    /// Votes for (`support` 1), against (0) or abstains (2).
+    pub async fn vote(&self, id: U256, support: u8) -> Result<()> {
+        confirm("Governor.castVote", self.governor.castVote(id, support).send().await).await
+    }
+
+    /// Queues a succeeded proposal in the timelock.
+    pub async fn queue(&self, proposal: &Proposal) -> Result<()> {
+        let call = self.governor.queue(
+            proposal.targets.clone(),
+            proposal.values.clone(),
+            proposal.calldatas.clone(),
+            proposal.description_hash(),
+        );
+        confirm("Governor.queue", call.send().await).await
+    }
+
+    /// Executes a queued proposal whose timelock delay has passed.
+    pub async fn execute(&self, proposal: &Proposal) -> Result<()> {
+        let call = self.governor.execute(
+            proposal.targets.clone(),
+            proposal.values.clone(),
+            proposal.calldatas.clone(),
+            proposal.description_hash(),
+        );
+        confirm("Governor.execute", call.send().await).await
+    }
+
+    /// When voting ends (timestamp).
+    pub async fn voting_deadline(&self, id: U256) -> Result<u64> {
+        let t =
+            self.governor.proposalDeadline(id).call().await.map_err(|e| chain_err("Governor.proposalDeadline", e))?;
+        u64::try_from(t).map_err(|e| chain_err("Governor.proposalDeadline", e))
+    }
+
+    /// When a queued proposal becomes executable (timestamp).
+    pub async fn eta(&self, id: U256) -> Result<u64> {
+        let t = self.governor.proposalEta(id).call().await.map_err(|e| chain_err("Governor.proposalEta", e))?;
+        u64::try_from(t).map_err(|e| chain_err("Governor.proposalEta", e))
+    }
+}
+
+/// How long a governance transaction may wait for its receipt before the step fails (rather
+/// than hanging on a transaction the node never mines).
+const RECEIPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Waits for a sent transaction's receipt and fails on a revert or a send error (whose message
+/// carries the decoded revert reason when the node gives one).
+pub(crate) async fn confirm<N: alloy::network::Network>(
+    step: &str,
+    sent: Result<alloy::providers::PendingTransactionBuilder<N>, alloy::contract::Error>,
+) -> Result<()> {
+    use alloy::network::ReceiptResponse;
+    let pending = sent.map_err(|e| chain_err(step, e))?;
+    let receipt = pending.with_timeout(Some(RECEIPT_TIMEOUT)).get_receipt().await.map_err(|e| {
+        chain_err(step, format!("waiting for the receipt (at most {} s): {e}", RECEIPT_TIMEOUT.as_secs()))
+    })?;
+    if !receipt.status() {
+        return Err(chain_err(step, format!("transaction {} reverted", receipt.transaction_hash())));
+    }
+    Ok(())
+}
