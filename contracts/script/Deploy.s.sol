@@ -13,6 +13,7 @@ import {Staking} from "../staking/Staking.sol";
 import {TaskEscrow} from "../escrow/TaskEscrow.sol";
 import {Settlement} from "../settlement/Settlement.sol";
 import {WrapVerifierDevnetInsecure} from "../verifier/WrapVerifierDevnetInsecure.sol";
+import {Groth16KeyedVerifier} from "../verifier/Groth16KeyedVerifier.sol";
 import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
 import {IModelRegistry} from "../interfaces/IModelRegistry.sol";
 import {IStaking} from "../interfaces/IStaking.sol";
@@ -34,13 +35,19 @@ interface IKeyedGroth16Verifier is IGroth16Verifier {
 /// (default: anvil account 0), TGRID_SEQUENCER, TGRID_TOKEN_HOLDER, TGRID_REGISTRY_ROOT,
 /// TGRID_DEVNET_MODEL_ID (+ TGRID_DEVNET_CIRCUIT_DIGEST, TGRID_DEVNET_MODEL_URI), TGRID_VERIFIER,
 /// TGRID_TIMELOCK_DELAY, TGRID_VOTING_DELAY, TGRID_VOTING_PERIOD, TGRID_DEPLOYMENTS_OUT
-/// (default contracts/deployments/<chainId>.json).
+/// (default contracts/deployments/<chainId>.json), TGRID_VERIFIER_KEY (18 comma-separated key
+/// words in EIP-197 order, as `tgrid-sequencer` prints them) with TGRID_VERIFIER_KEY_ID: deploy a
+/// Groth16KeyedVerifier for that key instead.
 /// The verifier (unless `Config.verifier` names one) is the generated
 /// contracts/verifier/WrapVerifierDevnetInsecure.sol: the real wrap
 /// circuit (production FRI parameters) under the INSECURE devnet key that
 /// `tgrid-sequencer wrap --insecure-devnet-key` uses, so devnet batches settle with real proofs.
 /// Its toxic waste is public: local devnets only; production deploys a ceremony key's verifier.
 contract Deploy is Script {
+    /// @notice TGRID_VERIFIER_KEY does not hold 18 words.
+    /// @param count Number of words given.
+    error BadVerifierKeyLength(uint256 count);
+
     /// @notice Anvil's first default account key (public knowledge; local devnet only).
     uint256 internal constant ANVIL_KEY_0 = 0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80;
 
@@ -100,7 +107,17 @@ contract Deploy is Script {
         c.votingDelay = uint48(vm.envOr("TGRID_VOTING_DELAY", uint256(c.votingDelay)));
         c.votingPeriod = uint32(vm.envOr("TGRID_VOTING_PERIOD", uint256(c.votingPeriod)));
 
+        uint256[] memory vkWords = vm.envOr("TGRID_VERIFIER_KEY", ",", new uint256[](0));
+
         vm.startBroadcast(key);
+        if (vkWords.length != 0) {
+            if (vkWords.length != 18) revert BadVerifierKeyLength(vkWords.length);
+            uint256[18] memory vk;
+            for (uint256 i = 0; i < 18; ++i) {
+                vk[i] = vkWords[i];
+            }
+            c.verifier = address(new Groth16KeyedVerifier(vk, vm.envString("TGRID_VERIFIER_KEY_ID")));
+        }
         d = deploy(c);
         vm.stopBroadcast();
 

@@ -153,9 +153,10 @@ pub fn verifying_key_from_json(v: &Value) -> Result<VerifyingKey<Bn254>> {
     })
 }
 
-/// The digest the generated Solidity verifier exposes as `VERIFYING_KEY_DIGEST`: sha256 of the
-/// 18 key coordinates as 32-byte big-endian words in EIP-197 order.
-pub fn verifying_key_digest(vk: &VerifyingKey<Bn254>) -> Result<[u8; 32]> {
+/// The 18 verifying-key words in EIP-197 order (alpha; beta, gamma, delta with the imaginary
+/// coefficient first; IC0, IC1): the constructor argument of `Groth16KeyedVerifier.sol` and the
+/// preimage of [`verifying_key_digest`].
+pub fn verifying_key_words(vk: &VerifyingKey<Bn254>) -> Result<[U256; 18]> {
     if vk.gamma_abc_g1.len() != 2 {
         return Err(Error::malformed("verifying key", "expected exactly one public input"));
     }
@@ -167,9 +168,16 @@ pub fn verifying_key_digest(vk: &VerifyingKey<Bn254>) -> Result<[u8; 32]> {
     for p in &vk.gamma_abc_g1 {
         words.extend([p.x, p.y]);
     }
+    let words: Vec<U256> = words.into_iter().map(fq_u256).collect();
+    Ok(words.try_into().expect("2 + 3 * 4 + 2 * 2 = 18 words"))
+}
+
+/// The digest the generated Solidity verifier exposes as `VERIFYING_KEY_DIGEST`: sha256 of the
+/// 18 key coordinates as 32-byte big-endian words in EIP-197 order.
+pub fn verifying_key_digest(vk: &VerifyingKey<Bn254>) -> Result<[u8; 32]> {
     let mut h = Sha256::new();
-    for w in words {
-        h.update(fq_u256(w).to_be_bytes::<32>());
+    for w in verifying_key_words(vk)? {
+        h.update(w.to_be_bytes::<32>());
     }
     Ok(h.finalize().into())
 }
