@@ -71,6 +71,26 @@ enum Command {
         #[arg(long, value_enum, default_value_t = FriChoice::Production)]
         fri: FriChoice,
     },
+    /// Run the sequencer service: HTTP API (submit results, task and batch status, published
+    /// outputs, /openapi.json, /metrics), durable state, batching, proving and on-chain
+    /// settlement. With no file the defaults work against a local anvil at 127.0.0.1:8545 (data
+    /// under ./.tgrid/sequencer, API on 127.0.0.1:8080). Every setting can also come from the
+    /// environment as TGRID_SEQUENCER_<SETTING> (e.g. TGRID_SEQUENCER_MAX_BATCH_TASKS=8).
+    ///
+    /// Settings: rpc_url, deployment, registry, data_dir, listen, private_key, max_batch_tasks,
+    /// max_batch_age_secs, deadline_margin_secs, confirmations, gas_bump_after_secs, wrap_fri
+    /// (production | insecure-test), insecure_devnet_keys_dir, proving_key, max_body_bytes,
+    /// request_timeout_secs, submissions_per_provider_per_sec, poll_interval_ms.
+    Run {
+        /// Settings file (TOML); environment variables override it.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Print the effective settings (JSON) and exit.
+        #[arg(long)]
+        print_settings: bool,
+    },
+    /// Print the HTTP API's OpenAPI document.
+    Openapi,
     /// Benchmark normalization, leaf and merge proofs and a whole batch; prints one JSON object.
     Bench {
         /// Tasks in the end-to-end batch.
@@ -131,8 +151,56 @@ fn main() {
             wrap(&batch, &path, &source, fri, &out)
         }
         Command::Bench { tasks, models } => bench::run(tasks, &models),
+        Command::Run { config, print_settings } => run_service(config.as_deref(), print_settings),
+        Command::Openapi => {
+            println!("{}", tgrid_sequencer::service::api::openapi_json());
+            Ok(())
+        }
     };
     out.exit_with(result)
+}
+
+fn run_service(config: Option<&Path>, print_settings: bool) -> Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use tgrid_sequencer::service::{self, Settings};
+
+    let settings = Settings::load(config).map_err(bad_input)?;
+    if print_settings {
+        let mut shown = serde_json::to_value(&settings)?;
+        shown["private_key"] = json!("(hidden)");
+        println!("{}", serde_json::to_string_pretty(&shown)?);
+        return Ok(());
+    }
+    if settings.key_is_insecure() {
+        eprintln!(
+            "WARNING: INSECURE Groth16 key from a public seed (no proving_key set): anyone can forge batch \
+             proofs for it. Devnets and tests only."
+        );
+    }
+    if settings.private_key == service::config::ANVIL_KEY_0 {
+        eprintln!("WARNING: signing with anvil's public default key 0: local devnets only.");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    runtime.block_on(async {
+        let on_signal = stop.clone();
+        tokio::spawn(async move {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+            }
+            tracing::info!("stopping: finishing the current step");
+            on_signal.store(true, Ordering::Relaxed);
+        });
+        service::run(settings, stop, |addr| {
+            // One line on stdout when the API is up: scripts and tests wait for it.
+            println!("{}", json!({ "listening": addr.to_string() }));
+        })
+        .await
+    })?;
+    Ok(())
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {

@@ -105,6 +105,53 @@ pub fn batch_root(leaf_hashes: &[[u8; 32]]) -> Option<[u8; 32]> {
     }
 }
 
+/// RFC 6962 audit path of leaf `index` among `leaf_hashes` (siblings from the leaf up); `None`
+/// if `index` is out of range. Lets a provider or poster check its task is in a settled batch
+/// from the batch root alone.
+pub fn audit_path(leaf_hashes: &[[u8; 32]], index: usize) -> Option<Vec<[u8; 32]>> {
+    let n = leaf_hashes.len();
+    if index >= n {
+        return None;
+    }
+    if n == 1 {
+        return Some(Vec::new());
+    }
+    let k = split_point(n);
+    let (mut path, sibling) = if index < k {
+        (audit_path(&leaf_hashes[..k], index)?, batch_root(&leaf_hashes[k..])?)
+    } else {
+        (audit_path(&leaf_hashes[k..], index - k)?, batch_root(&leaf_hashes[..k])?)
+    };
+    path.push(sibling);
+    Some(path)
+}
+
+/// The root an audit path leads to from leaf `index` of a tree of `count` leaves (RFC 9162
+/// section 2.1.3.2); `None` if the path has the wrong length for that position.
+pub fn root_from_audit_path(leaf_hash: &[u8; 32], index: usize, count: usize, path: &[[u8; 32]]) -> Option<[u8; 32]> {
+    if index >= count {
+        return None;
+    }
+    let (mut f_n, mut s_n, mut r) = (index, count - 1, *leaf_hash);
+    for p in path {
+        if s_n == 0 {
+            return None;
+        }
+        if f_n & 1 == 1 || f_n == s_n {
+            r = node_hash(p, &r);
+            while f_n & 1 == 0 && f_n != 0 {
+                f_n >>= 1;
+                s_n >>= 1;
+            }
+        } else {
+            r = node_hash(&r, p);
+        }
+        f_n >>= 1;
+        s_n >>= 1;
+    }
+    (s_n == 0).then_some(r)
+}
+
 /// The one public input of the settlement's Groth16 proof:
 /// `sha256(batchRoot ‖ registryRoot ‖ uint64 count)` with its top 3 bits cleared (so it is below
 /// the BN254 scalar field), as a big-endian uint256.

@@ -22,7 +22,8 @@ pub mod shape;
 mod tests;
 pub mod tree;
 
-pub use batch::{batch_root, check_leaves, node_hash, settlement_public_input, BatchFile, TaskLeaf, VerifiedBatch};
+pub use batch::{
+    audit_path, batch_root, check_leaves, root_from_audit_path, node_hash, settlement_public_input, BatchFile, TaskLeaf, VerifiedBatch};
 pub use error::{Error, Result};
 pub use normalize::{NormalizedProof, Normalizer};
 pub use registry::{Registry, RegistryEntry, RegistryFile, RegistryFileEntry};

@@ -315,3 +315,27 @@ fn batch_files_reject_malformed_bytes() {
     bad_kind[kind_at] = 2;
     assert!(BatchFile::from_bytes(&bad_kind).is_err());
 }
+
+#[test]
+fn audit_paths_lead_to_the_batch_root_and_nowhere_else() {
+    use crate::batch::{audit_path, root_from_audit_path};
+    for n in 1..=13usize {
+        let hashes: Vec<[u8; 32]> = (0..n).map(|i| [i as u8 + 1; 32]).collect();
+        let root = batch_root(&hashes).unwrap();
+        for (i, leaf) in hashes.iter().enumerate() {
+            let path = audit_path(&hashes, i).unwrap();
+            assert_eq!(root_from_audit_path(leaf, i, n, &path), Some(root), "leaf {i} of {n}");
+            // Another leaf, another position, a truncated or extended path: not the root.
+            assert_ne!(root_from_audit_path(&[0xee; 32], i, n, &path), Some(root));
+            if n > 1 {
+                assert_ne!(root_from_audit_path(leaf, (i + 1) % n, n, &path), Some(root));
+                assert_ne!(root_from_audit_path(leaf, i, n, &path[..path.len() - 1]), Some(root));
+            }
+            let mut longer = path.clone();
+            longer.push([0; 32]);
+            assert_eq!(root_from_audit_path(leaf, i, n, &longer), None);
+        }
+        assert!(audit_path(&hashes, n).is_none());
+        assert!(root_from_audit_path(&hashes[0], n, n, &[]).is_none());
+    }
+}

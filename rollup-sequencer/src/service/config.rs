@@ -1,0 +1,218 @@
+//! Settings of `tgrid-sequencer run`: defaults that work against a local anvil, overridden by a
+//! TOML file, overridden by the environment (`TGRID_SEQUENCER_<FIELD>`, upper case).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::service::ServiceError;
+
+/// Anvil's first default account key (public knowledge; local devnets only).
+pub const ANVIL_KEY_0: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+
+/// Final-layer FRI parameters of the wrap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WrapFri {
+    /// 100 conjectured bits: what the default devnet verifier contract expects.
+    Production,
+    /// INSECURE: 10 bits, for tests only (needs a verifier deployed for its key).
+    InsecureTest,
+}
+
+/// Every setting of the service.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Ethereum JSON-RPC endpoint.
+    pub rpc_url: String,
+    /// Deployment file written by `Deploy.s.sol`.
+    pub deployment: PathBuf,
+    /// Registry file (`tgrid-sequencer registry add`) listing the models and their files.
+    pub registry: PathBuf,
+    /// Durable state (sled database).
+    pub data_dir: PathBuf,
+    /// HTTP API address.
+    pub listen: SocketAddr,
+    /// Key of the account holding the sequencer role (default: anvil account 0, devnet only).
+    pub private_key: String,
+    /// A batch closes when it holds this many tasks...
+    pub max_batch_tasks: usize,
+    /// ...or when its first task has waited this long...
+    pub max_batch_age_secs: u64,
+    /// ...or when a task in it is due within this many seconds (leaves time to prove and settle).
+    pub deadline_margin_secs: u64,
+    /// Blocks on top of the settling block before a batch counts as settled.
+    pub confirmations: u64,
+    /// Re-send a pending settlement transaction with higher fees after this long.
+    pub gas_bump_after_secs: u64,
+    /// Final-layer FRI parameters of the wrap.
+    pub wrap_fri: WrapFri,
+    /// INSECURE devnet Groth16 keys: set up from a public seed and cached here (used when
+    /// `proving_key` is empty).
+    pub insecure_devnet_keys_dir: PathBuf,
+    /// Groth16 proving key from a ceremony (empty: the INSECURE devnet key).
+    pub proving_key: Option<PathBuf>,
+    /// Largest request body accepted.
+    pub max_body_bytes: usize,
+    /// Requests taking longer are answered 408.
+    pub request_timeout_secs: u64,
+    /// Submissions per second allowed per provider (burst: twice that).
+    pub submissions_per_provider_per_sec: u32,
+    /// Idle wait of the pipeline between polls of its queues and the chain.
+    pub poll_interval_ms: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            rpc_url: "http://127.0.0.1:8545".into(),
+            deployment: "contracts/deployments/31337.json".into(),
+            registry: ".tgrid/registry.json".into(),
+            data_dir: ".tgrid/sequencer".into(),
+            listen: ([127, 0, 0, 1], 8080).into(),
+            private_key: ANVIL_KEY_0.into(),
+            max_batch_tasks: 16,
+            max_batch_age_secs: 60,
+            deadline_margin_secs: 600,
+            confirmations: 1,
+            gas_bump_after_secs: 30,
+            wrap_fri: WrapFri::Production,
+            insecure_devnet_keys_dir: ".tgrid/keys".into(),
+            proving_key: None,
+            max_body_bytes: 4 << 20,
+            request_timeout_secs: 30,
+            submissions_per_provider_per_sec: 50,
+            poll_interval_ms: 500,
+        }
+    }
+}
+
+/// Prefix of the environment variables overriding settings.
+pub const ENV_PREFIX: &str = "TGRID_SEQUENCER_";
+
+/// Largest settings file read.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+impl Settings {
+    /// Defaults, then `file` (if any), then the environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, ServiceError> {
+        Self::load_with_env(file, std::env::vars())
+    }
+
+    /// As [`load`](Self::load) with an explicit environment (tests).
+    pub fn load_with_env(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ServiceError> {
+        let bad = |reason: String| ServiceError::Config(reason);
+        let mut table = toml::Table::try_from(Settings::default()).map_err(|e| bad(e.to_string()))?;
+        if let Some(path) = file {
+            let len = std::fs::metadata(path).map_err(|e| bad(format!("{}: {e}", path.display())))?.len();
+            if len > MAX_CONFIG_BYTES {
+                return Err(bad(format!("{}: {len} bytes, more than a settings file holds", path.display())));
+            }
+            let text = std::fs::read_to_string(path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+            let from_file: toml::Table = text.parse().map_err(|e| bad(format!("{}: {e}", path.display())))?;
+            for (k, v) in from_file {
+                if !table.contains_key(&k) && k != "proving_key" {
+                    return Err(bad(format!("{}: unknown setting {k:?}", path.display())));
+                }
+                table.insert(k, v);
+            }
+        }
+        for (name, value) in env {
+            let Some(key) = name.strip_prefix(ENV_PREFIX) else { continue };
+            let key = key.to_ascii_lowercase();
+            let typed = match table.get(&key) {
+                Some(toml::Value::Integer(_)) => toml::Value::Integer(
+                    value.parse().map_err(|_| bad(format!("{name}={value:?} is not an integer")))?,
+                ),
+                Some(toml::Value::Boolean(_)) => toml::Value::Boolean(
+                    value.parse().map_err(|_| bad(format!("{name}={value:?} is not true or false")))?,
+                ),
+                Some(_) => toml::Value::String(value),
+                None if key == "proving_key" => toml::Value::String(value),
+                None => return Err(bad(format!("{name}: unknown setting (see `tgrid-sequencer run --help`)"))),
+            };
+            table.insert(key, typed);
+        }
+        let settings: Settings = table.try_into().map_err(|e: toml::de::Error| bad(e.to_string()))?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<(), ServiceError> {
+        let bad = |reason: &str| Err(ServiceError::Config(reason.into()));
+        if self.max_batch_tasks == 0 {
+            return bad("max_batch_tasks must be at least 1");
+        }
+        if self.max_body_bytes < 1024 {
+            return bad("max_body_bytes must be at least 1024");
+        }
+        if self.submissions_per_provider_per_sec == 0 {
+            return bad("submissions_per_provider_per_sec must be at least 1");
+        }
+        if self.request_timeout_secs == 0 || self.poll_interval_ms == 0 {
+            return bad("request_timeout_secs and poll_interval_ms must be positive");
+        }
+        Ok(())
+    }
+
+    /// Whether the Groth16 key comes from a public seed.
+    pub fn key_is_insecure(&self) -> bool {
+        self.proving_key.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults_target_a_local_anvil() {
+        let s = Settings::load_with_env(None, env(&[("PATH", "/bin")])).unwrap();
+        assert_eq!(s, Settings::default());
+        assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(s.data_dir, PathBuf::from(".tgrid/sequencer"));
+        assert!(s.key_is_insecure());
+    }
+
+    #[test]
+    fn file_then_environment_override() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sequencer.toml");
+        std::fs::write(&path, "max_batch_tasks = 4\nrpc_url = \"http://10.0.0.1:8545\"\nwrap_fri = \"insecure-test\"\n")
+            .unwrap();
+        let s = Settings::load_with_env(
+            Some(&path),
+            env(&[("TGRID_SEQUENCER_MAX_BATCH_TASKS", "8"), ("TGRID_SEQUENCER_PROVING_KEY", "/keys/ceremony.pk")]),
+        )
+        .unwrap();
+        assert_eq!(s.max_batch_tasks, 8);
+        assert_eq!(s.rpc_url, "http://10.0.0.1:8545");
+        assert_eq!(s.wrap_fri, WrapFri::InsecureTest);
+        assert_eq!(s.proving_key, Some(PathBuf::from("/keys/ceremony.pk")));
+        assert!(!s.key_is_insecure());
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let err = |e: Vec<(String, String)>| Settings::load_with_env(None, e).unwrap_err().to_string();
+        assert!(err(env(&[("TGRID_SEQUENCER_MAX_BATCH_TASKS", "many")])).contains("not an integer"));
+        assert!(err(env(&[("TGRID_SEQUENCER_COLOUR", "blue")])).contains("unknown setting"));
+        assert!(err(env(&[("TGRID_SEQUENCER_MAX_BATCH_TASKS", "0")])).contains("at least 1"));
+        assert!(err(env(&[("TGRID_SEQUENCER_WRAP_FRI", "weak")])).contains("unknown variant"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, "batch = 3\n").unwrap();
+        assert!(Settings::load_with_env(Some(&path), vec![]).unwrap_err().to_string().contains("unknown setting"));
+        std::fs::write(&path, "max_batch_tasks = \n").unwrap();
+        assert!(Settings::load_with_env(Some(&path), vec![]).is_err());
+    }
+}

@@ -1,0 +1,78 @@
+//! Prometheus metrics served at `/metrics`.
+
+use prometheus::{Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+
+/// The service's metrics.
+#[derive(Clone, Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// Acknowledged results waiting for a batch.
+    pub queue_depth: IntGauge,
+    /// Submissions by outcome (`accepted`, `duplicate`, `rejected`).
+    pub submissions: IntCounterVec,
+    /// Time from request to acknowledgement.
+    pub ack_seconds: Histogram,
+    /// Time from a batch opening to its settlement.
+    pub batch_seconds: Histogram,
+    /// Tasks settled on-chain.
+    pub settled_tasks: IntCounter,
+    /// Settlement gas per task of the last settled batch.
+    pub gas_per_task: IntGauge,
+    /// Batches that failed (their tasks were re-queued or dropped).
+    pub failed_batches: IntCounter,
+}
+
+impl Metrics {
+    /// Registers every metric.
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let queue_depth =
+            IntGauge::new("tgrid_sequencer_queue_depth", "acknowledged results waiting for a batch").expect("metric");
+        let submissions = IntCounterVec::new(
+            Opts::new("tgrid_sequencer_submissions_total", "submissions by outcome"),
+            &["outcome"],
+        )
+        .expect("metric");
+        let ack_seconds = Histogram::with_opts(
+            HistogramOpts::new("tgrid_sequencer_ack_seconds", "time from request to acknowledgement").buckets(vec![
+                0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+            ]),
+        )
+        .expect("metric");
+        let batch_seconds = Histogram::with_opts(
+            HistogramOpts::new("tgrid_sequencer_batch_seconds", "time from a batch opening to its settlement")
+                .buckets(vec![10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 3600.0]),
+        )
+        .expect("metric");
+        let settled_tasks = IntCounter::new("tgrid_sequencer_settled_tasks_total", "tasks settled").expect("metric");
+        let gas_per_task =
+            IntGauge::new("tgrid_sequencer_gas_per_task", "settlement gas per task of the last batch").expect("metric");
+        let failed_batches =
+            IntCounter::new("tgrid_sequencer_failed_batches_total", "batches abandoned").expect("metric");
+        for m in [
+            Box::new(queue_depth.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(submissions.clone()),
+            Box::new(ack_seconds.clone()),
+            Box::new(batch_seconds.clone()),
+            Box::new(settled_tasks.clone()),
+            Box::new(gas_per_task.clone()),
+            Box::new(failed_batches.clone()),
+        ] {
+            registry.register(m).expect("unique metric names");
+        }
+        Self { registry, queue_depth, submissions, ack_seconds, batch_seconds, settled_tasks, gas_per_task, failed_batches }
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        TextEncoder::new().encode(&self.registry.gather(), &mut buf).expect("text encoding");
+        String::from_utf8(buf).expect("the text format is UTF-8")
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,161 @@
+//! `tgrid-sequencer run`: the always-on service. Providers submit results over HTTP; each is
+//! checked (proof, output commitment, escrow state) and flushed to disk before it is
+//! acknowledged. A pipeline thread batches acknowledged results, proves leaves as tasks join
+//! the open batch, closes it by size, age or the nearest deadline, aggregates and wraps it,
+//! and settles it on-chain with a locally signed transaction whose hash is stored before it is
+//! sent. Every task and batch record moves through a state machine stored in sled, so a restart
+//! at any point resumes where it stopped; the chain decides what settled.
+
+pub mod api;
+pub mod chain;
+pub mod config;
+pub mod metrics;
+pub mod pipeline;
+pub mod store;
+
+use std::collections::HashSet;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use tgrid_aggregation::{RegistryFile, TaskLeaf};
+
+pub use config::{Settings, WrapFri};
+
+use crate::Aggregator;
+use chain::Chain;
+use metrics::Metrics;
+use store::{Store, TaskRecord};
+
+/// What can stop the service or one of its steps.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServiceError {
+    /// A setting is wrong.
+    #[error("settings: {0}")]
+    Config(String),
+    /// The database failed or holds a corrupt record.
+    #[error("store: {0}")]
+    Store(String),
+    /// The node failed or answered something unexpected.
+    #[error("chain: {0}")]
+    Chain(String),
+    /// The chain refuses the action (a revert, a task in the wrong state).
+    #[error("{0}")]
+    Rejected(String),
+    /// Aggregation failed.
+    #[error(transparent)]
+    Aggregation(#[from] crate::Error),
+    /// The wrap failed.
+    #[error(transparent)]
+    Wrap(#[from] tgrid_settlement_proof::Error),
+    /// An I/O error outside the store.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// State shared by the API handlers and the pipeline.
+#[derive(Debug)]
+pub struct Shared {
+    /// The settings.
+    pub settings: Settings,
+    /// Durable state.
+    pub store: Store,
+    /// Chain access.
+    pub chain: Chain,
+    /// Native proof checks and leaf/merge proving.
+    pub aggregator: Arc<Aggregator>,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Per-provider submission rate limit.
+    pub limiter: DefaultKeyedRateLimiter<[u8; 20]>,
+    /// Tasks whose submission is being checked (refuses a concurrent duplicate).
+    pub in_flight: Mutex<HashSet<[u8; 32]>>,
+    /// Bounds concurrent proof checks to the cores.
+    pub verify_slots: tokio::sync::Semaphore,
+}
+
+/// Seconds since the epoch.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
+}
+
+fn bytes<const N: usize>(s: &str) -> Result<[u8; N], ServiceError> {
+    let v = s.strip_prefix("0x").and_then(|h| hex::decode(h).ok()).ok_or_else(|| ServiceError::Store(format!("bad hex {s:?}")))?;
+    v.try_into().map_err(|_| ServiceError::Store(format!("bad length {s:?}")))
+}
+
+/// The batch leaf of a stored task.
+pub fn leaf_of(r: &TaskRecord) -> Result<TaskLeaf, ServiceError> {
+    Ok(TaskLeaf {
+        task_id: bytes(&r.task_id)?,
+        model_id: bytes(&r.model_id)?,
+        input_commitment: bytes(&r.input_commitment)?,
+        output_commitment: bytes(&r.output_commitment)?,
+        provider: bytes(&r.provider)?,
+    })
+}
+
+/// Starts the service and runs until `stop` is set (or ctrl-c / SIGTERM in the binary):
+/// opens the store, connects to the chain, builds the aggregation and wrap circuits and loads
+/// the key, then serves the API and runs the pipeline. `on_ready` receives the bound address.
+pub async fn run(
+    settings: Settings,
+    stop: Arc<AtomicBool>,
+    on_ready: impl FnOnce(std::net::SocketAddr),
+) -> Result<(), ServiceError> {
+    let deployment =
+        tgrid_chain::Deployment::load(&settings.deployment).map_err(|e| ServiceError::Config(e.to_string()))?;
+    let chain = Chain::connect(&settings.rpc_url, deployment, &settings.private_key).await?;
+    let registry_file = RegistryFile::load(&settings.registry)
+        .map_err(|e| ServiceError::Config(format!("registry {}: {e}", settings.registry.display())))?;
+    let store = Store::open(&settings.data_dir)?;
+    let aggregator = Arc::new(tokio::task::spawn_blocking(move || Aggregator::new(registry_file)).await.map_err(|e| ServiceError::Io(e.to_string()))??);
+    let chain_root = chain.registry_root().await?;
+    if chain_root != aggregator.registry().root() {
+        tracing::warn!(
+            chain = %format!("0x{}", hex::encode(chain_root)),
+            file = %format!("0x{}", hex::encode(aggregator.registry().root())),
+            "the registry file's root is not the on-chain root: batches will not settle until they agree"
+        );
+    }
+    let per_sec = NonZeroU32::new(settings.submissions_per_provider_per_sec).expect("validated");
+    let quota = Quota::per_second(per_sec).allow_burst(per_sec.saturating_mul(NonZeroU32::new(2).expect("2")));
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let shared = Arc::new(Shared {
+        settings: settings.clone(),
+        store,
+        chain,
+        aggregator,
+        metrics: Metrics::new(),
+        limiter: RateLimiter::keyed(quota),
+        in_flight: Mutex::default(),
+        verify_slots: tokio::sync::Semaphore::new(cores),
+    });
+    let queued = shared.store.tasks()?.iter().filter(|t| t.state == store::TaskState::Verified).count();
+    shared.metrics.queue_depth.set(queued as i64);
+
+    let pipeline = pipeline::Pipeline::start(shared.clone(), tokio::runtime::Handle::current(), stop.clone())?;
+
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .map_err(|e| ServiceError::Config(format!("cannot listen on {}: {e}", settings.listen)))?;
+    let addr = listener.local_addr().map_err(|e| ServiceError::Io(e.to_string()))?;
+    tracing::info!(%addr, sequencer = %shared.chain.sender(), "sequencer API listening");
+    on_ready(addr);
+    let stop_wait = stop.clone();
+    let served = axum::serve(listener, api::router(shared.clone()))
+        .with_graceful_shutdown(async move {
+            while !stop_wait.load(Ordering::Relaxed) {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        })
+        .await;
+    stop.store(true, Ordering::Relaxed);
+    let joined = tokio::task::spawn_blocking(move || pipeline.join()).await;
+    shared.store.flush().await?;
+    served.map_err(|e| ServiceError::Io(format!("HTTP server: {e}")))?;
+    joined.map_err(|e| ServiceError::Io(e.to_string()))?;
+    Ok(())
+}

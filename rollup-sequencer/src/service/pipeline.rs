@@ -1,0 +1,430 @@
+//! The pipeline thread: open batch → proving → proven → submitted → settled (or failed), one
+//! step at a time, every transition written to the store before the next begins. Proving runs
+//! here, never on the API's async workers.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy::primitives::B256;
+use tgrid_aggregation::TaskLeaf;
+use tgrid_chain::bindings::ITaskEscrow::TaskStatus;
+use tgrid_circuits::TaskProof;
+use tgrid_settlement_proof::{BatchWrapper, KeySource, SettlementProofFile, WrapKey};
+use tgrid_wrap::FinalFri;
+use tracing::{error, info, warn};
+
+use crate::service::store::{BatchRecord, BatchState, TaskRecord, TaskState};
+use crate::service::{unix_now, ServiceError, Shared, WrapFri};
+use crate::{Aggregator, IncrementalTree};
+
+type Result<T> = std::result::Result<T, ServiceError>;
+
+/// The running pipeline thread.
+#[derive(Debug)]
+pub struct Pipeline {
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Pipeline {
+    /// Starts the thread; it builds the wrap circuits and loads the key first (the API is
+    /// already serving meanwhile).
+    pub fn start(shared: Arc<Shared>, rt: tokio::runtime::Handle, stop: Arc<AtomicBool>) -> Result<Self> {
+        let thread = std::thread::Builder::new()
+            .name("pipeline".into())
+            .spawn(move || {
+                let mut worker = match Worker::new(shared, rt) {
+                    Ok(w) => w,
+                    Err(e) => {
+                        error!(error = %e, "the pipeline cannot start: results are acknowledged but not settled");
+                        return;
+                    }
+                };
+                worker.run(&stop);
+            })
+            .map_err(|e| ServiceError::Io(format!("cannot start the pipeline thread: {e}")))?;
+        Ok(Self { thread })
+    }
+
+    /// Waits for the thread to finish its current step and stop.
+    pub fn join(self) {
+        if self.thread.join().is_err() {
+            error!("the pipeline thread panicked");
+        }
+    }
+}
+
+struct OpenBatch<'a> {
+    record: BatchRecord,
+    deadlines: Vec<u64>,
+    tree: IncrementalTree<'a>,
+}
+
+struct Worker {
+    shared: Arc<Shared>,
+    rt: tokio::runtime::Handle,
+    wrapper: BatchWrapper,
+    key: WrapKey,
+    /// Submitted batches whose transaction was re-sent since this process started.
+    resent: HashSet<u64>,
+}
+
+fn parse32(s: &str) -> Result<[u8; 32]> {
+    let v = s.strip_prefix("0x").and_then(|h| hex::decode(h).ok()).ok_or_else(|| ServiceError::Store(format!("bad id {s}")))?;
+    v.try_into().map_err(|_| ServiceError::Store(format!("bad id {s}")))
+}
+
+impl Worker {
+    fn new(shared: Arc<Shared>, rt: tokio::runtime::Handle) -> Result<Self> {
+        let settings = &shared.settings;
+        let fri = match settings.wrap_fri {
+            WrapFri::Production => FinalFri::PRODUCTION,
+            WrapFri::InsecureTest => FinalFri::INSECURE_TEST,
+        };
+        info!(fri = ?settings.wrap_fri, "building the wrap circuits");
+        let wrapper = BatchWrapper::build(fri)?;
+        let source = match &settings.proving_key {
+            Some(path) => KeySource::File(path.clone()),
+            None => KeySource::InsecureDevnet { dir: settings.insecure_devnet_keys_dir.clone() },
+        };
+        let key = wrapper.load_or_setup_key(&source)?;
+        if key.insecure {
+            warn!(key = %key.id, "INSECURE Groth16 key from a public seed: devnets and tests only");
+        }
+        info!(key = %key.id, "pipeline ready");
+        Ok(Self { shared, rt, wrapper, key, resent: HashSet::new() })
+    }
+
+    fn run(&mut self, stop: &AtomicBool) {
+        let aggregator = self.shared.aggregator.clone();
+        let poll = Duration::from_millis(self.shared.settings.poll_interval_ms);
+        let mut open: Option<OpenBatch<'_>> = None;
+        while !stop.load(Ordering::Relaxed) {
+            match self.step(&aggregator, &mut open) {
+                Ok(true) => {}
+                Ok(false) => std::thread::sleep(poll),
+                Err(e) => {
+                    error!(error = %e, "pipeline step failed; retrying");
+                    std::thread::sleep(poll * 4);
+                }
+            }
+        }
+    }
+
+    fn store(&self) -> &crate::service::store::Store {
+        &self.shared.store
+    }
+
+    /// One transition; `Ok(true)` if something moved.
+    fn step<'a>(&mut self, aggregator: &'a Aggregator, open: &mut Option<OpenBatch<'a>>) -> Result<bool> {
+        for batch in self.store().batches()? {
+            match &batch.state {
+                BatchState::Proving if open.as_ref().is_none_or(|o| o.record.id != batch.id) => {
+                    self.prove_after_restart(aggregator, batch)?;
+                    return Ok(true);
+                }
+                BatchState::Proven { .. } => {
+                    self.submit(batch)?;
+                    return Ok(true);
+                }
+                BatchState::Submitted { .. } => {
+                    if self.reconcile(batch)? {
+                        return Ok(true);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if open.is_none() {
+            if let Some(batch) = self.store().batches()?.into_iter().find(|b| b.state == BatchState::Open) {
+                info!(batch = batch.id, tasks = batch.tasks.len(), "resuming the open batch: re-proving its leaves");
+                let mut resumed = OpenBatch { deadlines: vec![], tree: IncrementalTree::new(aggregator), record: batch };
+                for t in resumed.record.tasks.clone() {
+                    let record = self.task(&t)?;
+                    let proof = self.proof(&t)?;
+                    let (leaf, subtree) = aggregator.prove_leaf(&proof)?;
+                    resumed.tree.push(leaf, subtree)?;
+                    resumed.deadlines.push(record.deadline);
+                }
+                *open = Some(resumed);
+                return Ok(true);
+            }
+        }
+
+        let max = self.shared.settings.max_batch_tasks;
+        let mut queued: Vec<TaskRecord> =
+            self.store().tasks()?.into_iter().filter(|t| t.state == TaskState::Verified).collect();
+        self.shared.metrics.queue_depth.set(queued.len() as i64);
+        // Nearest deadline first: those tasks go into the next batch.
+        queued.sort_by_key(|t| (t.deadline, t.received_at));
+        if let Some(next) = queued.first() {
+            if open.as_ref().is_none_or(|o| o.record.tasks.len() < max) {
+                self.add_to_open_batch(aggregator, open, next)?;
+                return Ok(true);
+            }
+        }
+
+        let Some(o) = open.as_ref() else { return Ok(false) };
+        let chain_now = self.rt.block_on(self.shared.chain.now())?;
+        let settings = &self.shared.settings;
+        let nearest = o.deadlines.iter().copied().min().unwrap_or(u64::MAX);
+        let full = o.record.tasks.len() >= max;
+        let old = unix_now().saturating_sub(o.record.opened_at) >= settings.max_batch_age_secs;
+        let urgent = nearest <= chain_now.saturating_add(settings.deadline_margin_secs);
+        if !(full || old || urgent) {
+            return Ok(false);
+        }
+        let OpenBatch { mut record, tree, .. } = open.take().expect("checked");
+        info!(batch = record.id, tasks = record.tasks.len(), full, old, urgent, "closing the batch");
+        record.state = BatchState::Proving;
+        record.closed_at = Some(unix_now());
+        self.store().put_batch(&record)?;
+        self.store().flush_blocking()?;
+        let batch_file = tree.finish()?;
+        self.wrap(record, &batch_file)?;
+        Ok(true)
+    }
+
+    fn task(&self, id: &str) -> Result<TaskRecord> {
+        self.store().task(&parse32(id)?)?.ok_or_else(|| ServiceError::Store(format!("no record for task {id}")))
+    }
+
+    fn proof(&self, id: &str) -> Result<TaskProof> {
+        let bytes = self.store().proof(&parse32(id)?)?.ok_or_else(|| ServiceError::Store(format!("no proof for task {id}")))?;
+        TaskProof::from_bytes(&bytes).map_err(|e| ServiceError::Store(format!("stored proof of {id}: {e}")))
+    }
+
+    fn add_to_open_batch<'a>(
+        &mut self,
+        aggregator: &'a Aggregator,
+        open: &mut Option<OpenBatch<'a>>,
+        next: &TaskRecord,
+    ) -> Result<()> {
+        let task_id = parse32(&next.task_id)?;
+        let proof = self.proof(&next.task_id)?;
+        let (leaf, subtree) = match aggregator.prove_leaf(&proof) {
+            Ok(x) => x,
+            Err(e) => {
+                // Checked at ingest; only a changed registry file gets here.
+                warn!(task = %next.task_id, error = %e, "cannot prove the leaf; dropping the task");
+                self.store().set_task_state(&task_id, TaskState::Dropped { reason: format!("leaf proof failed: {e}") })?;
+                return self.store().flush_blocking();
+            }
+        };
+        if open.is_none() {
+            let id = self.store().next_batch_id()?;
+            let record = BatchRecord { id, tasks: vec![], opened_at: unix_now(), closed_at: None, state: BatchState::Open };
+            *open = Some(OpenBatch { record, deadlines: vec![], tree: IncrementalTree::new(aggregator) });
+        }
+        let o = open.as_mut().expect("opened above");
+        o.tree.push(leaf, subtree)?;
+        o.deadlines.push(next.deadline);
+        o.record.tasks.push(next.task_id.clone());
+        self.store().put_batch(&o.record)?;
+        self.store().set_task_state(&task_id, TaskState::Batched { batch: o.record.id })?;
+        self.store().flush_blocking()?;
+        info!(task = %next.task_id, batch = o.record.id, size = o.record.tasks.len(), "task joined the batch");
+        Ok(())
+    }
+
+    fn prove_after_restart(&mut self, aggregator: &Aggregator, record: BatchRecord) -> Result<()> {
+        info!(batch = record.id, "re-proving a batch interrupted while proving");
+        let proofs = record.tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
+        let batch_file = aggregator.aggregate(&proofs, &|_| {})?;
+        self.wrap(record, &batch_file)
+    }
+
+    fn wrap(&mut self, mut record: BatchRecord, batch_file: &tgrid_aggregation::BatchFile) -> Result<()> {
+        let started = std::time::Instant::now();
+        let (file, stats) = self.wrapper.prove(&self.key, batch_file, &|_| {})?;
+        info!(batch = record.id, seconds = started.elapsed().as_secs_f64(), groth16 = stats.groth16_seconds, "batch proven");
+        let proof = String::from_utf8(file.to_json_bytes()).map_err(|e| ServiceError::Io(e.to_string()))?;
+        record.state = BatchState::Proven { proof };
+        self.store().put_batch(&record)?;
+        self.store().flush_blocking()
+    }
+
+    /// Abandons a batch: `outcomes` says what became of some tasks, the rest go back to the queue.
+    fn fail(&self, mut record: BatchRecord, reason: String, outcomes: Vec<([u8; 32], TaskState)>) -> Result<()> {
+        warn!(batch = record.id, %reason, "batch failed");
+        for t in &record.tasks {
+            let id = parse32(t)?;
+            let state = outcomes.iter().find(|(o, _)| *o == id).map(|(_, s)| s.clone()).unwrap_or(TaskState::Verified);
+            self.store().set_task_state(&id, state)?;
+        }
+        record.state = BatchState::Failed { reason };
+        self.store().put_batch(&record)?;
+        self.store().flush_blocking()?;
+        self.shared.metrics.failed_batches.inc();
+        Ok(())
+    }
+
+    fn submit(&mut self, mut record: BatchRecord) -> Result<()> {
+        let BatchState::Proven { proof } = &record.state else { unreachable!("called on proven batches") };
+        let file = SettlementProofFile::from_json_bytes(proof.as_bytes())?;
+        let leaves: Vec<TaskLeaf> = file.task_leaves()?;
+        let words = file.proof_words()?;
+        let registry_root = parse32(&file.registry_root)?;
+        let chain = &self.shared.chain;
+
+        // The chain decides: tasks settled meanwhile, expired or cancelled leave the batch.
+        let now = self.rt.block_on(chain.now())?;
+        let mut outcomes = Vec::new();
+        for leaf in &leaves {
+            let t = self.rt.block_on(chain.task(&leaf.task_id))?;
+            let id = format!("0x{}", hex::encode(leaf.task_id));
+            if t.status == TaskStatus::Settled {
+                outcomes.push((leaf.task_id, TaskState::Settled { batch: None, tx: None }));
+            } else if t.status != TaskStatus::Accepted {
+                outcomes.push((leaf.task_id, TaskState::Dropped { reason: format!("task {id} is {:?} on-chain", t.status) }));
+            } else if t.deadline <= now {
+                outcomes.push((
+                    leaf.task_id,
+                    TaskState::Dropped { reason: format!("deadline {} passed before settlement", t.deadline) },
+                ));
+            }
+        }
+        if !outcomes.is_empty() {
+            let reason = format!("{} task(s) can no longer settle; the others are re-queued", outcomes.len());
+            return self.fail(record, reason, outcomes);
+        }
+        let chain_root = self.rt.block_on(chain.registry_root())?;
+        if chain_root != registry_root {
+            // Waits here (no state change) until governance and the registry file agree.
+            return Err(ServiceError::Rejected(format!(
+                "batch {} was proven for registry root {}, the chain has 0x{}",
+                record.id,
+                file.registry_root,
+                hex::encode(chain_root)
+            )));
+        }
+        let gas = match self.rt.block_on(chain.estimate_submit(&leaves, &registry_root, &words)) {
+            Ok(gas) => gas,
+            Err(ServiceError::Rejected(reason)) => {
+                let outcomes = leaves.iter().map(|l| (l.task_id, TaskState::Dropped { reason: reason.clone() })).collect();
+                return self.fail(record, reason, outcomes);
+            }
+            Err(e) => return Err(e),
+        };
+        let nonce = self.rt.block_on(chain.pending_nonce())?;
+        let (max_fee, priority) = self.rt.block_on(chain.fees())?;
+        let gas_limit = gas + gas / 5;
+        let signed = self.rt.block_on(chain.sign_submit(&leaves, &registry_root, &words, nonce, gas_limit, max_fee, priority))?;
+        let raw = format!("0x{}", hex::encode(&signed.raw));
+        record.state = BatchState::Submitted {
+            proof: proof.clone(),
+            nonce,
+            txs: vec![signed.hash.to_string()],
+            raw,
+            max_fee_per_gas: max_fee,
+            max_priority_fee_per_gas: priority,
+            sent_at: unix_now(),
+        };
+        // Stored before it is sent: after a crash the hash is known and the bytes can be re-sent.
+        self.store().put_batch(&record)?;
+        self.store().flush_blocking()?;
+        self.rt.block_on(chain.send_raw(&signed.raw))?;
+        self.resent.insert(record.id);
+        info!(batch = record.id, tx = %signed.hash, nonce, gas_limit, "settlement transaction sent");
+        Ok(())
+    }
+
+    fn settle(&self, mut record: BatchRecord, tx: String, block: u64, gas_used: u64) -> Result<()> {
+        for t in &record.tasks {
+            self.store().set_task_state(&parse32(t)?, TaskState::Settled { batch: Some(record.id), tx: Some(tx.clone()) })?;
+        }
+        let n = record.tasks.len() as u64;
+        info!(batch = record.id, %tx, block, gas_used, tasks = n, "batch settled");
+        let m = &self.shared.metrics;
+        m.settled_tasks.inc_by(n);
+        m.gas_per_task.set((gas_used / n.max(1)) as i64);
+        m.batch_seconds.observe(unix_now().saturating_sub(record.opened_at) as f64);
+        record.state = BatchState::Settled { tx, block, gas_used };
+        self.store().put_batch(&record)?;
+        self.store().flush_blocking()
+    }
+
+    /// Follows a submitted batch: confirmations, a revert, a lost or stuck transaction.
+    fn reconcile(&mut self, mut record: BatchRecord) -> Result<bool> {
+        let BatchState::Submitted { proof, nonce, txs, raw, max_fee_per_gas, max_priority_fee_per_gas, sent_at } =
+            record.state.clone()
+        else {
+            unreachable!("called on submitted batches")
+        };
+        let chain = self.shared.chain.clone();
+        for h in &txs {
+            let hash: B256 = h.parse().map_err(|_| ServiceError::Store(format!("bad transaction hash {h}")))?;
+            if let Some(mined) = self.rt.block_on(chain.receipt(hash))? {
+                if !mined.success {
+                    let reason = format!("settlement transaction {h} reverted");
+                    self.fail(record, reason, vec![])?;
+                    return Ok(true);
+                }
+                let head = self.rt.block_on(chain.block_number())?;
+                if head + 1 >= mined.block + self.shared.settings.confirmations {
+                    self.settle(record, h.clone(), mined.block, mined.gas_used)?;
+                    return Ok(true);
+                }
+                return Ok(false);
+            }
+        }
+        let raw_bytes = hex::decode(raw.trim_start_matches("0x")).map_err(|e| ServiceError::Store(e.to_string()))?;
+        if self.resent.insert(record.id) {
+            // First look since this process started: the node may have dropped it.
+            self.rt.block_on(chain.send_raw(&raw_bytes))?;
+            return Ok(true);
+        }
+        if self.rt.block_on(chain.mined_nonce())? > nonce {
+            // The nonce went to a transaction we do not know (e.g. a reorg): ask the escrow.
+            let mut all_settled = true;
+            for t in &record.tasks {
+                let status = self.rt.block_on(chain.task(&parse32(t)?))?.status;
+                all_settled &= status == TaskStatus::Settled;
+            }
+            if all_settled {
+                let last = txs.last().cloned().unwrap_or_default();
+                self.settle(record, last, 0, 0)?;
+            } else {
+                self.fail(record, format!("nonce {nonce} was used by another transaction"), vec![])?;
+            }
+            return Ok(true);
+        }
+        if unix_now() >= sent_at + self.shared.settings.gas_bump_after_secs {
+            // Stuck: the same nonce with fees 25 % higher (nodes replace at +10 %).
+            let (est_max, est_prio) = self.rt.block_on(chain.fees())?;
+            let max_fee = (max_fee_per_gas + max_fee_per_gas / 4).max(est_max);
+            let priority = (max_priority_fee_per_gas + max_priority_fee_per_gas / 4 + 1).max(est_prio);
+            let file = SettlementProofFile::from_json_bytes(proof.as_bytes())?;
+            let leaves = file.task_leaves()?;
+            let root = parse32(&file.registry_root)?;
+            let gas = self.rt.block_on(chain.estimate_submit(&leaves, &root, &file.proof_words()?)).unwrap_or(3_000_000);
+            let signed = self.rt.block_on(chain.sign_submit(
+                &leaves,
+                &root,
+                &file.proof_words()?,
+                nonce,
+                gas + gas / 5,
+                max_fee,
+                priority.min(max_fee),
+            ))?;
+            let mut txs = txs;
+            txs.push(signed.hash.to_string());
+            warn!(batch = record.id, tx = %signed.hash, max_fee, "settlement transaction stuck: re-sent with higher fees");
+            record.state = BatchState::Submitted {
+                proof,
+                nonce,
+                txs,
+                raw: format!("0x{}", hex::encode(&signed.raw)),
+                max_fee_per_gas: max_fee,
+                max_priority_fee_per_gas: priority.min(max_fee),
+                sent_at: unix_now(),
+            };
+            self.store().put_batch(&record)?;
+            self.store().flush_blocking()?;
+            self.rt.block_on(chain.send_raw(&signed.raw))?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}

@@ -1,0 +1,297 @@
+//! Durable state in sled: one record per task and per batch, written before anything is
+//! acknowledged and flushed to disk (`flush_async`) before the acknowledgement leaves.
+//!
+//! Trees: `tasks` (task id → [`TaskRecord`] JSON), `proofs` (task id → .tgp bytes), `outputs`
+//! (task id → int8 output), `batches` (batch id, big-endian u64 → [`BatchRecord`] JSON),
+//! `meta` (`next_batch`).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::service::ServiceError;
+
+/// What became of an acknowledged task. Proving and submission progress lives in its batch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum TaskState {
+    /// Checked and waiting for a batch.
+    Verified,
+    /// In a batch (see the batch's state).
+    Batched {
+        /// The batch.
+        batch: u64,
+    },
+    /// Settled on-chain.
+    Settled {
+        /// The batch that settled it (`None`: settled by a batch this sequencer did not track).
+        batch: Option<u64>,
+        /// The settling transaction, when known.
+        tx: Option<String>,
+    },
+    /// Accepted once, then could not be settled (e.g. its deadline passed before settlement).
+    Dropped {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// An acknowledged task result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRecord {
+    /// 0x-prefixed task id.
+    pub task_id: String,
+    /// 0x-prefixed provider address.
+    pub provider: String,
+    /// 0x-prefixed model id.
+    pub model_id: String,
+    /// 0x-prefixed input commitment.
+    pub input_commitment: String,
+    /// 0x-prefixed output commitment.
+    pub output_commitment: String,
+    /// Task deadline (unix seconds, from the escrow).
+    pub deadline: u64,
+    /// When the result was acknowledged (unix seconds).
+    pub received_at: u64,
+    /// Where it is.
+    #[serde(flatten)]
+    pub state: TaskState,
+}
+
+/// Where a batch is. The pipeline moves every batch forward from any of these after a restart.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum BatchState {
+    /// Taking tasks; leaf proofs are merged as tasks join.
+    Open,
+    /// Closed: aggregating and wrapping.
+    Proving,
+    /// Proven; the settlement proof file (JSON) is ready to submit.
+    Proven {
+        /// `tgrid-settlement-proof` file.
+        proof: String,
+    },
+    /// A transaction is out. Every hash sent for this nonce is kept: any of them may be mined.
+    Submitted {
+        /// The settlement proof file.
+        proof: String,
+        /// Nonce of the transactions.
+        nonce: u64,
+        /// Hashes sent, oldest first (each gas bump adds one).
+        txs: Vec<String>,
+        /// Raw signed transaction of the last hash (re-sent after a restart).
+        raw: String,
+        /// Max fee per gas of the last transaction (wei).
+        max_fee_per_gas: u128,
+        /// Priority fee of the last transaction (wei).
+        max_priority_fee_per_gas: u128,
+        /// When the last transaction was sent (unix seconds).
+        sent_at: u64,
+    },
+    /// Settled with the required confirmations.
+    Settled {
+        /// The transaction that settled it.
+        tx: String,
+        /// Its block.
+        block: u64,
+        /// Gas it used.
+        gas_used: u64,
+    },
+    /// Abandoned; its tasks went back to the queue or were dropped.
+    Failed {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A batch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRecord {
+    /// Sequence number.
+    pub id: u64,
+    /// Task ids (0x hex), in batch order.
+    pub tasks: Vec<String>,
+    /// When the batch opened (unix seconds).
+    pub opened_at: u64,
+    /// When it closed (unix seconds).
+    pub closed_at: Option<u64>,
+    /// Where it is.
+    #[serde(flatten)]
+    pub state: BatchState,
+}
+
+/// The sled database.
+#[derive(Clone, Debug)]
+pub struct Store {
+    db: sled::Db,
+    tasks: sled::Tree,
+    proofs: sled::Tree,
+    outputs: sled::Tree,
+    batches: sled::Tree,
+    meta: sled::Tree,
+}
+
+fn corrupt(what: &str, e: impl std::fmt::Display) -> ServiceError {
+    ServiceError::Store(format!("corrupt {what} record: {e}"))
+}
+
+impl From<sled::Error> for ServiceError {
+    fn from(e: sled::Error) -> Self {
+        ServiceError::Store(e.to_string())
+    }
+}
+
+impl Store {
+    /// Opens (or creates) the database in `dir`.
+    pub fn open(dir: &Path) -> Result<Self, ServiceError> {
+        std::fs::create_dir_all(dir).map_err(|e| ServiceError::Store(format!("{}: {e}", dir.display())))?;
+        let db = sled::open(dir).map_err(|e| ServiceError::Store(format!("{}: {e}", dir.display())))?;
+        Ok(Self {
+            tasks: db.open_tree("tasks")?,
+            proofs: db.open_tree("proofs")?,
+            outputs: db.open_tree("outputs")?,
+            batches: db.open_tree("batches")?,
+            meta: db.open_tree("meta")?,
+            db,
+        })
+    }
+
+    /// Waits until everything written so far is on disk.
+    pub async fn flush(&self) -> Result<(), ServiceError> {
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    /// Same as [`flush`](Self::flush), blocking (pipeline thread).
+    pub fn flush_blocking(&self) -> Result<(), ServiceError> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// A task's record.
+    pub fn task(&self, id: &[u8; 32]) -> Result<Option<TaskRecord>, ServiceError> {
+        self.tasks.get(id)?.map(|v| serde_json::from_slice(&v).map_err(|e| corrupt("task", e))).transpose()
+    }
+
+    /// A task's proof file.
+    pub fn proof(&self, id: &[u8; 32]) -> Result<Option<Vec<u8>>, ServiceError> {
+        Ok(self.proofs.get(id)?.map(|v| v.to_vec()))
+    }
+
+    /// A task's int8 output.
+    pub fn output(&self, id: &[u8; 32]) -> Result<Option<Vec<i8>>, ServiceError> {
+        Ok(self.outputs.get(id)?.map(|v| v.iter().map(|&b| b as i8).collect()))
+    }
+
+    /// Stores a new result atomically (record, proof, output); the caller flushes.
+    pub fn insert_result(&self, id: &[u8; 32], record: &TaskRecord, proof: &[u8], output: &[i8]) -> Result<(), ServiceError> {
+        use sled::Transactional;
+        let record = serde_json::to_vec(record).expect("records serialize");
+        let output: Vec<u8> = output.iter().map(|&v| v as u8).collect();
+        (&self.tasks, &self.proofs, &self.outputs)
+            .transaction(|(t, p, o)| {
+                t.insert(&id[..], record.as_slice())?;
+                p.insert(&id[..], proof)?;
+                o.insert(&id[..], output.as_slice())?;
+                Ok::<_, sled::transaction::ConflictableTransactionError<()>>(())
+            })
+            .map_err(|e| ServiceError::Store(format!("{e:?}")))
+    }
+
+    /// Overwrites a task's state.
+    pub fn set_task_state(&self, id: &[u8; 32], state: TaskState) -> Result<(), ServiceError> {
+        let mut record = self.task(id)?.ok_or_else(|| ServiceError::Store(format!("no task 0x{}", hex::encode(id))))?;
+        record.state = state;
+        self.tasks.insert(id, serde_json::to_vec(&record).expect("records serialize"))?;
+        Ok(())
+    }
+
+    /// Every task record (ids in key order).
+    pub fn tasks(&self) -> Result<Vec<TaskRecord>, ServiceError> {
+        self.tasks.iter().values().map(|v| serde_json::from_slice(&v?).map_err(|e| corrupt("task", e))).collect()
+    }
+
+    /// Number of task records.
+    pub fn task_count(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// A batch.
+    pub fn batch(&self, id: u64) -> Result<Option<BatchRecord>, ServiceError> {
+        self.batches
+            .get(id.to_be_bytes())?
+            .map(|v| serde_json::from_slice(&v).map_err(|e| corrupt("batch", e)))
+            .transpose()
+    }
+
+    /// Writes a batch record.
+    pub fn put_batch(&self, batch: &BatchRecord) -> Result<(), ServiceError> {
+        self.batches.insert(batch.id.to_be_bytes(), serde_json::to_vec(batch).expect("records serialize"))?;
+        Ok(())
+    }
+
+    /// Every batch, oldest first.
+    pub fn batches(&self) -> Result<Vec<BatchRecord>, ServiceError> {
+        self.batches.iter().values().map(|v| serde_json::from_slice(&v?).map_err(|e| corrupt("batch", e))).collect()
+    }
+
+    /// Allocates the next batch id.
+    pub fn next_batch_id(&self) -> Result<u64, ServiceError> {
+        let next = self.meta.update_and_fetch("next_batch", |old| {
+            let n = old.and_then(|b| <[u8; 8]>::try_from(b).ok()).map(u64::from_be_bytes).unwrap_or(0);
+            Some((n + 1).to_be_bytes().to_vec())
+        })?;
+        let bytes: [u8; 8] = next.as_deref().and_then(|b| b.try_into().ok()).ok_or_else(|| corrupt("meta", "next_batch"))?;
+        Ok(u64::from_be_bytes(bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: u8) -> TaskRecord {
+        TaskRecord {
+            task_id: format!("0x{}", hex::encode([id; 32])),
+            provider: format!("0x{}", hex::encode([7u8; 20])),
+            model_id: "0x01".into(),
+            input_commitment: "0x02".into(),
+            output_commitment: "0x03".into(),
+            deadline: 100,
+            received_at: 1,
+            state: TaskState::Verified,
+        }
+    }
+
+    #[test]
+    fn records_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store.insert_result(&[1; 32], &record(1), b"proof", &[-3, 0, 127]).unwrap();
+            store.set_task_state(&[1; 32], TaskState::Batched { batch: 1 }).unwrap();
+            assert_eq!(store.next_batch_id().unwrap(), 1);
+            assert_eq!(store.next_batch_id().unwrap(), 2);
+            store
+                .put_batch(&BatchRecord {
+                    id: 2,
+                    tasks: vec![record(1).task_id],
+                    opened_at: 5,
+                    closed_at: None,
+                    state: BatchState::Open,
+                })
+                .unwrap();
+            store.flush_blocking().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let task = store.task(&[1; 32]).unwrap().unwrap();
+        assert_eq!(task.state, TaskState::Batched { batch: 1 });
+        assert_eq!(store.proof(&[1; 32]).unwrap().unwrap(), b"proof");
+        assert_eq!(store.output(&[1; 32]).unwrap().unwrap(), vec![-3, 0, 127]);
+        assert_eq!(store.batches().unwrap()[0].state, BatchState::Open);
+        assert_eq!(store.next_batch_id().unwrap(), 3);
+        assert!(store.task(&[2; 32]).unwrap().is_none());
+    }
+}
