@@ -91,6 +91,23 @@ enum Command {
     },
     /// Print the HTTP API's OpenAPI document.
     Openapi,
+    /// Load (or, INSECURE devnet key, set up once and cache) the wrap's Groth16 key and print
+    /// its id, digest and the 18 verifying-key words `Groth16KeyedVerifier` is deployed with
+    /// (`TGRID_VERIFIER_KEY` / `TGRID_VERIFIER_KEY_ID` of Deploy.s.sol).
+    Key {
+        /// Groth16 proving key from a ceremony (tgrid-groth16 key file; validated on load).
+        #[arg(long, conflicts_with = "insecure_devnet_key", required_unless_present = "insecure_devnet_key")]
+        proving_key: Option<PathBuf>,
+        /// INSECURE: the devnet key, set up once from a PUBLIC seed and cached in --keys-dir.
+        #[arg(long)]
+        insecure_devnet_key: bool,
+        /// Directory of cached devnet keys.
+        #[arg(long, env = "TGRID_KEYS_DIR", default_value = ".tgrid/keys")]
+        keys_dir: PathBuf,
+        /// FRI parameters of the final layer.
+        #[arg(long, value_enum, default_value_t = FriChoice::Production)]
+        fri: FriChoice,
+    },
     /// Benchmark normalization, leaf and merge proofs and a whole batch; prints one JSON object.
     Bench {
         /// Tasks in the end-to-end batch.
@@ -152,12 +169,49 @@ fn main() {
         }
         Command::Bench { tasks, models } => bench::run(tasks, &models),
         Command::Run { config, print_settings } => run_service(config.as_deref(), print_settings),
+        Command::Key { proving_key, insecure_devnet_key: _, keys_dir, fri } => {
+            let source = match proving_key {
+                Some(file) => KeySource::File(file),
+                None => KeySource::InsecureDevnet { dir: keys_dir },
+            };
+            show_key(&source, fri, &out)
+        }
         Command::Openapi => {
             println!("{}", tgrid_sequencer::service::api::openapi_json());
             Ok(())
         }
     };
     out.exit_with(result)
+}
+
+fn show_key(source: &KeySource, fri: FriChoice, out: &Output) -> Result<()> {
+    let bar = out.spinner("building the wrap circuits and loading the key (a first INSECURE devnet setup takes minutes)");
+    let wrapper = BatchWrapper::build(match fri {
+        FriChoice::Production => FinalFri::PRODUCTION,
+        FriChoice::InsecureTest => FinalFri::INSECURE_TEST,
+    })?;
+    let key = wrapper.load_or_setup_key(source)?;
+    bar.finish_and_clear();
+    let words: Vec<String> =
+        tgrid_groth16::evm::verifying_key_words(&key.pk.vk)?.iter().map(|w| w.to_string()).collect();
+    let value = json!({
+        "id": key.id,
+        "insecure": key.insecure,
+        "fri": wrapper.fri_label(),
+        "verifying_key_digest": hex32(&key.verifying_key_digest),
+        "verifying_key_words": words,
+        "setup_seconds": key.setup_seconds,
+    });
+    out.emit(value, || {
+        format!(
+            "key {}{}\n  verifying key digest {}\n  deploy a verifier for it: TGRID_VERIFIER_KEY={} TGRID_VERIFIER_KEY_ID={}",
+            key.id,
+            if key.insecure { "  (INSECURE: public seed, devnets and tests only)" } else { "" },
+            hex32(&key.verifying_key_digest),
+            words.join(","),
+            key.id
+        )
+    })
 }
 
 fn run_service(config: Option<&Path>, print_settings: bool) -> Result<()> {

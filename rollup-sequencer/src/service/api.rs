@@ -184,7 +184,9 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/openapi.json", get(|| async { ([("content-type", "application/json")], openapi_json()) }))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
-        .layer(DefaultBodyLimit::max(limit))
+        // Refuses from Content-Length alone (413 before reading), and caps streamed bodies.
+        .layer(DefaultBodyLimit::disable())
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(limit))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout))
         .with_state(shared)
 }

@@ -317,8 +317,8 @@ impl Worker {
             nonce,
             txs: vec![signed.hash.to_string()],
             raw,
-            max_fee_per_gas: max_fee,
-            max_priority_fee_per_gas: priority,
+            max_fee_per_gas: max_fee.to_string(),
+            max_priority_fee_per_gas: priority.to_string(),
             sent_at: unix_now(),
         };
         // Stored before it is sent: after a crash the hash is known and the bytes can be re-sent.
@@ -375,7 +375,14 @@ impl Worker {
             self.rt.block_on(chain.send_raw(&raw_bytes))?;
             return Ok(true);
         }
-        if self.rt.block_on(chain.mined_nonce())? > nonce {
+        let mined_nonce = self.rt.block_on(chain.mined_nonce())?;
+        if mined_nonce > nonce {
+            // A node can count the nonce a moment before it serves the receipt: give the receipt
+            // time to appear before concluding that another transaction took the nonce.
+            if unix_now() < sent_at + self.shared.settings.gas_bump_after_secs {
+                return Ok(false);
+            }
+            warn!(batch = record.id, nonce, mined_nonce, txs = ?txs, "no receipt for our transactions but the nonce is used");
             // The nonce went to a transaction we do not know (e.g. a reorg): ask the escrow.
             let mut all_settled = true;
             for t in &record.tasks {
@@ -391,6 +398,8 @@ impl Worker {
             return Ok(true);
         }
         if unix_now() >= sent_at + self.shared.settings.gas_bump_after_secs {
+            let wei = |s: &str| s.parse::<u128>().map_err(|_| ServiceError::Store(format!("bad fee {s:?}")));
+            let (max_fee_per_gas, max_priority_fee_per_gas) = (wei(&max_fee_per_gas)?, wei(&max_priority_fee_per_gas)?);
             // Stuck: the same nonce with fees 25 % higher (nodes replace at +10 %).
             let (est_max, est_prio) = self.rt.block_on(chain.fees())?;
             let max_fee = (max_fee_per_gas + max_fee_per_gas / 4).max(est_max);
@@ -416,8 +425,8 @@ impl Worker {
                 nonce,
                 txs,
                 raw: format!("0x{}", hex::encode(&signed.raw)),
-                max_fee_per_gas: max_fee,
-                max_priority_fee_per_gas: priority.min(max_fee),
+                max_fee_per_gas: max_fee.to_string(),
+                max_priority_fee_per_gas: priority.min(max_fee).to_string(),
                 sent_at: unix_now(),
             };
             self.store().put_batch(&record)?;

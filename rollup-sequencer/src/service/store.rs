@@ -37,8 +37,8 @@ pub enum TaskState {
 }
 
 /// An acknowledged task result.
+// No `deny_unknown_fields`: serde does not support it together with `flatten`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct TaskRecord {
     /// 0x-prefixed task id.
     pub task_id: String,
@@ -82,10 +82,11 @@ pub enum BatchState {
         txs: Vec<String>,
         /// Raw signed transaction of the last hash (re-sent after a restart).
         raw: String,
-        /// Max fee per gas of the last transaction (wei).
-        max_fee_per_gas: u128,
-        /// Priority fee of the last transaction (wei).
-        max_priority_fee_per_gas: u128,
+        /// Max fee per gas of the last transaction (wei, decimal: JSON through serde's
+        /// `flatten` cannot carry u128).
+        max_fee_per_gas: String,
+        /// Priority fee of the last transaction (wei, decimal).
+        max_priority_fee_per_gas: String,
         /// When the last transaction was sent (unix seconds).
         sent_at: u64,
     },
@@ -107,7 +108,6 @@ pub enum BatchState {
 
 /// A batch.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct BatchRecord {
     /// Sequence number.
     pub id: u64,
@@ -293,5 +293,41 @@ mod tests {
         assert_eq!(store.batches().unwrap()[0].state, BatchState::Open);
         assert_eq!(store.next_batch_id().unwrap(), 3);
         assert!(store.task(&[2; 32]).unwrap().is_none());
+    }
+
+    #[test]
+    fn every_batch_state_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let states = [
+            BatchState::Open,
+            BatchState::Proving,
+            BatchState::Proven { proof: "{}".into() },
+            BatchState::Submitted {
+                proof: "{}".into(),
+                nonce: 7,
+                txs: vec!["0x01".into(), "0x02".into()],
+                raw: "0x02f8".into(),
+                max_fee_per_gas: u128::MAX.to_string(),
+                max_priority_fee_per_gas: "1000000000".into(),
+                sent_at: 9,
+            },
+            BatchState::Settled { tx: "0x02".into(), block: 12, gas_used: 230_000 },
+            BatchState::Failed { reason: "deadline".into() },
+        ];
+        for (id, state) in states.into_iter().enumerate() {
+            let b = BatchRecord { id: id as u64, tasks: vec!["0xaa".into()], opened_at: 1, closed_at: Some(2), state };
+            store.put_batch(&b).unwrap();
+            assert_eq!(store.batch(id as u64).unwrap().unwrap(), b);
+        }
+        for state in [
+            TaskState::Verified,
+            TaskState::Batched { batch: 3 },
+            TaskState::Settled { batch: Some(3), tx: Some("0x02".into()) },
+            TaskState::Dropped { reason: "expired".into() },
+        ] {
+            store.insert_result(&[5; 32], &TaskRecord { state: state.clone(), ..record(5) }, b"p", &[1]).unwrap();
+            assert_eq!(store.task(&[5; 32]).unwrap().unwrap().state, state);
+        }
     }
 }

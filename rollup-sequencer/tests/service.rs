@@ -1,0 +1,414 @@
+//! `tgrid-sequencer run` against a real anvil with the real contracts: providers' results are
+//! checked, acknowledged, batched, proven (aggregation, wrap, Groth16) and settled on-chain;
+//! bad submissions are refused with their reason; the process is killed with SIGKILL while a
+//! batch is proving, while a task waits in the open batch, and between sending the settlement
+//! transaction and its receipt, and after each restart every acknowledged result settles
+//! exactly once.
+//!
+//! The wrap uses the INSECURE test FRI parameters and the INSECURE devnet Groth16 key (cached in
+//! target/tgrid-test-keys), and the devnet's verifier is a Groth16KeyedVerifier for that key.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use alloy::network::EthereumWallet;
+use alloy::primitives::{Address, FixedBytes, B256, U256};
+use alloy::providers::{Provider, ProviderBuilder};
+use alloy::sol_types::SolEvent;
+use serde_json::{json, Value};
+use tgrid_aggregation::{Normalizer, RegistryFile, RegistryFileEntry};
+use tgrid_chain::bindings::{ISettlement, IStaking, ITaskEscrow, IERC20};
+use tgrid_chain::{advance_time, Devnet, DevnetConfig};
+use tgrid_circuits::testing::{random_input, tiny_model};
+use tgrid_circuits::{commit, ModelFile, QuantModel, SegmentPlan, TaskProver, TaskVerifier};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tgrid-sequencer");
+type Http = alloy::transports::http::reqwest::Client;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn keys_dir() -> PathBuf {
+    repo_root().join("target/tgrid-test-keys")
+}
+
+fn ether(n: u64) -> U256 {
+    U256::from(n) * U256::from(10u64).pow(U256::from(18u64))
+}
+
+/// Writes the model file and a registry listing it; returns (model id, normalized digest, root).
+fn write_registry(dir: &Path, model: &QuantModel) -> ([u8; 32], [u8; 32], [u8; 32]) {
+    let plan = SegmentPlan::default();
+    let verifier = TaskVerifier::new(model, &plan).unwrap();
+    let circuit_digest = verifier.circuit_digest();
+    let normalizer = Normalizer::new(verifier).unwrap();
+    let file = ModelFile {
+        model: model.clone(),
+        plan,
+        circuit_digest,
+        normalized_digest: normalizer.digest(),
+        report: "{}".into(),
+    };
+    std::fs::write(dir.join("model.tgm"), file.to_bytes()).unwrap();
+    let mut registry = RegistryFile::empty(dir.to_path_buf());
+    let root = registry
+        .upsert(RegistryFileEntry {
+            name: "tiny".into(),
+            model_id: format!("0x{}", hex::encode(model.model_id())),
+            normalized_digest: format!("0x{}", hex::encode(normalizer.digest())),
+            model_file: "model.tgm".into(),
+        })
+        .unwrap();
+    registry.save(&dir.join("registry.json")).unwrap();
+    (model.model_id(), normalizer.digest(), root)
+}
+
+/// The test-FRI devnet key (set up once and cached): its id and verifying-key words.
+fn wrap_key() -> (String, String) {
+    let out = Command::new(BIN)
+        .args(["--json", "key", "--insecure-devnet-key", "--fri", "insecure-test", "--keys-dir"])
+        .arg(keys_dir())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["insecure"], true);
+    let words: Vec<String> = v["verifying_key_words"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().into()).collect();
+    assert_eq!(words.len(), 18);
+    (v["id"].as_str().unwrap().into(), words.join(","))
+}
+
+struct Sequencer {
+    child: Child,
+    url: String,
+}
+
+impl Sequencer {
+    fn start(env: &[(String, String)]) -> Self {
+        let mut child = Command::new(BIN)
+            .arg("run")
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("no ready line ({e}): {line:?}"));
+        Self { child, url: format!("http://{}", v["listening"].as_str().unwrap()) }
+    }
+
+    /// SIGKILL: no shutdown code runs.
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Sequencer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn post(http: &Http, url: &str, body: String) -> (u16, Value) {
+    let r = http.post(format!("{url}/v1/results")).header("content-type", "application/json").body(body).send().await.unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+async fn get(http: &Http, url: &str) -> (u16, Value) {
+    let r = http.get(url).send().await.unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+async fn wait_for_status(http: &Http, url: &str, task: B256, wanted: &str, limit: Duration) -> Value {
+    let started = Instant::now();
+    loop {
+        let (code, v) = get(http, &format!("{url}/v1/tasks/{task}")).await;
+        if code == 200 && v["status"] == wanted {
+            return v;
+        }
+        assert!(started.elapsed() < limit, "task {task} did not reach {wanted} in {limit:?}: {v}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Announces a 2 MiB body (over the 1 MiB limit) and reads the answer without sending it: the
+/// service must refuse from the length alone rather than buffer the body.
+fn oversized_post(api: &str) -> u16 {
+    use std::io::{Read, Write};
+    let addr = api.trim_start_matches("http://");
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        tcp,
+        "POST /v1/results HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{{",
+        2 << 20
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    tcp.read_exact(&mut head).unwrap();
+    std::str::from_utf8(&head[9..12]).unwrap().parse().unwrap()
+}
+
+struct Submission {
+    task: B256,
+    body: Value,
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn settles_results_on_anvil_refuses_bad_ones_and_survives_sigkill() {
+    let work = tempfile::tempdir().unwrap();
+    let model = tiny_model(1);
+    let (model_id, normalized_digest, registry_root) = write_registry(work.path(), &model);
+    let (key_id, key_words) = tokio::task::spawn_blocking(wrap_key).await.unwrap();
+
+    let config = DevnetConfig::new(repo_root())
+        .deploy_env("TGRID_REGISTRY_ROOT", B256::from(registry_root).to_string())
+        .deploy_env("TGRID_DEVNET_MODEL_ID", B256::from(model_id).to_string())
+        .deploy_env("TGRID_DEVNET_CIRCUIT_DIGEST", B256::from(normalized_digest).to_string())
+        .deploy_env("TGRID_VERIFIER_KEY", key_words)
+        .deploy_env("TGRID_VERIFIER_KEY_ID", key_id.clone());
+    let devnet = tokio::task::spawn_blocking(move || Devnet::start(&config)).await.unwrap().expect("devnet");
+    let d = devnet.deployment().clone();
+    assert_eq!(d.verifying_key_id, key_id);
+    let url: alloy::transports::http::reqwest::Url = devnet.rpc_url().parse().unwrap();
+    let wallet = |i: usize| ProviderBuilder::new().wallet(EthereumWallet::from(devnet.signer(i))).connect_http(url.clone());
+    let (admin, provider, poster) = (wallet(0), wallet(1), wallet(2));
+    let provider_addr = devnet.address(1);
+
+    // The provider stakes; the poster funds tasks.
+    let token = IERC20::new(d.token, &admin);
+    token.transfer(provider_addr, ether(1_000)).send().await.unwrap().get_receipt().await.unwrap();
+    token.transfer(devnet.address(2), ether(1_000)).send().await.unwrap().get_receipt().await.unwrap();
+    IERC20::new(d.token, &provider).approve(d.staking, ether(1_000)).send().await.unwrap().get_receipt().await.unwrap();
+    IStaking::new(d.staking, &provider).stake(ether(1_000)).send().await.unwrap().get_receipt().await.unwrap();
+    IERC20::new(d.token, &poster).approve(d.escrow, ether(1_000)).send().await.unwrap().get_receipt().await.unwrap();
+
+    let escrow_poster = ITaskEscrow::new(d.escrow, &poster);
+    let escrow_provider = ITaskEscrow::new(d.escrow, &provider);
+    let now = admin.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap().header.timestamp;
+    let post_task = async |seed: u64, deadline: u64, accept: bool| {
+        let input = random_input(seed, model.input_len());
+        let receipt = escrow_poster
+            .postTask(FixedBytes(model_id), FixedBytes(commit(&input).0), ether(10), U256::ZERO, U256::from(deadline))
+            .send()
+            .await
+            .unwrap()
+            .get_receipt()
+            .await
+            .unwrap();
+        let posted = receipt
+            .inner
+            .logs()
+            .iter()
+            .find_map(|l| ITaskEscrow::TaskPosted::decode_log(&l.inner).ok())
+            .expect("TaskPosted");
+        if accept {
+            escrow_provider.acceptTask(posted.taskId).send().await.unwrap().get_receipt().await.unwrap();
+        }
+        (posted.taskId, input)
+    };
+    let mut tasks = Vec::new();
+    for seed in 0..3 {
+        tasks.push(post_task(seed, now + 86_400, true).await);
+    }
+    let short = post_task(10, now + 700, true).await; // expires before it is submitted
+    let unaccepted = post_task(11, now + 86_400, false).await;
+
+    // The provider proves its tasks (and a few results that must be refused).
+    let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
+    let prove = |task: B256, input: &[i8], provider: Address| {
+        let (proof, trace, _) = prover.prove(input, task.0, provider.0 .0, &mut |_, _, _| {}).unwrap();
+        Submission {
+            task,
+            body: json!({
+                "task_id": task.to_string(),
+                "provider": provider.to_string(),
+                "output": trace.output(),
+                "proof": format!("0x{}", hex::encode(proof.to_bytes())),
+            }),
+        }
+    };
+    let good: Vec<Submission> = tasks.iter().map(|(t, input)| prove(*t, input, provider_addr)).collect();
+    let expired = prove(short.0, &short.1, provider_addr);
+    let not_accepted = prove(unaccepted.0, &unaccepted.1, provider_addr);
+    let wrong_provider = prove(tasks[0].0, &tasks[0].1, devnet.address(3));
+    let other_model = {
+        let other = TaskProver::new(tiny_model(2), SegmentPlan::default()).unwrap();
+        let input = random_input(0, other.model().input_len());
+        let (proof, trace, _) = other.prove(&input, tasks[1].0 .0, provider_addr.0 .0, &mut |_, _, _| {}).unwrap();
+        json!({
+            "task_id": tasks[1].0.to_string(),
+            "provider": provider_addr.to_string(),
+            "output": trace.output(),
+            "proof": format!("0x{}", hex::encode(proof.to_bytes())),
+        })
+    };
+    drop(prover);
+
+    let data_dir = work.path().join("sequencer");
+    let env = |max_age: u64| -> Vec<(String, String)> {
+        [
+            ("RPC_URL", devnet.rpc_url()),
+            ("DEPLOYMENT", devnet.deployment_path().display().to_string()),
+            ("REGISTRY", work.path().join("registry.json").display().to_string()),
+            ("DATA_DIR", data_dir.display().to_string()),
+            ("LISTEN", "127.0.0.1:0".into()),
+            ("MAX_BATCH_TASKS", "2".into()),
+            ("MAX_BATCH_AGE_SECS", max_age.to_string()),
+            ("WRAP_FRI", "insecure-test".into()),
+            ("INSECURE_DEVNET_KEYS_DIR", keys_dir().display().to_string()),
+            ("POLL_INTERVAL_MS", "100".into()),
+            ("MAX_BODY_BYTES", (1usize << 20).to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (format!("TGRID_SEQUENCER_{k}"), v))
+        .collect()
+    };
+    let http = Http::new();
+    let seq = Sequencer::start(&env(3_600));
+    let api = seq.url.clone();
+
+    // The API describes itself.
+    let (code, doc) = get(&http, &format!("{api}/openapi.json")).await;
+    assert_eq!(code, 200);
+    assert!(doc["paths"]["/v1/results"]["post"].is_object(), "{doc}");
+
+    // Bad input: refused with a reason, never stored.
+    let (code, v) = post(&http, &api, "{not json".into()).await;
+    assert_eq!(code, 400, "{v}");
+    assert_eq!(oversized_post(&api), 413);
+    let mut tampered = good[0].body.clone();
+    let p = tampered["proof"].as_str().unwrap().to_string();
+    let flip = p.len() - 40;
+    let flipped = if &p[flip..flip + 1] == "0" { "1" } else { "0" };
+    tampered["proof"] = json!(format!("{}{}{}", &p[..flip], flipped, &p[flip + 1..]));
+    let (code, v) = post(&http, &api, tampered.to_string()).await;
+    assert!(code == 422 || code == 400, "tampered proof: {code} {v}");
+    let mut wrong_output = good[0].body.clone();
+    wrong_output["output"][0] = json!(wrong_output["output"][0].as_i64().unwrap() ^ 1);
+    let (code, v) = post(&http, &api, wrong_output.to_string()).await;
+    assert_eq!(code, 422, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("output"), "{v}");
+    let (code, v) = post(&http, &api, wrong_provider.body.to_string()).await;
+    assert_eq!(code, 422, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("accepted by"), "{v}");
+    let (code, v) = post(&http, &api, not_accepted.body.to_string()).await;
+    assert_eq!(code, 422, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("Posted"), "{v}");
+    let (code, v) = post(&http, &api, other_model.to_string()).await;
+    assert_eq!(code, 422, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("registry"), "{v}");
+    advance_time(&admin, 800).await.unwrap();
+    let (code, v) = post(&http, &api, expired.body.to_string()).await;
+    assert_eq!(code, 422, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("deadline"), "{v}");
+    for s in [&good[0], &good[1], &expired, &not_accepted] {
+        let (code, _) = get(&http, &format!("{api}/v1/tasks/{}", s.task)).await;
+        assert_eq!(code, 404, "a refused submission must not be stored");
+    }
+
+    // Two good results: acknowledged, a replay is idempotent, the batch of two closes.
+    for s in &good[..2] {
+        let (code, v) = post(&http, &api, s.body.to_string()).await;
+        assert_eq!(code, 202, "{v}");
+        assert_eq!(v["duplicate"], false);
+    }
+    let (code, v) = post(&http, &api, good[0].body.to_string()).await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["duplicate"], true);
+    let (code, out) = get(&http, &format!("{api}/v1/tasks/{}/output", good[1].task)).await;
+    assert_eq!(code, 200);
+    assert_eq!(out["output"], good[1].body["output"]);
+
+    // Crash 1: SIGKILL while the batch is proving; the restarted service proves it again.
+    wait_for_status(&http, &api, good[0].task, "proving", Duration::from_secs(600)).await;
+    seq.kill();
+    let seq = Sequencer::start(&env(3_600));
+    let api = seq.url.clone();
+    let settled = wait_for_status(&http, &api, good[0].task, "settled", Duration::from_secs(900)).await;
+    let batch_id = settled["batch"].as_u64().unwrap();
+
+    // Crash 2: a third result waits alone in the open batch; SIGKILL right after its
+    // acknowledgement; the restart (batch age now 1 s) closes and settles it.
+    let (code, v) = post(&http, &api, good[2].body.to_string()).await;
+    assert_eq!(code, 202, "{v}");
+    seq.kill();
+    // Crash 3: the chain stops mining, so the settlement transaction stays pending; SIGKILL once
+    // it is sent. The restarted service finds the stored transaction (re-sends the same bytes)
+    // and settles when it is mined.
+    let rpc = |method: &'static str, params: Value| {
+        let admin = &admin;
+        async move { admin.raw_request::<_, Value>(method.into(), params).await.unwrap() }
+    };
+    rpc("evm_setAutomine", json!([false])).await;
+    let seq = Sequencer::start(&env(1));
+    let api = seq.url.clone();
+    wait_for_status(&http, &api, good[2].task, "submitted", Duration::from_secs(900)).await;
+    seq.kill();
+    let seq = Sequencer::start(&env(1));
+    let api = seq.url.clone();
+    assert_eq!(get(&http, &format!("{api}/v1/tasks/{}", good[2].task)).await.1["status"], "submitted");
+    rpc("evm_setAutomine", json!([true])).await;
+    rpc("evm_mine", json!([])).await;
+    wait_for_status(&http, &api, good[2].task, "settled", Duration::from_secs(300)).await;
+
+    // Exactly once: every acknowledged task settled on-chain, two batches, no more.
+    for s in &good {
+        let t = ITaskEscrow::new(d.escrow, &admin).task(s.task).call().await.unwrap();
+        assert_eq!(t.status, ITaskEscrow::TaskStatus::Settled, "task {}", s.task);
+        let (_, v) = get(&http, &format!("{api}/v1/tasks/{}", s.task)).await;
+        assert_eq!(v["status"], "settled");
+    }
+    let filter = alloy::rpc::types::Filter::new()
+        .address(d.settlement)
+        .event_signature(ISettlement::BatchSettled::SIGNATURE_HASH)
+        .from_block(0);
+    assert_eq!(admin.get_logs(&filter).await.unwrap().len(), 2, "each batch settles once");
+
+    // The batch view proves membership against the root the contract recorded.
+    let (code, batch) = get(&http, &format!("{api}/v1/batches/{batch_id}")).await;
+    assert_eq!(code, 200);
+    assert_eq!(batch["status"], "settled");
+    let members = batch["tasks"].as_array().unwrap();
+    assert_eq!(members.len(), 2);
+    let root: [u8; 32] = hex::decode(&batch["batch_root"].as_str().unwrap()[2..]).unwrap().try_into().unwrap();
+    for m in members {
+        let leaf: [u8; 32] = hex::decode(&m["leaf_hash"].as_str().unwrap()[2..]).unwrap().try_into().unwrap();
+        let path: Vec<[u8; 32]> = m["membership_proof"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| hex::decode(&h.as_str().unwrap()[2..]).unwrap().try_into().unwrap())
+            .collect();
+        let index = m["index"].as_u64().unwrap() as usize;
+        assert_eq!(tgrid_aggregation::root_from_audit_path(&leaf, index, 2, &path), Some(root));
+    }
+    let logs = admin.get_logs(&filter).await.unwrap();
+    let roots: Vec<B256> = logs.iter().map(|l| ISettlement::BatchSettled::decode_log(&l.inner).unwrap().batchRoot).collect();
+    assert!(roots.contains(&B256::from(root)), "the contract recorded the batch root the API shows");
+
+    // The transaction the API names is the one that settled the batch, in a real block.
+    let tx: B256 = batch["txs"][0].as_str().unwrap().parse().unwrap();
+    let receipt = admin.get_transaction_receipt(tx).await.unwrap().expect("the settling transaction is mined");
+    assert!(receipt.status());
+    assert_eq!(batch["block"].as_u64(), receipt.block_number);
+    assert_eq!(batch["gas_used"].as_u64(), Some(receipt.gas_used));
+
+    // Metrics report the work.
+    let r = http.get(format!("{api}/metrics")).send().await.unwrap();
+    let text = r.text().await.unwrap();
+    assert!(text.contains("tgrid_sequencer_settled_tasks_total"), "{text}");
+    assert!(text.contains("tgrid_sequencer_gas_per_task"), "{text}");
+    drop(seq);
+}
