@@ -185,7 +185,8 @@ fn main() {
 }
 
 fn show_key(source: &KeySource, fri: FriChoice, out: &Output) -> Result<()> {
-    let bar = out.spinner("building the wrap circuits and loading the key (a first INSECURE devnet setup takes minutes)");
+    let bar =
+        out.spinner("building the wrap circuits and loading the key (a first INSECURE devnet setup takes minutes)");
     let wrapper = BatchWrapper::build(match fri {
         FriChoice::Production => FinalFri::PRODUCTION,
         FriChoice::InsecureTest => FinalFri::INSECURE_TEST,

@@ -76,7 +76,8 @@ fn wrap_key() -> (String, String) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["insecure"], true);
-    let words: Vec<String> = v["verifying_key_words"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().into()).collect();
+    let words: Vec<String> =
+        v["verifying_key_words"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().into()).collect();
     assert_eq!(words.len(), 18);
     (v["id"].as_str().unwrap().into(), words.join(","))
 }
@@ -117,7 +118,13 @@ impl Drop for Sequencer {
 }
 
 async fn post(http: &Http, url: &str, body: String) -> (u16, Value) {
-    let r = http.post(format!("{url}/v1/results")).header("content-type", "application/json").body(body).send().await.unwrap();
+    let r = http
+        .post(format!("{url}/v1/results"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
     let status = r.status().as_u16();
     let text = r.text().await.unwrap();
     (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
@@ -182,7 +189,8 @@ async fn settles_results_on_anvil_refuses_bad_ones_and_survives_sigkill() {
     let d = devnet.deployment().clone();
     assert_eq!(d.verifying_key_id, key_id);
     let url: alloy::transports::http::reqwest::Url = devnet.rpc_url().parse().unwrap();
-    let wallet = |i: usize| ProviderBuilder::new().wallet(EthereumWallet::from(devnet.signer(i))).connect_http(url.clone());
+    let wallet =
+        |i: usize| ProviderBuilder::new().wallet(EthereumWallet::from(devnet.signer(i))).connect_http(url.clone());
     let (admin, provider, poster) = (wallet(0), wallet(1), wallet(2));
     let provider_addr = devnet.address(1);
 
@@ -395,7 +403,8 @@ async fn settles_results_on_anvil_refuses_bad_ones_and_survives_sigkill() {
         assert_eq!(tgrid_aggregation::root_from_audit_path(&leaf, index, 2, &path), Some(root));
     }
     let logs = admin.get_logs(&filter).await.unwrap();
-    let roots: Vec<B256> = logs.iter().map(|l| ISettlement::BatchSettled::decode_log(&l.inner).unwrap().batchRoot).collect();
+    let roots: Vec<B256> =
+        logs.iter().map(|l| ISettlement::BatchSettled::decode_log(&l.inner).unwrap().batchRoot).collect();
     assert!(roots.contains(&B256::from(root)), "the contract recorded the batch root the API shows");
 
     // The transaction the API names is the one that settled the batch, in a real block.

@@ -23,7 +23,9 @@ mod tests;
 pub mod tree;
 
 pub use batch::{
-    audit_path, batch_root, check_leaves, root_from_audit_path, node_hash, settlement_public_input, BatchFile, TaskLeaf, VerifiedBatch};
+    audit_path, batch_root, check_leaves, node_hash, root_from_audit_path, settlement_public_input, BatchFile,
+    TaskLeaf, VerifiedBatch,
+};
 pub use error::{Error, Result};
 pub use normalize::{NormalizedProof, Normalizer};
 pub use registry::{Registry, RegistryEntry, RegistryFile, RegistryFileEntry};

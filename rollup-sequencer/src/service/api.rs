@@ -267,7 +267,10 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limited",
-            format!("provider {} is over {} submissions/s", request.provider, shared.settings.submissions_per_provider_per_sec),
+            format!(
+                "provider {} is over {} submissions/s",
+                request.provider, shared.settings.submissions_per_provider_per_sec
+            ),
         ));
     }
     if !shared.in_flight.lock().expect("in-flight lock").insert(task_id) {
@@ -275,7 +278,8 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     }
     let _guard = InFlight(shared, task_id);
 
-    let proof_hex = request.proof.strip_prefix("0x").ok_or_else(|| ApiError::bad_request("proof lacks the 0x prefix"))?;
+    let proof_hex =
+        request.proof.strip_prefix("0x").ok_or_else(|| ApiError::bad_request("proof lacks the 0x prefix"))?;
     let proof_bytes = hex::decode(proof_hex).map_err(|e| ApiError::bad_request(format!("proof: {e}")))?;
     let proof = TaskProof::from_bytes(&proof_bytes).map_err(|e| ApiError::bad_request(format!("proof: {e}")))?;
     let output_commitment = commit(&request.output).0;
@@ -301,7 +305,11 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_proof", e.to_string()))?;
     drop(permit);
     if leaf.task_id != task_id {
-        return Err(ApiError::rejected(format!("the proof is for task {}, not {}", hex0x(&leaf.task_id), request.task_id)));
+        return Err(ApiError::rejected(format!(
+            "the proof is for task {}, not {}",
+            hex0x(&leaf.task_id),
+            request.task_id
+        )));
     }
     if leaf.provider != provider {
         return Err(ApiError::rejected(format!(
@@ -325,13 +333,18 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     match task.status {
         TaskStatus::Accepted => {}
         TaskStatus::Settled => return Err(ApiError::conflict(format!("task {} is already settled", request.task_id))),
-        TaskStatus::None => return Err(ApiError::rejected(format!("task {} does not exist on-chain", request.task_id))),
+        TaskStatus::None => {
+            return Err(ApiError::rejected(format!("task {} does not exist on-chain", request.task_id)))
+        }
         other => {
             return Err(ApiError::rejected(format!("task {} is {other:?} on-chain, not accepted", request.task_id)));
         }
     }
     if task.provider.0 .0 != provider {
-        return Err(ApiError::rejected(format!("task {} was accepted by {}, not {}", request.task_id, task.provider, request.provider)));
+        return Err(ApiError::rejected(format!(
+            "task {} was accepted by {}, not {}",
+            request.task_id, task.provider, request.provider
+        )));
     }
     if task.binding != task_binding(&leaf.model_id, &leaf.input_commitment, &leaf.provider) {
         return Err(ApiError::rejected(
@@ -339,10 +352,16 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         ));
     }
     if task.deadline <= now {
-        return Err(ApiError::rejected(format!("task {}'s deadline {} has passed (chain time {now})", request.task_id, task.deadline)));
+        return Err(ApiError::rejected(format!(
+            "task {}'s deadline {} has passed (chain time {now})",
+            request.task_id, task.deadline
+        )));
     }
     if !active {
-        return Err(ApiError::rejected(format!("model {} is not active in the on-chain registry", hex0x(&leaf.model_id))));
+        return Err(ApiError::rejected(format!(
+            "model {} is not active in the on-chain registry",
+            hex0x(&leaf.model_id)
+        )));
     }
 
     let record = TaskRecord {
@@ -405,7 +424,10 @@ fn view(shared: &Shared, record: TaskRecord, duplicate: bool) -> TaskView {
 /// A task's status.
 #[utoipa::path(get, path = "/v1/tasks/{task_id}", params(("task_id" = String, Path, description = "0x + 64 hex")),
     responses((status = 200, body = TaskView), (status = 404, body = ErrorBody)))]
-async fn task_status(State(shared): State<Arc<Shared>>, Path(task_id): Path<String>) -> Result<Json<TaskView>, ApiError> {
+async fn task_status(
+    State(shared): State<Arc<Shared>>,
+    Path(task_id): Path<String>,
+) -> Result<Json<TaskView>, ApiError> {
     let id: [u8; 32] = parse_hex(&task_id, "task_id")?;
     match shared.store.task(&id).map_err(ApiError::unavailable)? {
         Some(record) => Ok(Json(view(&shared, record, false))),
@@ -429,7 +451,10 @@ async fn task_status(State(shared): State<Arc<Shared>>, Path(task_id): Path<Stri
 /// A task's published output.
 #[utoipa::path(get, path = "/v1/tasks/{task_id}/output", params(("task_id" = String, Path, description = "0x + 64 hex")),
     responses((status = 200, body = OutputView), (status = 404, body = ErrorBody)))]
-async fn task_output(State(shared): State<Arc<Shared>>, Path(task_id): Path<String>) -> Result<Json<OutputView>, ApiError> {
+async fn task_output(
+    State(shared): State<Arc<Shared>>,
+    Path(task_id): Path<String>,
+) -> Result<Json<OutputView>, ApiError> {
     let id: [u8; 32] = parse_hex(&task_id, "task_id")?;
     let record = shared.store.task(&id).map_err(ApiError::unavailable)?;
     let output = shared.store.output(&id).map_err(ApiError::unavailable)?;
@@ -443,7 +468,11 @@ async fn task_output(State(shared): State<Arc<Shared>>, Path(task_id): Path<Stri
 #[utoipa::path(get, path = "/v1/batches/{id}", params(("id" = u64, Path, description = "batch sequence number")),
     responses((status = 200, body = BatchView), (status = 404, body = ErrorBody)))]
 async fn batch_status(State(shared): State<Arc<Shared>>, Path(id): Path<u64>) -> Result<Json<BatchView>, ApiError> {
-    let batch = shared.store.batch(id).map_err(ApiError::unavailable)?.ok_or_else(|| ApiError::not_found(format!("no batch {id}")))?;
+    let batch = shared
+        .store
+        .batch(id)
+        .map_err(ApiError::unavailable)?
+        .ok_or_else(|| ApiError::not_found(format!("no batch {id}")))?;
     let mut leaves = Vec::with_capacity(batch.tasks.len());
     for t in &batch.tasks {
         let record = parse_hex::<32>(t, "task id")

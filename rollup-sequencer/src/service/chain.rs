@@ -101,7 +101,9 @@ impl Chain {
         let chain = Self { provider, wallet: EthereumWallet::from(signer), sender, deployment };
         let settlement = ISettlement::new(chain.deployment.settlement, &chain.provider);
         if !settlement.isSequencer(sender).call().await.map_err(|e| rpc("Settlement.isSequencer", e))? {
-            return Err(ServiceError::Config(format!("{sender} does not hold the sequencer role of the settlement contract")));
+            return Err(ServiceError::Config(format!(
+                "{sender} does not hold the sequencer role of the settlement contract"
+            )));
         }
         Ok(chain)
     }
@@ -238,9 +240,7 @@ impl Chain {
     /// The receipt of `hash`, if mined.
     pub async fn receipt(&self, hash: B256) -> Result<Option<Mined>, ServiceError> {
         let r = self.provider.get_transaction_receipt(hash).await.map_err(|e| rpc("eth_getTransactionReceipt", e))?;
-        Ok(r.and_then(|r| {
-            r.block_number.map(|block| Mined { success: r.status(), block, gas_used: r.gas_used })
-        }))
+        Ok(r.and_then(|r| r.block_number.map(|block| Mined { success: r.status(), block, gas_used: r.gas_used })))
     }
 }
 

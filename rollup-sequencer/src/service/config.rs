@@ -126,9 +126,9 @@ impl Settings {
             let Some(key) = name.strip_prefix(ENV_PREFIX) else { continue };
             let key = key.to_ascii_lowercase();
             let typed = match table.get(&key) {
-                Some(toml::Value::Integer(_)) => toml::Value::Integer(
-                    value.parse().map_err(|_| bad(format!("{name}={value:?} is not an integer")))?,
-                ),
+                Some(toml::Value::Integer(_)) => {
+                    toml::Value::Integer(value.parse().map_err(|_| bad(format!("{name}={value:?} is not an integer")))?)
+                }
                 Some(toml::Value::Boolean(_)) => toml::Value::Boolean(
                     value.parse().map_err(|_| bad(format!("{name}={value:?} is not true or false")))?,
                 ),
@@ -187,8 +187,11 @@ mod tests {
     fn file_then_environment_override() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sequencer.toml");
-        std::fs::write(&path, "max_batch_tasks = 4\nrpc_url = \"http://10.0.0.1:8545\"\nwrap_fri = \"insecure-test\"\n")
-            .unwrap();
+        std::fs::write(
+            &path,
+            "max_batch_tasks = 4\nrpc_url = \"http://10.0.0.1:8545\"\nwrap_fri = \"insecure-test\"\n",
+        )
+        .unwrap();
         let s = Settings::load_with_env(
             Some(&path),
             env(&[("TGRID_SEQUENCER_MAX_BATCH_TASKS", "8"), ("TGRID_SEQUENCER_PROVING_KEY", "/keys/ceremony.pk")]),

@@ -28,15 +28,12 @@ impl Metrics {
         let registry = Registry::new();
         let queue_depth =
             IntGauge::new("tgrid_sequencer_queue_depth", "acknowledged results waiting for a batch").expect("metric");
-        let submissions = IntCounterVec::new(
-            Opts::new("tgrid_sequencer_submissions_total", "submissions by outcome"),
-            &["outcome"],
-        )
-        .expect("metric");
+        let submissions =
+            IntCounterVec::new(Opts::new("tgrid_sequencer_submissions_total", "submissions by outcome"), &["outcome"])
+                .expect("metric");
         let ack_seconds = Histogram::with_opts(
-            HistogramOpts::new("tgrid_sequencer_ack_seconds", "time from request to acknowledgement").buckets(vec![
-                0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-            ]),
+            HistogramOpts::new("tgrid_sequencer_ack_seconds", "time from request to acknowledgement")
+                .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5]),
         )
         .expect("metric");
         let batch_seconds = Histogram::with_opts(
@@ -60,7 +57,16 @@ impl Metrics {
         ] {
             registry.register(m).expect("unique metric names");
         }
-        Self { registry, queue_depth, submissions, ack_seconds, batch_seconds, settled_tasks, gas_per_task, failed_batches }
+        Self {
+            registry,
+            queue_depth,
+            submissions,
+            ack_seconds,
+            batch_seconds,
+            settled_tasks,
+            gas_per_task,
+            failed_batches,
+        }
     }
 
     /// The Prometheus text exposition.

@@ -82,7 +82,10 @@ pub fn unix_now() -> u64 {
 }
 
 fn bytes<const N: usize>(s: &str) -> Result<[u8; N], ServiceError> {
-    let v = s.strip_prefix("0x").and_then(|h| hex::decode(h).ok()).ok_or_else(|| ServiceError::Store(format!("bad hex {s:?}")))?;
+    let v = s
+        .strip_prefix("0x")
+        .and_then(|h| hex::decode(h).ok())
+        .ok_or_else(|| ServiceError::Store(format!("bad hex {s:?}")))?;
     v.try_into().map_err(|_| ServiceError::Store(format!("bad length {s:?}")))
 }
 
@@ -111,7 +114,11 @@ pub async fn run(
     let registry_file = RegistryFile::load(&settings.registry)
         .map_err(|e| ServiceError::Config(format!("registry {}: {e}", settings.registry.display())))?;
     let store = Store::open(&settings.data_dir)?;
-    let aggregator = Arc::new(tokio::task::spawn_blocking(move || Aggregator::new(registry_file)).await.map_err(|e| ServiceError::Io(e.to_string()))??);
+    let aggregator = Arc::new(
+        tokio::task::spawn_blocking(move || Aggregator::new(registry_file))
+            .await
+            .map_err(|e| ServiceError::Io(e.to_string()))??,
+    );
     let chain_root = chain.registry_root().await?;
     if chain_root != aggregator.registry().root() {
         tracing::warn!(

@@ -71,7 +71,10 @@ struct Worker {
 }
 
 fn parse32(s: &str) -> Result<[u8; 32]> {
-    let v = s.strip_prefix("0x").and_then(|h| hex::decode(h).ok()).ok_or_else(|| ServiceError::Store(format!("bad id {s}")))?;
+    let v = s
+        .strip_prefix("0x")
+        .and_then(|h| hex::decode(h).ok())
+        .ok_or_else(|| ServiceError::Store(format!("bad id {s}")))?;
     v.try_into().map_err(|_| ServiceError::Store(format!("bad id {s}")))
 }
 
@@ -128,18 +131,15 @@ impl Worker {
                     self.submit(batch)?;
                     return Ok(true);
                 }
-                BatchState::Submitted { .. } => {
-                    if self.reconcile(batch)? {
-                        return Ok(true);
-                    }
-                }
+                BatchState::Submitted { .. } if self.reconcile(batch)? => return Ok(true),
                 _ => {}
             }
         }
         if open.is_none() {
             if let Some(batch) = self.store().batches()?.into_iter().find(|b| b.state == BatchState::Open) {
                 info!(batch = batch.id, tasks = batch.tasks.len(), "resuming the open batch: re-proving its leaves");
-                let mut resumed = OpenBatch { deadlines: vec![], tree: IncrementalTree::new(aggregator), record: batch };
+                let mut resumed =
+                    OpenBatch { deadlines: vec![], tree: IncrementalTree::new(aggregator), record: batch };
                 for t in resumed.record.tasks.clone() {
                     let record = self.task(&t)?;
                     let proof = self.proof(&t)?;
@@ -191,7 +191,8 @@ impl Worker {
     }
 
     fn proof(&self, id: &str) -> Result<TaskProof> {
-        let bytes = self.store().proof(&parse32(id)?)?.ok_or_else(|| ServiceError::Store(format!("no proof for task {id}")))?;
+        let bytes =
+            self.store().proof(&parse32(id)?)?.ok_or_else(|| ServiceError::Store(format!("no proof for task {id}")))?;
         TaskProof::from_bytes(&bytes).map_err(|e| ServiceError::Store(format!("stored proof of {id}: {e}")))
     }
 
@@ -208,13 +209,15 @@ impl Worker {
             Err(e) => {
                 // Checked at ingest; only a changed registry file gets here.
                 warn!(task = %next.task_id, error = %e, "cannot prove the leaf; dropping the task");
-                self.store().set_task_state(&task_id, TaskState::Dropped { reason: format!("leaf proof failed: {e}") })?;
+                self.store()
+                    .set_task_state(&task_id, TaskState::Dropped { reason: format!("leaf proof failed: {e}") })?;
                 return self.store().flush_blocking();
             }
         };
         if open.is_none() {
             let id = self.store().next_batch_id()?;
-            let record = BatchRecord { id, tasks: vec![], opened_at: unix_now(), closed_at: None, state: BatchState::Open };
+            let record =
+                BatchRecord { id, tasks: vec![], opened_at: unix_now(), closed_at: None, state: BatchState::Open };
             *open = Some(OpenBatch { record, deadlines: vec![], tree: IncrementalTree::new(aggregator) });
         }
         let o = open.as_mut().expect("opened above");
@@ -238,7 +241,12 @@ impl Worker {
     fn wrap(&mut self, mut record: BatchRecord, batch_file: &tgrid_aggregation::BatchFile) -> Result<()> {
         let started = std::time::Instant::now();
         let (file, stats) = self.wrapper.prove(&self.key, batch_file, &|_| {})?;
-        info!(batch = record.id, seconds = started.elapsed().as_secs_f64(), groth16 = stats.groth16_seconds, "batch proven");
+        info!(
+            batch = record.id,
+            seconds = started.elapsed().as_secs_f64(),
+            groth16 = stats.groth16_seconds,
+            "batch proven"
+        );
         let proof = String::from_utf8(file.to_json_bytes()).map_err(|e| ServiceError::Io(e.to_string()))?;
         record.state = BatchState::Proven { proof };
         self.store().put_batch(&record)?;
@@ -277,7 +285,10 @@ impl Worker {
             if t.status == TaskStatus::Settled {
                 outcomes.push((leaf.task_id, TaskState::Settled { batch: None, tx: None }));
             } else if t.status != TaskStatus::Accepted {
-                outcomes.push((leaf.task_id, TaskState::Dropped { reason: format!("task {id} is {:?} on-chain", t.status) }));
+                outcomes.push((
+                    leaf.task_id,
+                    TaskState::Dropped { reason: format!("task {id} is {:?} on-chain", t.status) },
+                ));
             } else if t.deadline <= now {
                 outcomes.push((
                     leaf.task_id,
@@ -302,7 +313,8 @@ impl Worker {
         let gas = match self.rt.block_on(chain.estimate_submit(&leaves, &registry_root, &words)) {
             Ok(gas) => gas,
             Err(ServiceError::Rejected(reason)) => {
-                let outcomes = leaves.iter().map(|l| (l.task_id, TaskState::Dropped { reason: reason.clone() })).collect();
+                let outcomes =
+                    leaves.iter().map(|l| (l.task_id, TaskState::Dropped { reason: reason.clone() })).collect();
                 return self.fail(record, reason, outcomes);
             }
             Err(e) => return Err(e),
@@ -310,7 +322,15 @@ impl Worker {
         let nonce = self.rt.block_on(chain.pending_nonce())?;
         let (max_fee, priority) = self.rt.block_on(chain.fees())?;
         let gas_limit = gas + gas / 5;
-        let signed = self.rt.block_on(chain.sign_submit(&leaves, &registry_root, &words, nonce, gas_limit, max_fee, priority))?;
+        let signed = self.rt.block_on(chain.sign_submit(
+            &leaves,
+            &registry_root,
+            &words,
+            nonce,
+            gas_limit,
+            max_fee,
+            priority,
+        ))?;
         let raw = format!("0x{}", hex::encode(&signed.raw));
         record.state = BatchState::Submitted {
             proof: proof.clone(),
@@ -332,7 +352,8 @@ impl Worker {
 
     fn settle(&self, mut record: BatchRecord, tx: String, block: u64, gas_used: u64) -> Result<()> {
         for t in &record.tasks {
-            self.store().set_task_state(&parse32(t)?, TaskState::Settled { batch: Some(record.id), tx: Some(tx.clone()) })?;
+            self.store()
+                .set_task_state(&parse32(t)?, TaskState::Settled { batch: Some(record.id), tx: Some(tx.clone()) })?;
         }
         let n = record.tasks.len() as u64;
         info!(batch = record.id, %tx, block, gas_used, tasks = n, "batch settled");
@@ -407,7 +428,8 @@ impl Worker {
             let file = SettlementProofFile::from_json_bytes(proof.as_bytes())?;
             let leaves = file.task_leaves()?;
             let root = parse32(&file.registry_root)?;
-            let gas = self.rt.block_on(chain.estimate_submit(&leaves, &root, &file.proof_words()?)).unwrap_or(3_000_000);
+            let gas =
+                self.rt.block_on(chain.estimate_submit(&leaves, &root, &file.proof_words()?)).unwrap_or(3_000_000);
             let signed = self.rt.block_on(chain.sign_submit(
                 &leaves,
                 &root,

@@ -186,7 +186,13 @@ impl Store {
     }
 
     /// Stores a new result atomically (record, proof, output); the caller flushes.
-    pub fn insert_result(&self, id: &[u8; 32], record: &TaskRecord, proof: &[u8], output: &[i8]) -> Result<(), ServiceError> {
+    pub fn insert_result(
+        &self,
+        id: &[u8; 32],
+        record: &TaskRecord,
+        proof: &[u8],
+        output: &[i8],
+    ) -> Result<(), ServiceError> {
         use sled::Transactional;
         let record = serde_json::to_vec(record).expect("records serialize");
         let output: Vec<u8> = output.iter().map(|&v| v as u8).collect();
@@ -243,7 +249,8 @@ impl Store {
             let n = old.and_then(|b| <[u8; 8]>::try_from(b).ok()).map(u64::from_be_bytes).unwrap_or(0);
             Some((n + 1).to_be_bytes().to_vec())
         })?;
-        let bytes: [u8; 8] = next.as_deref().and_then(|b| b.try_into().ok()).ok_or_else(|| corrupt("meta", "next_batch"))?;
+        let bytes: [u8; 8] =
+            next.as_deref().and_then(|b| b.try_into().ok()).ok_or_else(|| corrupt("meta", "next_batch"))?;
         Ok(u64::from_be_bytes(bytes))
     }
 }
