@@ -120,6 +120,8 @@ impl Worker {
     }
 
     /// One transition; `Ok(true)` if something moved.
+    // The guard clippy suggests for `Submitted` would borrow `batch` while `reconcile` takes it.
+    #[allow(clippy::collapsible_match)]
     fn step<'a>(&mut self, aggregator: &'a Aggregator, open: &mut Option<OpenBatch<'a>>) -> Result<bool> {
         for batch in self.store().batches()? {
             match &batch.state {
@@ -131,7 +133,11 @@ impl Worker {
                     self.submit(batch)?;
                     return Ok(true);
                 }
-                BatchState::Submitted { .. } if self.reconcile(batch)? => return Ok(true),
+                BatchState::Submitted { .. } => {
+                    if self.reconcile(batch)? {
+                        return Ok(true);
+                    }
+                }
                 _ => {}
             }
         }
