@@ -141,7 +141,14 @@ fn wrap_and_check(d: &Path, batch: &Path, verified_batch: &serde_json::Value) {
     let out = run(sequencer().args(["wrap"]).arg(batch).arg("--out").arg(d.join("x.g16")));
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 
-    let keys = d.join("keys");
+    // Shared with tests/service.rs: the INSECURE test-FRI key is set up once per target dir.
+    let keys = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tgrid-test-keys");
+    let cached = std::fs::read_dir(&keys).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("wrap-insecure-test-") && name.ends_with(".pk")
+        })
+    });
     let g16 = d.join("batch.g16");
     let out = run(sequencer()
         .args(["--json", "wrap"])
@@ -155,7 +162,7 @@ fn wrap_and_check(d: &Path, batch: &Path, verified_batch: &serde_json::Value) {
     assert!(stderr.contains("INSECURE devnet Groth16 key"), "{stderr}");
     assert_eq!(wrapped["insecure_key"], true);
     assert!(wrapped["key_id"].as_str().unwrap().contains("insecure"));
-    assert!(wrapped["setup_seconds"].as_f64().is_some(), "first use runs the setup");
+    assert_eq!(wrapped["setup_seconds"].as_f64().is_some(), !cached, "the setup runs on first use only");
     assert_eq!(wrapped["public_input"], verified_batch["public_input"]);
     assert_eq!(wrapped["batch_root"], verified_batch["batch_root"]);
     assert_eq!(wrapped["count"], 3);
