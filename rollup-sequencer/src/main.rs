@@ -56,20 +56,8 @@ enum Command {
         /// Where to write the settlement proof file.
         #[arg(long)]
         out: PathBuf,
-        /// Groth16 proving key from a ceremony (tgrid-groth16 key file; validated on load).
-        #[arg(long, conflicts_with = "insecure_devnet_key", required_unless_present = "insecure_devnet_key")]
-        proving_key: Option<PathBuf>,
-        /// INSECURE: use the devnet key, set up once from a PUBLIC seed and cached in --keys-dir.
-        /// Anyone can forge proofs for it: devnets and tests only.
-        #[arg(long)]
-        insecure_devnet_key: bool,
-        /// Directory of cached devnet keys (`<id>.pk`, `<id>.vk.json`).
-        #[arg(long, env = "TGRID_KEYS_DIR", default_value = ".tgrid/keys")]
-        keys_dir: PathBuf,
-        /// FRI parameters of the final layer: `production` (100 conjectured bits) or
-        /// `insecure-test` (10 bits, same code paths, for tests only).
-        #[arg(long, value_enum, default_value_t = FriChoice::Production)]
-        fri: FriChoice,
+        #[command(flatten)]
+        key: WrapKeyArgs,
     },
     /// Run the sequencer service: HTTP API (submit results, task and batch status, published
     /// outputs, /openapi.json, /metrics), durable state, batching, proving and on-chain
@@ -95,18 +83,8 @@ enum Command {
     /// its id, digest and the 18 verifying-key words `Groth16KeyedVerifier` is deployed with
     /// (`TGRID_VERIFIER_KEY` / `TGRID_VERIFIER_KEY_ID` of Deploy.s.sol).
     Key {
-        /// Groth16 proving key from a ceremony (tgrid-groth16 key file; validated on load).
-        #[arg(long, conflicts_with = "insecure_devnet_key", required_unless_present = "insecure_devnet_key")]
-        proving_key: Option<PathBuf>,
-        /// INSECURE: the devnet key, set up once from a PUBLIC seed and cached in --keys-dir.
-        #[arg(long)]
-        insecure_devnet_key: bool,
-        /// Directory of cached devnet keys.
-        #[arg(long, env = "TGRID_KEYS_DIR", default_value = ".tgrid/keys")]
-        keys_dir: PathBuf,
-        /// FRI parameters of the final layer.
-        #[arg(long, value_enum, default_value_t = FriChoice::Production)]
-        fri: FriChoice,
+        #[command(flatten)]
+        key: WrapKeyArgs,
     },
     /// Benchmark normalization, leaf and merge proofs and a whole batch; prints one JSON object.
     Bench {
@@ -117,6 +95,35 @@ enum Command {
         #[arg(long = "model")]
         models: Vec<PathBuf>,
     },
+}
+
+/// Which Groth16 key and final-layer parameters the wrap uses (`wrap`, `key`).
+#[derive(Debug, clap::Args)]
+struct WrapKeyArgs {
+    /// Groth16 proving key from a ceremony (tgrid-groth16 key file; validated on load).
+    #[arg(long, conflicts_with = "insecure_devnet_key", required_unless_present = "insecure_devnet_key")]
+    proving_key: Option<PathBuf>,
+    /// INSECURE: use the devnet key, set up once from a PUBLIC seed and cached in --keys-dir.
+    /// Anyone can forge proofs for it: devnets and tests only.
+    #[arg(long)]
+    insecure_devnet_key: bool,
+    /// Directory of cached devnet keys (`<id>.pk`, `<id>.vk.json`).
+    #[arg(long, env = "TGRID_KEYS_DIR", default_value = ".tgrid/keys")]
+    keys_dir: PathBuf,
+    /// FRI parameters of the final layer: `production` (100 conjectured bits) or
+    /// `insecure-test` (10 bits, same code paths, for tests only).
+    #[arg(long, value_enum, default_value_t = FriChoice::Production)]
+    fri: FriChoice,
+}
+
+impl WrapKeyArgs {
+    fn source(self) -> (KeySource, FriChoice) {
+        let source = match self.proving_key {
+            Some(file) => KeySource::File(file),
+            None => KeySource::InsecureDevnet { dir: self.keys_dir },
+        };
+        (source, self.fri)
+    }
 }
 
 /// Final-layer FRI parameters.
@@ -160,20 +167,14 @@ fn main() {
         }
         Command::Registry { command: RegistryCommand::Show { registry } } => registry_show(&registry, &out),
         Command::Aggregate { proofs, registry, out: path } => aggregate(&proofs, &registry, &path, &out),
-        Command::Wrap { batch, out: path, proving_key, insecure_devnet_key: _, keys_dir, fri } => {
-            let source = match proving_key {
-                Some(file) => KeySource::File(file),
-                None => KeySource::InsecureDevnet { dir: keys_dir },
-            };
+        Command::Wrap { batch, out: path, key } => {
+            let (source, fri) = key.source();
             wrap(&batch, &path, &source, fri, &out)
         }
         Command::Bench { tasks, models } => bench::run(tasks, &models),
         Command::Run { config, print_settings } => run_service(config.as_deref(), print_settings),
-        Command::Key { proving_key, insecure_devnet_key: _, keys_dir, fri } => {
-            let source = match proving_key {
-                Some(file) => KeySource::File(file),
-                None => KeySource::InsecureDevnet { dir: keys_dir },
-            };
+        Command::Key { key } => {
+            let (source, fri) = key.source();
             show_key(&source, fri, &out)
         }
         Command::Openapi => {

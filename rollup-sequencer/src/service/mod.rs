@@ -81,7 +81,8 @@ pub fn unix_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
 }
 
-fn bytes<const N: usize>(s: &str) -> Result<[u8; N], ServiceError> {
+/// Decodes a stored 0x-hex field of exactly N bytes.
+pub(crate) fn bytes<const N: usize>(s: &str) -> Result<[u8; N], ServiceError> {
     let v = s
         .strip_prefix("0x")
         .and_then(|h| hex::decode(h).ok())

@@ -71,11 +71,7 @@ struct Worker {
 }
 
 fn parse32(s: &str) -> Result<[u8; 32]> {
-    let v = s
-        .strip_prefix("0x")
-        .and_then(|h| hex::decode(h).ok())
-        .ok_or_else(|| ServiceError::Store(format!("bad id {s}")))?;
-    v.try_into().map_err(|_| ServiceError::Store(format!("bad id {s}")))
+    crate::service::bytes(s)
 }
 
 impl Worker {
