@@ -34,10 +34,12 @@ alloy::sol! {
         event TaskPosted(bytes32 indexed taskId, address indexed poster, bytes32 indexed modelId, bytes32 inputCommitment, uint256 payment, uint256 priorityFee, uint256 deadline);
         event TaskAccepted(bytes32 indexed taskId, address indexed provider, uint256 collateral);
         event TaskSettled(bytes32 indexed taskId, bytes32 outputCommitment);
+        event TaskExpired(bytes32 indexed taskId, address indexed provider, uint256 refund, uint256 slashedToPoster);
 
         function postTask(bytes32 modelId, bytes32 inputCommitment, uint256 payment, uint256 priorityFee, uint256 deadline) external returns (bytes32 taskId);
         function acceptTask(bytes32 taskId) external;
         function expireTask(bytes32 taskId) external;
+        function cancelTask(bytes32 taskId) external;
         function task(bytes32 taskId) external view returns (Task memory);
         function collateralFor(uint256 reward) external view returns (uint256);
         function deadlineBounds() external view returns (uint256 minDelay, uint256 maxDelay);
@@ -79,7 +81,20 @@ alloy::sol! {
     /// contracts/interfaces/IStaking.sol
     #[sol(rpc)]
     interface IStaking {
+        #[derive(Debug, PartialEq, Eq)]
+        struct ProviderAccount {
+            uint96 bonded;
+            uint96 locked;
+            uint96 unbonding;
+            uint40 unbondingReadyAt;
+            uint96 earnings;
+            uint32 tasksSettled;
+            uint32 tasksSlashed;
+        }
+
         function stake(uint256 amount) external;
+        function claimEarnings() external returns (uint256 amount);
+        function account(address provider) external view returns (ProviderAccount memory);
         function freeStake(address provider) external view returns (uint256);
         function minStake() external view returns (uint256);
         function reputation(address provider) external view returns (uint256 settled, uint256 slashed);
@@ -91,6 +106,7 @@ alloy::sol! {
         function approve(address spender, uint256 amount) external returns (bool);
         function transfer(address to, uint256 amount) external returns (bool);
         function balanceOf(address account) external view returns (uint256);
+        function allowance(address owner, address spender) external view returns (uint256);
     }
 
     /// The votes part of TGRID (OpenZeppelin ERC20Votes, timestamp clock).
@@ -105,6 +121,8 @@ alloy::sol! {
     interface IGovernor {
         #[derive(Debug, PartialEq, Eq)]
         enum ProposalState { Pending, Active, Canceled, Defeated, Succeeded, Queued, Expired, Executed }
+
+        event ProposalCreated(uint256 proposalId, address proposer, address[] targets, uint256[] values, string[] signatures, bytes[] calldatas, uint256 voteStart, uint256 voteEnd, string description);
 
         function propose(address[] targets, uint256[] values, bytes[] calldatas, string description) external returns (uint256 proposalId);
         function castVote(uint256 proposalId, uint8 support) external returns (uint256 balance);

@@ -112,6 +112,35 @@ impl<P: Provider> Governance<P> {
         confirm("Governor.execute", call.send().await).await
     }
 
+    /// A proposal as its `ProposalCreated` event recorded it (searched from `from_block`), so any
+    /// member can queue or execute a proposal knowing only its id.
+    pub async fn proposal(&self, id: U256, from_block: u64) -> Result<Proposal> {
+        use alloy::sol_types::SolEvent;
+        let filter = alloy::rpc::types::Filter::new()
+            .address(*self.governor.address())
+            .event_signature(IGovernor::ProposalCreated::SIGNATURE_HASH)
+            .from_block(from_block);
+        let logs = self
+            .governor
+            .provider()
+            .get_logs(&filter)
+            .await
+            .map_err(|e| chain_err("eth_getLogs ProposalCreated", e))?;
+        for log in logs {
+            let created =
+                log.log_decode::<IGovernor::ProposalCreated>().map_err(|e| chain_err("ProposalCreated", e))?.inner.data;
+            if created.proposalId == id {
+                return Ok(Proposal {
+                    targets: created.targets,
+                    values: created.values,
+                    calldatas: created.calldatas,
+                    description: created.description,
+                });
+            }
+        }
+        Err(chain_err("Governor", format!("no proposal {id} was created since block {from_block}")))
+    }
+
     /// When voting ends (timestamp).
     pub async fn voting_deadline(&self, id: U256) -> Result<u64> {
         let t =

@@ -6,11 +6,13 @@
 //! `circuits/` does.
 
 pub mod bindings;
+mod client;
 mod deployment;
 mod devnet;
 mod error;
 pub mod governance;
 
+pub use client::{chain_now, parse_signer, reader, settled_output, signing, SettledOutput};
 pub use deployment::Deployment;
 pub use devnet::{advance_time, Devnet, DevnetConfig};
 pub use error::{Error, Result};

@@ -112,3 +112,62 @@ pub fn peak_rss_mib() -> Option<f64> {
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
 }
+
+/// Layered settings of a long-running command: `T::default()`, overridden by the TOML `file`,
+/// overridden by environment variables `<prefix><FIELD>` (field name upper case). Unknown
+/// settings and ill-typed values are errors naming them. `optional` lists the `Option` fields
+/// (absent from the defaults' table, so they are accepted by name).
+pub fn layered_settings<T>(
+    file: Option<&std::path::Path>,
+    env: impl IntoIterator<Item = (String, String)>,
+    prefix: &str,
+    optional: &[&str],
+) -> Result<T, String>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + Default,
+{
+    /// Largest settings file read.
+    const MAX_CONFIG_BYTES: u64 = 1 << 20;
+    let mut table = toml::Table::try_from(T::default()).map_err(|e| e.to_string())?;
+    if let Some(path) = file {
+        let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let len = std::fs::metadata(path).map_err(|e| at(&e))?.len();
+        if len > MAX_CONFIG_BYTES {
+            return Err(at(&format!("{len} bytes, more than a settings file holds")));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| at(&e))?;
+        let from_file: toml::Table = text.parse().map_err(|e| at(&e))?;
+        for (k, v) in from_file {
+            if !table.contains_key(&k) && !optional.contains(&k.as_str()) {
+                return Err(at(&format!("unknown setting {k:?}")));
+            }
+            table.insert(k, v);
+        }
+    }
+    for (name, value) in env {
+        let Some(key) = name.strip_prefix(prefix) else { continue };
+        let key = key.to_ascii_lowercase();
+        let typed = match table.get(&key) {
+            Some(toml::Value::Integer(_)) => {
+                toml::Value::Integer(value.parse().map_err(|_| format!("{name}={value:?} is not an integer"))?)
+            }
+            Some(toml::Value::Boolean(_)) => {
+                toml::Value::Boolean(value.parse().map_err(|_| format!("{name}={value:?} is not true or false"))?)
+            }
+            // Lists from the environment are comma-separated.
+            Some(toml::Value::Array(_)) => toml::Value::Array(
+                value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| toml::Value::String(s.into()))
+                    .collect(),
+            ),
+            Some(_) => toml::Value::String(value),
+            None if optional.contains(&key.as_str()) => toml::Value::String(value),
+            None => return Err(format!("{name}: unknown setting")),
+        };
+        table.insert(key, typed);
+    }
+    table.try_into().map_err(|e: toml::de::Error| e.to_string())
+}

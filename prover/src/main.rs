@@ -2,6 +2,7 @@
 //! the integer inference, commits inputs, proves tasks, and benchmarks the fixtures.
 
 mod bench;
+mod daemon;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -83,6 +84,22 @@ enum Command {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+    /// Run the provider daemon: stake, watch posted tasks of the held models, accept what can be
+    /// finished before its deadline, prove, submit to the sequencer, follow until paid.
+    ///
+    /// Settings (defaults for a local devnet, then the file, then TGRID_PROVIDER_<SETTING>
+    /// variables; lists comma-separated): rpc_url, deployment, private_key (default: anvil
+    /// account 1, devnet only), models (.tgm files), inputs_dir (input store, files named
+    /// <input commitment>.json), sequencer_url, data_dir, stake_tgrid, settle_margin_secs,
+    /// initial_prove_estimate_secs, poll_interval_ms.
+    Run {
+        /// TOML settings file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Print the effective settings (private key hidden) and exit.
+        #[arg(long)]
+        print_settings: bool,
+    },
     /// Benchmark compile, prove and verify on fixture models; prints one JSON line per fixture.
     Bench {
         /// Fixture directories (each with model.onnx, calibration.json, input.json).
@@ -104,7 +121,7 @@ fn main() {
     out.exit_with(run(cli.command, &out));
 }
 
-fn load_model(path: &Path) -> Result<ModelFile> {
+pub(crate) fn load_model(path: &Path) -> Result<ModelFile> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?;
     ModelFile::from_bytes(&bytes)
         .with_context(|| format!("{} is not a usable compiled model", path.display()))
@@ -264,6 +281,16 @@ fn run(command: Command, out: &Output) -> Result<()> {
                     )
                 },
             )
+        }
+        Command::Run { config, print_settings } => {
+            let mut settings = daemon::Settings::load(config.as_deref()).map_err(bad_input)?;
+            if print_settings {
+                settings.private_key = "(hidden)".into();
+                return out.emit(serde_json::to_value(&settings)?, || {
+                    toml::to_string(&settings).unwrap_or_else(|e| e.to_string())
+                });
+            }
+            daemon::run(settings, *out)
         }
         Command::Bench { fixtures, max_segment_rows, in_process } => {
             bench::run(&fixtures, max_segment_rows, in_process)

@@ -92,9 +92,6 @@ impl Default for Settings {
 /// Prefix of the environment variables overriding settings.
 pub const ENV_PREFIX: &str = "TGRID_SEQUENCER_";
 
-/// Largest settings file read.
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
 impl Settings {
     /// Defaults, then `file` (if any), then the environment.
     pub fn load(file: Option<&Path>) -> Result<Self, ServiceError> {
@@ -106,39 +103,14 @@ impl Settings {
         file: Option<&Path>,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self, ServiceError> {
-        let bad = |reason: String| ServiceError::Config(reason);
-        let mut table = toml::Table::try_from(Settings::default()).map_err(|e| bad(e.to_string()))?;
-        if let Some(path) = file {
-            let len = std::fs::metadata(path).map_err(|e| bad(format!("{}: {e}", path.display())))?.len();
-            if len > MAX_CONFIG_BYTES {
-                return Err(bad(format!("{}: {len} bytes, more than a settings file holds", path.display())));
-            }
-            let text = std::fs::read_to_string(path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
-            let from_file: toml::Table = text.parse().map_err(|e| bad(format!("{}: {e}", path.display())))?;
-            for (k, v) in from_file {
-                if !table.contains_key(&k) && k != "proving_key" {
-                    return Err(bad(format!("{}: unknown setting {k:?}", path.display())));
+        let settings: Settings =
+            tgrid_cli::layered_settings(file, env, ENV_PREFIX, &["proving_key"]).map_err(|e| {
+                if e.ends_with(": unknown setting") {
+                    ServiceError::Config(format!("{e} (see `tgrid-sequencer run --help`)"))
+                } else {
+                    ServiceError::Config(e)
                 }
-                table.insert(k, v);
-            }
-        }
-        for (name, value) in env {
-            let Some(key) = name.strip_prefix(ENV_PREFIX) else { continue };
-            let key = key.to_ascii_lowercase();
-            let typed = match table.get(&key) {
-                Some(toml::Value::Integer(_)) => {
-                    toml::Value::Integer(value.parse().map_err(|_| bad(format!("{name}={value:?} is not an integer")))?)
-                }
-                Some(toml::Value::Boolean(_)) => toml::Value::Boolean(
-                    value.parse().map_err(|_| bad(format!("{name}={value:?} is not true or false")))?,
-                ),
-                Some(_) => toml::Value::String(value),
-                None if key == "proving_key" => toml::Value::String(value),
-                None => return Err(bad(format!("{name}: unknown setting (see `tgrid-sequencer run --help`)"))),
-            };
-            table.insert(key, typed);
-        }
-        let settings: Settings = table.try_into().map_err(|e: toml::de::Error| bad(e.to_string()))?;
+            })?;
         settings.validate()?;
         Ok(settings)
     }

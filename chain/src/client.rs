@@ -1,0 +1,93 @@
+//! Connecting to a node as one account, and the chain reads every role's tool shares: the
+//! chain's clock, a settled task's output commitment, a proposal from its creation event.
+
+use alloy::network::EthereumWallet;
+use alloy::primitives::{Address, B256};
+use alloy::providers::{DynProvider, Provider, ProviderBuilder};
+use alloy::rpc::types::Filter;
+use alloy::signers::local::PrivateKeySigner;
+use alloy::sol_types::SolEvent;
+
+use crate::bindings::ITaskEscrow;
+use crate::{Error, Result};
+
+fn chain_err(step: &str, e: impl std::fmt::Display) -> Error {
+    Error::Chain { step: step.to_string(), reason: e.to_string() }
+}
+
+/// Parses a 0x-prefixed secp256k1 private key.
+pub fn parse_signer(private_key: &str) -> Result<PrivateKeySigner> {
+    // The key itself never appears in the error.
+    private_key
+        .trim()
+        .parse::<PrivateKeySigner>()
+        .map_err(|_| chain_err("private key", "not a 0x-prefixed 32-byte hex secp256k1 key"))
+}
+
+fn parse_url(rpc_url: &str) -> Result<alloy::transports::http::reqwest::Url> {
+    rpc_url.parse().map_err(|e| chain_err("rpc url", format!("{rpc_url:?}: {e}")))
+}
+
+/// A read-only connection.
+pub fn reader(rpc_url: &str) -> Result<DynProvider> {
+    Ok(ProviderBuilder::new().disable_recommended_fillers().connect_http(parse_url(rpc_url)?).erased())
+}
+
+/// A connection whose transactions `signer` signs. Nonces are asked from the node for every
+/// transaction (never cached): a call whose estimation reverts must not leave a nonce gap, and
+/// several tools may send from one account.
+pub fn signing(rpc_url: &str, signer: PrivateKeySigner) -> Result<DynProvider> {
+    Ok(ProviderBuilder::new()
+        .disable_recommended_fillers()
+        .with_gas_estimation()
+        .with_simple_nonce_management()
+        .fetch_chain_id()
+        .wallet(EthereumWallet::from(signer))
+        .connect_http(parse_url(rpc_url)?)
+        .erased())
+}
+
+/// The latest block's timestamp: the clock deadlines are measured by (on a devnet it may run
+/// ahead of the wall clock).
+pub async fn chain_now<P: Provider>(provider: &P) -> Result<u64> {
+    let block = provider
+        .get_block_by_number(Default::default())
+        .await
+        .map_err(|e| chain_err("eth_getBlockByNumber", e))?
+        .ok_or_else(|| chain_err("eth_getBlockByNumber", "the node has no latest block"))?;
+    Ok(block.header.timestamp)
+}
+
+/// Where and with what output a task settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SettledOutput {
+    /// The output commitment the settlement recorded.
+    pub output_commitment: B256,
+    /// The settling block.
+    pub block: u64,
+    /// The settling transaction.
+    pub transaction: B256,
+}
+
+/// The `TaskSettled` event of `task_id`, searched from `from_block`; `None` if it has not
+/// settled.
+pub async fn settled_output<P: Provider>(
+    provider: &P,
+    escrow: Address,
+    from_block: u64,
+    task_id: B256,
+) -> Result<Option<SettledOutput>> {
+    let filter = Filter::new()
+        .address(escrow)
+        .event_signature(ITaskEscrow::TaskSettled::SIGNATURE_HASH)
+        .topic1(task_id)
+        .from_block(from_block);
+    let logs = provider.get_logs(&filter).await.map_err(|e| chain_err("eth_getLogs TaskSettled", e))?;
+    let Some(log) = logs.last() else { return Ok(None) };
+    let event = log.log_decode::<ITaskEscrow::TaskSettled>().map_err(|e| chain_err("TaskSettled", e))?;
+    Ok(Some(SettledOutput {
+        output_commitment: event.inner.data.outputCommitment,
+        block: log.block_number.unwrap_or_default(),
+        transaction: log.transaction_hash.unwrap_or_default(),
+    }))
+}
