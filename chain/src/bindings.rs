@@ -40,6 +40,9 @@ alloy::sol! {
         function acceptTask(bytes32 taskId) external;
         function expireTask(bytes32 taskId) external;
         function cancelTask(bytes32 taskId) external;
+        function setCollateralParameters(uint256 collateralBps, uint256 minCollateral) external;
+        function setProtocolFee(uint256 protocolFeeBps) external;
+        function setDeadlineBounds(uint256 minDelay, uint256 maxDelay) external;
         function task(bytes32 taskId) external view returns (Task memory);
         function collateralFor(uint256 reward) external view returns (uint256);
         function deadlineBounds() external view returns (uint256 minDelay, uint256 maxDelay);
@@ -56,6 +59,8 @@ alloy::sol! {
         function verifier() external view returns (address);
         function maxBatchSize() external view returns (uint256);
         function setMaxBatchSize(uint256 maxBatchSize) external;
+        function setSequencer(address account, bool allowed) external;
+        function setVerifier(address verifier) external;
     }
 
     /// contracts/interfaces/IModelRegistry.sol
@@ -94,6 +99,9 @@ alloy::sol! {
 
         function stake(uint256 amount) external;
         function claimEarnings() external returns (uint256 amount);
+        function setMinStake(uint256 minStake) external;
+        function setUnbondingDelay(uint256 unbondingDelay) external;
+        function setSlashParameters(uint256 slashBps, uint256 posterShareBps) external;
         function account(address provider) external view returns (ProviderAccount memory);
         function freeStake(address provider) external view returns (uint256);
         function minStake() external view returns (uint256);

@@ -5,6 +5,7 @@
 //! Services (sequencer, provider daemon, auditor tools) depend on this crate; nothing under
 //! `circuits/` does.
 
+mod amount;
 pub mod bindings;
 mod client;
 mod deployment;
@@ -12,6 +13,7 @@ mod devnet;
 mod error;
 pub mod governance;
 
+pub use amount::{format_tgrid, parse_tgrid};
 pub use client::{chain_now, parse_signer, reader, settled_output, signing, SettledOutput};
 pub use deployment::Deployment;
 pub use devnet::{advance_time, Devnet, DevnetConfig};

@@ -20,7 +20,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tgrid_chain::bindings::{IStaking, ITaskEscrow, IERC20};
-use tgrid_chain::Deployment;
+use tgrid_chain::{format_tgrid as tgrid_amount, Deployment};
 use tgrid_circuits::{commit, ModelFile, TaskProver};
 use tgrid_cli::Output;
 use tgrid_onnx::InputData;
@@ -178,18 +178,6 @@ struct HeldModel {
     /// slowest proof seen.
     prove_estimate: f64,
     measured: bool,
-}
-
-/// Formats TGRID wei as a decimal token amount.
-pub fn tgrid_amount(wei: U256) -> String {
-    let unit = U256::from(10u64).pow(U256::from(18u64));
-    let whole = wei / unit;
-    let frac = wei % unit;
-    if frac.is_zero() {
-        return whole.to_string();
-    }
-    let digits = format!("{:018}", frac);
-    format!("{whole}.{}", digits.trim_end_matches('0'))
 }
 
 fn tokens(whole: u64) -> U256 {
@@ -648,13 +636,6 @@ async fn send(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn amounts_print_as_tokens() {
-        assert_eq!(tgrid_amount(tokens(12)), "12");
-        assert_eq!(tgrid_amount(tokens(12) + tokens(1) / U256::from(2u64)), "12.5");
-        assert_eq!(tgrid_amount(U256::from(1u64)), "0.000000000000000001");
-    }
 
     #[test]
     fn state_round_trips_and_a_torn_file_is_an_error() {
