@@ -149,5 +149,6 @@ alloy::sol! {
     interface IKeyedGroth16Verifier {
         function verifyProof(uint256[8] calldata proof, uint256 publicInput) external view returns (bool);
         function VERIFYING_KEY_ID() external view returns (string memory);
+        function VERIFYING_KEY_DIGEST() external view returns (bytes32);
     }
 }

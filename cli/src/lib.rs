@@ -171,3 +171,47 @@ where
     }
     table.try_into().map_err(|e: toml::de::Error| e.to_string())
 }
+
+/// The int8 output tensor of an output JSON: `output_int8` (tgrid-prover's files) or `output`
+/// (the sequencer's published outputs); every value must be an integer in -128..=127.
+pub fn int8_output(v: &serde_json::Value) -> Result<Vec<i8>> {
+    let values = v
+        .get("output_int8")
+        .or_else(|| v.get("output"))
+        .and_then(|o| o.as_array())
+        .ok_or_else(|| anyhow::anyhow!("no output_int8 (or output) array"))?;
+    values
+        .iter()
+        .map(|x| {
+            x.as_i64().and_then(|i| i8::try_from(i).ok()).ok_or_else(|| anyhow::anyhow!("output value {x} is not an int8"))
+        })
+        .collect()
+}
+
+/// Reads an output JSON file (at most 16 MiB) with [`int8_output`]; errors are bad input.
+pub fn read_int8_output(path: &std::path::Path) -> Result<Vec<i8>> {
+    use anyhow::Context;
+    let len = std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?.len();
+    if len > 16 << 20 {
+        return Err(bad_input(anyhow::anyhow!("{}: {len} bytes, larger than any output", path.display())));
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&bytes).with_context(|| format!("{} is not JSON", path.display())).map_err(bad_input)?;
+    int8_output(&v).with_context(|| path.display().to_string()).map_err(bad_input)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn output_files_of_both_shapes_decode_and_out_of_range_values_are_refused() {
+        assert_eq!(int8_output(&json!({"output_int8": [1, -2, 127]})).unwrap(), vec![1, -2, 127]);
+        assert_eq!(int8_output(&json!({"task_id": "0x", "output": [-128]})).unwrap(), vec![-128]);
+        assert!(int8_output(&json!({"output": [128]})).is_err());
+        assert!(int8_output(&json!({"output": [1.5]})).is_err());
+        assert!(int8_output(&json!({"outputs": [1]})).is_err());
+    }
+}

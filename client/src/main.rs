@@ -26,7 +26,7 @@ use tgrid_onnx::InputData;
 const ANVIL_KEY_0: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 const ANVIL_CHAIN_ID: u64 = 31337;
 
-/// Largest output file or sequencer answer read.
+/// Largest sequencer answer read.
 const MAX_OUTPUT_BYTES: u64 = 16 << 20;
 
 /// TensorGrid for task posters and DAO members.
@@ -432,7 +432,7 @@ async fn task(command: TaskCommand, ctx: &Ctx, out: Output) -> Result<()> {
                 }
             };
             let (output, source) = match &output_file {
-                Some(path) => (read_output_file(path)?, path.display().to_string()),
+                Some(path) => (tgrid_cli::read_int8_output(path)?, path.display().to_string()),
                 None => (fetch_output(&sequencer, id).await?, format!("{sequencer}/v1/tasks/{id}/output")),
             };
             let computed = B256::from(commit(&output).0);
@@ -516,30 +516,6 @@ async fn task(command: TaskCommand, ctx: &Ctx, out: Output) -> Result<()> {
     }
 }
 
-/// An output file: `{"output_int8": [...]}` (tgrid-prover) or `{"output": [...]}` (the sequencer).
-fn read_output_file(path: &Path) -> Result<Vec<i8>> {
-    let len = std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?.len();
-    if len > MAX_OUTPUT_BYTES {
-        return Err(bad_input(anyhow!("{}: {len} bytes, larger than any output", path.display())));
-    }
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path)?)
-        .with_context(|| format!("{} is not JSON", path.display()))
-        .map_err(bad_input)?;
-    output_values(&v).with_context(|| path.display().to_string()).map_err(bad_input)
-}
-
-fn output_values(v: &serde_json::Value) -> Result<Vec<i8>> {
-    let values = v
-        .get("output_int8")
-        .or_else(|| v.get("output"))
-        .and_then(|o| o.as_array())
-        .ok_or_else(|| anyhow!("no output_int8 (or output) array"))?;
-    values
-        .iter()
-        .map(|x| x.as_i64().and_then(|i| i8::try_from(i).ok()).ok_or_else(|| anyhow!("output value {x} is not an int8")))
-        .collect()
-}
-
 async fn fetch_output(sequencer: &str, id: B256) -> Result<Vec<i8>> {
     let url = format!("{}/v1/tasks/{id}/output", sequencer.trim_end_matches('/'));
     let http = alloy::transports::http::reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?;
@@ -553,7 +529,7 @@ async fn fetch_output(sequencer: &str, id: B256) -> Result<Vec<i8>> {
         bail!("{url} answered {status}: {}", String::from_utf8_lossy(&bytes));
     }
     let v: serde_json::Value = serde_json::from_slice(&bytes).with_context(|| format!("{url} did not answer JSON"))?;
-    output_values(&v).with_context(|| url.clone())
+    tgrid_cli::int8_output(&v).with_context(|| url.clone())
 }
 
 async fn dao(command: DaoCommand, ctx: &Ctx, out: Output) -> Result<()> {
@@ -773,15 +749,6 @@ async fn devnet(command: DevnetCommand, ctx: &Ctx, out: Output) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn output_files_of_both_shapes_decode_and_out_of_range_values_are_refused() {
-        assert_eq!(output_values(&json!({"output_int8": [1, -2, 127]})).unwrap(), vec![1, -2, 127]);
-        assert_eq!(output_values(&json!({"task_id": "0x", "output": [-128]})).unwrap(), vec![-128]);
-        assert!(output_values(&json!({"output": [128]})).is_err());
-        assert!(output_values(&json!({"output": [1.5]})).is_err());
-        assert!(output_values(&json!({"outputs": [1]})).is_err());
-    }
 
     #[test]
     fn cli_parses() {

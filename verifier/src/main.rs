@@ -14,6 +14,8 @@ use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
 use tgrid_cli::{bad_input, Output};
 use tgrid_settlement_proof::SettlementProofFile;
 
+mod onchain;
+
 /// TensorGrid auditor tool: verify proofs and print what they prove.
 #[derive(Debug, Parser)]
 #[command(name = "tgrid-verifier", version, about, long_about = None)]
@@ -29,22 +31,46 @@ struct Cli {
 enum Command {
     /// Verify a task proof for a compiled model; prints the public inputs when valid.
     /// Exit codes: 0 valid, 1 invalid proof, 2 unreadable or malformed input.
+    ///
+    /// With --rpc, TASK is a task id: shows its on-chain state, the output commitment its
+    /// settlement recorded and the batch that settled it, and checks --output against it.
     Task {
-        /// Task proof (.tgp).
-        proof: PathBuf,
+        /// Task proof (.tgp), or with --rpc a task id (0x + 64 hex digits).
+        #[arg(value_name = "TASK")]
+        proof: String,
         /// Compiled model (.tgm) the proof must be for.
-        #[arg(long)]
-        model: PathBuf,
+        #[arg(long, required_unless_present = "rpc")]
+        model: Option<PathBuf>,
+        /// With --rpc: an output file (`output_int8` or `output` array) to check against the
+        /// settled output commitment.
+        #[arg(long, requires = "rpc")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        chain: onchain::ChainArgs,
     },
     /// Verify a batch proof against a registry; prints the batch root, the registry root, the
     /// task count, the settlement public input and the ordered leaves.
     /// Exit codes: 0 valid, 1 invalid proof, 2 unreadable or malformed input.
+    ///
+    /// With --rpc, BATCH is the root of a settled batch: its leaves and Groth16 proof are read
+    /// from the settling transaction's calldata, the root and public input recomputed, and the
+    /// proof verified off-chain with a key whose digest must match the deployed verifier's.
+    /// Also prints the transaction's gas and the gas of verifyProof alone.
     Batch {
-        /// Batch proof (.tgb) written by `tgrid-sequencer aggregate`.
-        batch: PathBuf,
+        /// Batch proof (.tgb) written by `tgrid-sequencer aggregate`, or with --rpc a batch root.
+        #[arg(value_name = "BATCH")]
+        batch: String,
         /// Registry file (JSON) whose root the batch must be proven against.
-        #[arg(long)]
-        registry: PathBuf,
+        #[arg(long, required_unless_present = "rpc")]
+        registry: Option<PathBuf>,
+        /// With --rpc: verifying key (snarkjs JSON); default `<keys-dir>/<deployed key id>.vk.json`.
+        #[arg(long, requires = "rpc")]
+        vk: Option<PathBuf>,
+        /// With --rpc: directory of the keys written by `tgrid-sequencer wrap`/`key`.
+        #[arg(long, env = "TGRID_KEYS_DIR", default_value = ".tgrid/keys")]
+        keys_dir: PathBuf,
+        #[command(flatten)]
+        chain: onchain::ChainArgs,
     },
     /// Verify a settlement proof file (.g16) off-chain as the settlement contract would:
     /// recompute the batch root and the public input from the ordered leaves, then verify the
@@ -78,8 +104,16 @@ fn main() {
     tgrid_cli::init_tracing();
     let out = Output { json: cli.json };
     let result = match cli.command {
-        Command::Task { proof, model } => verify_task(&proof, &model, out.json),
-        Command::Batch { batch, registry } => verify_batch(&batch, &registry, out.json),
+        Command::Task { proof, model, output, chain } => match (&chain.rpc, model) {
+            (Some(rpc), _) => onchain::audit_task(&proof, rpc, &chain.deployment, output.as_deref(), &out),
+            (None, Some(model)) => verify_task(Path::new(&proof), &model, out.json),
+            (None, None) => unreachable!("clap requires --model without --rpc"),
+        },
+        Command::Batch { batch, registry, vk, keys_dir, chain } => match (&chain.rpc, registry) {
+            (Some(rpc), _) => onchain::audit_batch(&batch, rpc, &chain.deployment, vk.as_deref(), &keys_dir, &out),
+            (None, Some(registry)) => verify_batch(Path::new(&batch), &registry, out.json),
+            (None, None) => unreachable!("clap requires --registry without --rpc"),
+        },
         Command::Groth16 { proof, vk, keys_dir } => verify_groth16(&proof, vk.as_deref(), &keys_dir, &out),
         Command::Registry { rpc, deployment } => list_registry(&rpc, &deployment, &out),
     };
@@ -211,6 +245,16 @@ fn safe_key_id(id: &str) -> Result<&str> {
     Ok(id)
 }
 
+/// A verifying key in snarkjs JSON.
+fn load_vk(path: &Path) -> Result<ark_groth16::VerifyingKey<ark_bn254::Bn254>> {
+    let vk_json: serde_json::Value = serde_json::from_slice(&read(path)?)
+        .with_context(|| format!("{} is not JSON", path.display()))
+        .map_err(bad_input)?;
+    tgrid_groth16::evm::verifying_key_from_json(&vk_json)
+        .with_context(|| format!("{} is not a verifying key", path.display()))
+        .map_err(bad_input)
+}
+
 fn verify_groth16(path: &Path, vk_path: Option<&Path>, keys_dir: &Path, out: &Output) -> Result<()> {
     use tgrid_settlement_proof::Error as E;
     let started = Instant::now();
@@ -221,12 +265,7 @@ fn verify_groth16(path: &Path, vk_path: Option<&Path>, keys_dir: &Path, out: &Ou
         Some(p) => p.to_path_buf(),
         None => keys_dir.join(format!("{}.vk.json", safe_key_id(&file.key.id).map_err(bad_input)?)),
     };
-    let vk_json: serde_json::Value = serde_json::from_slice(&read(&vk_path)?)
-        .with_context(|| format!("{} is not JSON", vk_path.display()))
-        .map_err(bad_input)?;
-    let vk = tgrid_groth16::evm::verifying_key_from_json(&vk_json)
-        .with_context(|| format!("{} is not a verifying key", vk_path.display()))
-        .map_err(bad_input)?;
+    let vk = load_vk(&vk_path)?;
     let insecure = file.key.insecure || file.key.id.contains("insecure");
     let verified = file.verify(&vk).map_err(|e| match e {
         E::Malformed(_) => bad_input(e),
