@@ -3,11 +3,17 @@
 
 CARGO ?= cargo
 
-.PHONY: demo test test-rust test-contracts bench bench-aggregation bench-wrap setup-contracts fmt
+.PHONY: demo demo-offline test test-rust test-contracts bench bench-aggregation bench-wrap setup-contracts fmt
 
-## Compile, prove and verify a bundled model end to end, with timings.
-demo:
+## Every role end to end on a local devnet: compile the bundled models, deploy, register them by a
+## DAO vote, stake a provider, post 8 tasks, prove, batch, wrap, settle one batch on-chain, check
+## the outputs and audit the batch. Last stdout line: one JSON summary.
+demo: setup-contracts
 	bash scripts/demo.sh
+
+## The proof pipeline alone, no chain: compile, prove, verify, aggregate, wrap, verify.
+demo-offline:
+	bash scripts/offline-demo.sh
 
 ## Every test: Rust (unit, property, integration, CLI, real anvil devnets) and Solidity (forge).
 ## The Foundry toolchain comes first: Rust tests spawn anvil and run the deployment script.
