@@ -31,7 +31,7 @@ trap cleanup EXIT
 
 # One field of a JSON object on stdin (dotted path); node is there for Foundry anyway.
 jget() {
-  node -e 'let d="";process.stdin.on("data",c=>d+=c).on("end",()=>{let v=JSON.parse(d.trim().split("\n").pop());for(const k of process.argv[1].split("."))v=v[k];console.log(typeof v==="object"?JSON.stringify(v):v)})' "$1"
+  node -e 'let d="";process.stdin.on("data",c=>d+=c).on("end",()=>{let v;try{v=JSON.parse(d)}catch{v=JSON.parse(d.trim().split("\n").pop())}for(const k of process.argv[1].split("."))v=v[k];console.log(typeof v==="object"?JSON.stringify(v):v)})' "$1"
 }
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 step() { echo; echo "==> $*"; }
@@ -61,6 +61,8 @@ for _ in $(seq 100); do
   sleep 0.2
 done
 export TGRID_RPC_URL=$RPC TGRID_DEPLOYMENT=$DATA/deployment.json
+# No placeholder model: the DAO registers the real ones below.
+TGRID_DEVNET_MODEL_ID=0x0000000000000000000000000000000000000000000000000000000000000000 \
 TGRID_DEPLOYMENTS_OUT=$DATA/deployment.json node_modules/.bin/forge script contracts/script/Deploy.s.sol \
   --rpc-url "$RPC" --broadcast --slow > "$DATA/deploy.log" 2>&1 || { tail -40 "$DATA/deploy.log"; exit 1; }
 echo "    deployed on $RPC: $(jget settlement < "$DATA/deployment.json") (settlement), verifier key $(jget verifyingKeyId < "$DATA/deployment.json")"

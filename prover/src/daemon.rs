@@ -350,21 +350,36 @@ impl Daemon {
     async fn round(&mut self) -> Result<()> {
         self.scan().await?;
         let now = tgrid_chain::chain_now(&self.chain).await?;
-        // Earliest deadline first, in every stage.
+        // Earliest deadline first. Open tasks are accepted first (before another provider takes
+        // them); then each accepted task goes as far as it can (prove, submit at once, so the
+        // sequencer works on it while the next one is proven).
         let mut order: Vec<(u64, B256)> = self.state.tasks.iter().map(|(id, r)| (r.deadline, *id)).collect();
         order.sort();
-        for (_, id) in order {
+        for &(_, id) in &order {
             let record = self.state.tasks[&id].clone();
-            let step = match record.state {
-                TaskState::Seen => self.consider(id, &record, now).await,
-                TaskState::Accepted => self.prove(id, &record).await,
-                TaskState::Proven => self.submit(id, &record, now).await,
-                TaskState::Submitted => self.follow(id, &record, now).await,
-                TaskState::Settled | TaskState::Skipped { .. } => Ok(()),
-            };
-            if let Err(e) = step {
-                // A node or sequencer hiccup: the task stays where it is and is retried next round.
-                tracing::warn!(task = %id, "{e:#}");
+            if record.state == TaskState::Seen {
+                if let Err(e) = self.consider(id, &record, now).await {
+                    tracing::warn!(task = %id, "{e:#}");
+                }
+            }
+        }
+        for &(_, id) in &order {
+            loop {
+                let record = self.state.tasks[&id].clone();
+                let step = match record.state {
+                    TaskState::Accepted => self.prove(id, &record).await,
+                    TaskState::Proven => self.submit(id, &record, now).await,
+                    TaskState::Submitted => self.follow(id, &record, now).await,
+                    TaskState::Seen | TaskState::Settled | TaskState::Skipped { .. } => break,
+                };
+                if let Err(e) = step {
+                    // A node or sequencer hiccup: the task stays where it is; retried next round.
+                    tracing::warn!(task = %id, "{e:#}");
+                    break;
+                }
+                if self.state.tasks[&id].state == record.state {
+                    break;
+                }
             }
         }
         Ok(())
@@ -441,6 +456,12 @@ impl Daemon {
     async fn consider(&mut self, id: B256, record: &TaskRecord, now: u64) -> Result<()> {
         let escrow = ITaskEscrow::new(self.deployment.escrow, &self.chain);
         let task = escrow.task(id).call().await.context("TaskEscrow.task")?;
+        if task.status == ITaskEscrow::TaskStatus::Accepted && task.provider == self.me {
+            // Accepted by this daemon just before a crash that lost the state write: resume.
+            self.set(id, TaskState::Accepted)?;
+            self.event("resumed", json!({"task_id": id.to_string()}), format!("resuming task {} (accepted before a restart)", short(&id)));
+            return Ok(());
+        }
         if task.status != ITaskEscrow::TaskStatus::Posted {
             let reason = format!("no longer open ({:?})", task.status);
             return self.skip(id, reason);

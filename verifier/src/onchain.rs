@@ -8,10 +8,9 @@ use std::time::Instant;
 
 use alloy::consensus::Transaction as _;
 use alloy::eips::BlockId;
-use alloy::network::TransactionBuilder;
 use alloy::primitives::{Address, B256, U256};
 use alloy::providers::{DynProvider, Provider};
-use alloy::rpc::types::{Filter, TransactionRequest};
+use alloy::rpc::types::Filter;
 use alloy::sol_types::{SolCall, SolEvent};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::json;
@@ -126,14 +125,25 @@ impl Chain {
         })
     }
 
-    /// Gas of the verifier's `verifyProof` alone: the node's estimate of the call minus the
-    /// transaction's intrinsic cost (21,000 plus calldata).
-    async fn verify_gas(&self, batch: &SettledBatch) -> Result<u64> {
-        let data = IKeyedGroth16Verifier::verifyProofCall { proof: batch.proof, publicInput: batch.public_input }.abi_encode();
-        let calldata_gas: u64 = data.iter().map(|&b| if b == 0 { 4 } else { 16 }).sum();
-        let request = TransactionRequest::default().with_to(batch.verifier).with_input(data);
-        let estimate = self.provider.estimate_gas(request).await.context("eth_estimateGas verifyProof")?;
-        Ok(estimate.saturating_sub(21_000 + calldata_gas))
+    /// Gas the settling transaction spent inside the verifier's `verifyProof`, from the node's
+    /// call trace (`debug_traceTransaction` with the call tracer; anvil and archive nodes have
+    /// it). `None` when the node offers no traces. (Estimating a call to `verifyProof` does not
+    /// work: it returns false rather than reverting when a precompile runs out of gas, so the
+    /// estimate's search settles on a failing call.)
+    async fn verify_gas(&self, batch: &SettledBatch) -> Option<u64> {
+        let trace: serde_json::Value = self
+            .provider
+            .raw_request("debug_traceTransaction".into(), (batch.transaction, json!({"tracer": "callTracer"})))
+            .await
+            .map_err(|e| tracing::info!("no call trace from the node: {e}"))
+            .ok()?;
+        fn find(call: &serde_json::Value, verifier: &str) -> Option<u64> {
+            if call["to"].as_str().is_some_and(|to| to.eq_ignore_ascii_case(verifier)) {
+                return u64::from_str_radix(call["gasUsed"].as_str()?.trim_start_matches("0x"), 16).ok();
+            }
+            call["calls"].as_array()?.iter().find_map(|c| find(c, verifier))
+        }
+        find(&trace, &batch.verifier.to_string())
     }
 }
 
@@ -152,7 +162,7 @@ pub fn audit_batch(batch_root: &str, rpc: &str, deployment: &Path, vk: Option<&P
         let verifier = IKeyedGroth16Verifier::new(batch.verifier, &chain.provider);
         let key_id = verifier.VERIFYING_KEY_ID().call().await.context("verifier VERIFYING_KEY_ID")?;
         let key_digest = verifier.VERIFYING_KEY_DIGEST().call().await.context("verifier VERIFYING_KEY_DIGEST")?;
-        let gas = chain.verify_gas(&batch).await?;
+        let gas = chain.verify_gas(&batch).await;
         anyhow::Ok((batch, key_id, key_digest, gas))
     })?;
     let vk_path = match vk {
@@ -212,7 +222,7 @@ pub fn audit_batch(batch_root: &str, rpc: &str, deployment: &Path, vk: Option<&P
             batch.block,
             batch.gas_used,
             batch.gas_used / count.max(1),
-            verify_gas,
+            verify_gas.map_or("(no trace from the node)".to_string(), |g| g.to_string()),
             batch.verifier,
             if insecure { "  (INSECURE devnet key: anyone can forge proofs for it)" } else { "" },
         );
