@@ -183,7 +183,9 @@ pub fn int8_output(v: &serde_json::Value) -> Result<Vec<i8>> {
     values
         .iter()
         .map(|x| {
-            x.as_i64().and_then(|i| i8::try_from(i).ok()).ok_or_else(|| anyhow::anyhow!("output value {x} is not an int8"))
+            x.as_i64()
+                .and_then(|i| i8::try_from(i).ok())
+                .ok_or_else(|| anyhow::anyhow!("output value {x} is not an int8"))
         })
         .collect()
 }
@@ -191,7 +193,8 @@ pub fn int8_output(v: &serde_json::Value) -> Result<Vec<i8>> {
 /// Reads an output JSON file (at most 16 MiB) with [`int8_output`]; errors are bad input.
 pub fn read_int8_output(path: &std::path::Path) -> Result<Vec<i8>> {
     use anyhow::Context;
-    let len = std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?.len();
+    let len =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?.len();
     if len > 16 << 20 {
         return Err(bad_input(anyhow::anyhow!("{}: {len} bytes, larger than any output", path.display())));
     }

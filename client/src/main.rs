@@ -260,7 +260,9 @@ async fn connect(cli: &Cli) -> Result<Ctx> {
     let key = match (&cli.private_key, chain_id) {
         (Some(k), _) => k.clone(),
         (None, ANVIL_CHAIN_ID) => ANVIL_KEY_0.to_string(),
-        (None, _) => return Err(bad_input(anyhow!("--private-key (or TGRID_PRIVATE_KEY) is needed off the local devnet"))),
+        (None, _) => {
+            return Err(bad_input(anyhow!("--private-key (or TGRID_PRIVATE_KEY) is needed off the local devnet")))
+        }
     };
     let signer = tgrid_chain::parse_signer(&key).map_err(bad_input)?;
     let me = signer.address();
@@ -324,7 +326,8 @@ async fn task(command: TaskCommand, ctx: &Ctx, out: Output) -> Result<()> {
         TaskCommand::Post { model, input, payment, priority_fee, deadline_in, inputs_dir } => {
             let file = load_model(&model)?;
             let data = InputData::from_path(&input).map_err(bad_input)?;
-            let sample = data.input_data.first().ok_or_else(|| bad_input(anyhow!("{} has no sample", input.display())))?;
+            let sample =
+                data.input_data.first().ok_or_else(|| bad_input(anyhow!("{} has no sample", input.display())))?;
             let x = infer::quantize_input(&file.model, sample)
                 .with_context(|| format!("{} does not fit the model", input.display()))
                 .map_err(bad_input)?;
@@ -333,7 +336,10 @@ async fn task(command: TaskCommand, ctx: &Ctx, out: Output) -> Result<()> {
             let (payment, priority_fee) = (amount(&payment)?, amount(&priority_fee)?);
             let registry = IModelRegistry::new(d.registry, &ctx.chain);
             if !registry.isModelActive(model_id).call().await.context("ModelRegistry.isModelActive")? {
-                bail!("model {model_id} ({}) is not registered on-chain: a DAO vote registers it first", model.display());
+                bail!(
+                    "model {model_id} ({}) is not registered on-chain: a DAO vote registers it first",
+                    model.display()
+                );
             }
             // Published before posting: a provider accepts a task only once its input is readable.
             std::fs::create_dir_all(&inputs_dir).with_context(|| format!("cannot create {}", inputs_dir.display()))?;
@@ -458,7 +464,8 @@ async fn task(command: TaskCommand, ctx: &Ctx, out: Output) -> Result<()> {
                 result["output"] = json!(real);
             }
             if let Some(p) = &out_path {
-                std::fs::write(p, serde_json::to_vec_pretty(&result)?).with_context(|| format!("cannot write {}", p.display()))?;
+                std::fs::write(p, serde_json::to_vec_pretty(&result)?)
+                    .with_context(|| format!("cannot write {}", p.display()))?;
             }
             out.emit(result.clone(), || {
                 let mut text = format!(
@@ -649,7 +656,11 @@ async fn proposal_for(command: ProposeCommand, ctx: &Ctx) -> Result<Proposal> {
         }
         ProposeCommand::MinStake { tgrid } => {
             let v = amount(&tgrid)?;
-            Proposal::single(d.staking, &IStaking::setMinStakeCall { minStake: v }, format!("Set the minimum stake to {tgrid} TGRID"))
+            Proposal::single(
+                d.staking,
+                &IStaking::setMinStakeCall { minStake: v },
+                format!("Set the minimum stake to {tgrid} TGRID"),
+            )
         }
         ProposeCommand::UnbondingDelay { seconds } => Proposal::single(
             d.staking,
@@ -676,7 +687,10 @@ async fn proposal_for(command: ProposeCommand, ctx: &Ctx) -> Result<Proposal> {
         ),
         ProposeCommand::DeadlineBounds { min_seconds, max_seconds } => Proposal::single(
             d.escrow,
-            &ITaskEscrow::setDeadlineBoundsCall { minDelay: U256::from(min_seconds), maxDelay: U256::from(max_seconds) },
+            &ITaskEscrow::setDeadlineBoundsCall {
+                minDelay: U256::from(min_seconds),
+                maxDelay: U256::from(max_seconds),
+            },
             format!("Allow deadlines from {min_seconds} s to {max_seconds} s after posting"),
         ),
         ProposeCommand::MaxBatchSize { tasks } => Proposal::single(
@@ -686,14 +700,22 @@ async fn proposal_for(command: ProposeCommand, ctx: &Ctx) -> Result<Proposal> {
         ),
         ProposeCommand::Verifier { address: a } => {
             let a = address(&a, "verifier")?;
-            Proposal::single(d.settlement, &ISettlement::setVerifierCall { verifier: a }, format!("Verify batches with {a}"))
+            Proposal::single(
+                d.settlement,
+                &ISettlement::setVerifierCall { verifier: a },
+                format!("Verify batches with {a}"),
+            )
         }
         ProposeCommand::Sequencer { address: a, allowed } => {
             let a = address(&a, "sequencer")?;
             Proposal::single(
                 d.settlement,
                 &ISettlement::setSequencerCall { account: a, allowed },
-                format!("{} the sequencer role {} {a}", if allowed { "Grant" } else { "Revoke" }, if allowed { "to" } else { "from" }),
+                format!(
+                    "{} the sequencer role {} {a}",
+                    if allowed { "Grant" } else { "Revoke" },
+                    if allowed { "to" } else { "from" }
+                ),
             )
         }
     })
@@ -716,16 +738,19 @@ async fn token(command: TokenCommand, ctx: &Ctx, out: Output) -> Result<()> {
             let to = address(&to, "recipient")?;
             let v = amount(&a)?;
             let receipt = confirm("TGRID.transfer", token.transfer(to, v).send().await).await?;
-            out.emit(json!({"to": to.to_string(), "amount": format_tgrid(v), "tx": receipt.transaction_hash.to_string()}), || {
-                format!("sent {} TGRID to {to}", format_tgrid(v))
-            })
+            out.emit(
+                json!({"to": to.to_string(), "amount": format_tgrid(v), "tx": receipt.transaction_hash.to_string()}),
+                || format!("sent {} TGRID to {to}", format_tgrid(v)),
+            )
         }
     }
 }
 
 async fn devnet(command: DevnetCommand, ctx: &Ctx, out: Output) -> Result<()> {
     if ctx.chain_id != ANVIL_CHAIN_ID {
-        return Err(bad_input(anyhow!("devnet commands move the clock of a local anvil only (chain {ANVIL_CHAIN_ID})")));
+        return Err(bad_input(anyhow!(
+            "devnet commands move the clock of a local anvil only (chain {ANVIL_CHAIN_ID})"
+        )));
     }
     let DevnetCommand::AdvanceTime { seconds, past_voting, past_timelock } = command;
     let gov = Governance::new(ctx.deployment.governor, &ctx.chain);

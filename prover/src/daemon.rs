@@ -149,7 +149,9 @@ struct State {
 impl State {
     fn load(path: &Path) -> Result<Self> {
         match std::fs::read(path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).with_context(|| format!("{} is not a state file", path.display())),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes).with_context(|| format!("{} is not a state file", path.display()))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
         }
@@ -459,7 +461,11 @@ impl Daemon {
         if task.status == ITaskEscrow::TaskStatus::Accepted && task.provider == self.me {
             // Accepted by this daemon just before a crash that lost the state write: resume.
             self.set(id, TaskState::Accepted)?;
-            self.event("resumed", json!({"task_id": id.to_string()}), format!("resuming task {} (accepted before a restart)", short(&id)));
+            self.event(
+                "resumed",
+                json!({"task_id": id.to_string()}),
+                format!("resuming task {} (accepted before a restart)", short(&id)),
+            );
             return Ok(());
         }
         if task.status != ITaskEscrow::TaskStatus::Posted {

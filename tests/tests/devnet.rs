@@ -64,7 +64,11 @@ fn json(program: &str, args: &[&str], env: &[(&str, String)]) -> Value {
 
 /// The test-FRI devnet key: its id and verifying-key words.
 fn wrap_key(keys: &Path) -> (String, String) {
-    let v = json("tgrid-sequencer", &["key", "--insecure-devnet-key", "--fri", "insecure-test", "--keys-dir", keys.to_str().unwrap()], &[]);
+    let v = json(
+        "tgrid-sequencer",
+        &["key", "--insecure-devnet-key", "--fri", "insecure-test", "--keys-dir", keys.to_str().unwrap()],
+        &[],
+    );
     assert_eq!(v["insecure"], true);
     let words: Vec<&str> = v["verifying_key_words"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
     (v["id"].as_str().unwrap().into(), words.join(","))
@@ -138,7 +142,18 @@ async fn every_role_end_to_end_on_anvil() {
     let keys = repo_root().join("target/tgrid-test-keys");
 
     // Model owner: compile the bundled MLP and list it in a registry.
-    let compiled = json("tgrid-prover", &["compile", "fixtures/mlp/model.onnx", "--calibration", "fixtures/mlp/calibration.json", "--out", &w("mlp.tgm")], &[]);
+    let compiled = json(
+        "tgrid-prover",
+        &[
+            "compile",
+            "fixtures/mlp/model.onnx",
+            "--calibration",
+            "fixtures/mlp/calibration.json",
+            "--out",
+            &w("mlp.tgm"),
+        ],
+        &[],
+    );
     let model_id = compiled["model_id"].as_str().unwrap().to_string();
     json("tgrid-sequencer", &["registry", "add", &w("mlp.tgm"), "--registry", &w("registry.json")], &[]);
 
@@ -156,7 +171,8 @@ async fn every_role_end_to_end_on_anvil() {
     // `tgrid` signs as anvil account 0 (the token holder) unless told otherwise.
     let env = [("TGRID_RPC_URL", rpc.clone()), ("TGRID_DEPLOYMENT", deployment.clone())];
     let url: alloy::transports::http::reqwest::Url = rpc.parse().unwrap();
-    let wallet = |i: usize| ProviderBuilder::new().wallet(EthereumWallet::from(devnet.signer(i))).connect_http(url.clone());
+    let wallet =
+        |i: usize| ProviderBuilder::new().wallet(EthereumWallet::from(devnet.signer(i))).connect_http(url.clone());
     let reader = wallet(0);
 
     // Unknown tasks and malformed ids are bad input (exit 2), not crashes.
@@ -185,7 +201,8 @@ async fn every_role_end_to_end_on_anvil() {
     IStaking::new(d.staking, &lazy).stake(ether(500)).send().await.unwrap().get_receipt().await.unwrap();
 
     // Task inputs: test digits from the calibration set.
-    let calibration: Value = serde_json::from_slice(&std::fs::read(repo_root().join("fixtures/mlp/calibration.json")).unwrap()).unwrap();
+    let calibration: Value =
+        serde_json::from_slice(&std::fs::read(repo_root().join("fixtures/mlp/calibration.json")).unwrap()).unwrap();
     let input = |i: usize| {
         let path = w(&format!("input-{i}.json"));
         std::fs::write(&path, serde_json::json!({"input_data": [calibration["input_data"][i]]}).to_string()).unwrap();
@@ -194,14 +211,36 @@ async fn every_role_end_to_end_on_anvil() {
     let post = |i: usize, deadline_in: &str| {
         let v = json(
             "tgrid",
-            &["task", "post", "--model", &w("mlp.tgm"), "--input", &input(i), "--payment", "10", "--priority-fee", "0.5", "--deadline-in", deadline_in, "--inputs-dir", &w("inputs")],
+            &[
+                "task",
+                "post",
+                "--model",
+                &w("mlp.tgm"),
+                "--input",
+                &input(i),
+                "--payment",
+                "10",
+                "--priority-fee",
+                "0.5",
+                "--deadline-in",
+                deadline_in,
+                "--inputs-dir",
+                &w("inputs"),
+            ],
             &env,
         );
         v["task_id"].as_str().unwrap().to_string()
     };
     // The lazy provider takes the first task (before the daemon runs) and never proves it.
     let lazy_task = post(9, "900");
-    ITaskEscrow::new(d.escrow, &lazy).acceptTask(lazy_task.parse().unwrap()).send().await.unwrap().get_receipt().await.unwrap();
+    ITaskEscrow::new(d.escrow, &lazy)
+        .acceptTask(lazy_task.parse().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .get_receipt()
+        .await
+        .unwrap();
 
     // The sequencer service and the provider daemon.
     let seq_env: Vec<(String, String)> = [
@@ -262,12 +301,30 @@ async fn every_role_end_to_end_on_anvil() {
     // exactly the int8 inference of the committed input.
     let mut batch_roots = std::collections::BTreeSet::new();
     for (task, i) in &tasks {
-        let result = json("tgrid", &["task", "result", task, "--sequencer", &seq_url, "--model", &w("mlp.tgm"), "--out", &w(&format!("result-{i}.json"))], &env);
+        let result = json(
+            "tgrid",
+            &[
+                "task",
+                "result",
+                task,
+                "--sequencer",
+                &seq_url,
+                "--model",
+                &w("mlp.tgm"),
+                "--out",
+                &w(&format!("result-{i}.json")),
+            ],
+            &env,
+        );
         assert_eq!(result["valid"], true);
         let inferred = json("tgrid-prover", &["infer", &w("mlp.tgm"), "--input", &input(*i)], &[]);
         assert_eq!(result["output_int8"], inferred["output_int8"], "task {task}");
         assert_eq!(result["argmax"], inferred["argmax"]);
-        let audit = json("tgrid-verifier", &["task", task, "--rpc", &rpc, "--deployment", &deployment, "--output", &w(&format!("result-{i}.json"))], &[]);
+        let audit = json(
+            "tgrid-verifier",
+            &["task", task, "--rpc", &rpc, "--deployment", &deployment, "--output", &w(&format!("result-{i}.json"))],
+            &[],
+        );
         assert_eq!(audit["status"], "settled");
         assert_eq!(audit["output_matches"], true);
         batch_roots.insert(audit["batch_root"].as_str().unwrap().to_string());
@@ -279,21 +336,37 @@ async fn every_role_end_to_end_on_anvil() {
     std::fs::write(w("tampered.json"), tampered.to_string()).unwrap();
     let check = run("tgrid", &["task", "result", &tasks[0].0, "--output-file", &w("tampered.json")], &env);
     assert_eq!(check.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&check.stderr).contains("does NOT match"), "{}", String::from_utf8_lossy(&check.stderr));
-    let audit = run("tgrid-verifier", &["task", &tasks[0].0, "--rpc", &rpc, "--deployment", &deployment, "--output", &w("tampered.json")], &[]);
+    assert!(
+        String::from_utf8_lossy(&check.stderr).contains("does NOT match"),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let audit = run(
+        "tgrid-verifier",
+        &["task", &tasks[0].0, "--rpc", &rpc, "--deployment", &deployment, "--output", &w("tampered.json")],
+        &[],
+    );
     assert_eq!(audit.status.code(), Some(1));
 
     // The auditor re-verifies the one settled batch from its calldata.
     assert_eq!(batch_roots.len(), 1, "{batch_roots:?}");
     let root = batch_roots.into_iter().next().unwrap();
-    let batch = json("tgrid-verifier", &["batch", &root, "--rpc", &rpc, "--deployment", &deployment, "--keys-dir", keys.to_str().unwrap()], &[]);
+    let batch = json(
+        "tgrid-verifier",
+        &["batch", &root, "--rpc", &rpc, "--deployment", &deployment, "--keys-dir", keys.to_str().unwrap()],
+        &[],
+    );
     assert_eq!(batch["valid"], true);
     assert_eq!(batch["count"], 3);
     assert_eq!(batch["insecure_key"], true);
     let verify_gas = batch["verify_gas"].as_u64().unwrap();
     assert!((150_000..260_000).contains(&verify_gas), "verifyProof gas {verify_gas}");
     // The wrong key is refused.
-    let wrong = run("tgrid-verifier", &["batch", &root, "--rpc", &rpc, "--deployment", &deployment, "--keys-dir", &w("no-keys")], &[]);
+    let wrong = run(
+        "tgrid-verifier",
+        &["batch", &root, "--rpc", &rpc, "--deployment", &deployment, "--keys-dir", &w("no-keys")],
+        &[],
+    );
     assert_eq!(wrong.status.code(), Some(2));
 
     // The lazy provider misses its deadline: the poster expires the task, gets the payment back

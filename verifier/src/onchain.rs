@@ -152,7 +152,14 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// `tgrid-verifier batch BATCH_ROOT --rpc URL`.
-pub fn audit_batch(batch_root: &str, rpc: &str, deployment: &Path, vk: Option<&Path>, keys_dir: &Path, out: &Output) -> Result<()> {
+pub fn audit_batch(
+    batch_root: &str,
+    rpc: &str,
+    deployment: &Path,
+    vk: Option<&Path>,
+    keys_dir: &Path,
+    out: &Output,
+) -> Result<()> {
     let started = Instant::now();
     let root = B256::from(parse_hex::<32>(batch_root, "batch root").map_err(bad_input)?);
     let rt = runtime()?;
@@ -193,7 +200,8 @@ pub fn audit_batch(batch_root: &str, rpc: &str, deployment: &Path, vk: Option<&P
         proof: batch.proof.iter().map(|w| hex32(&w.to_be_bytes::<32>())).collect(),
         leaves: batch.leaves.iter().map(LeafJson::of).collect(),
     };
-    let verified = file.verify(&vk).with_context(|| format!("batch {root} (tx {}) does not verify", batch.transaction))?;
+    let verified =
+        file.verify(&vk).with_context(|| format!("batch {root} (tx {}) does not verify", batch.transaction))?;
     let count = verified.leaves.len() as u64;
     let value = json!({
         "valid": true,
@@ -245,7 +253,8 @@ pub fn audit_task(task_id: &str, rpc: &str, deployment: &Path, output: Option<&P
             return Err(bad_input(anyhow!("no task {id} on this deployment")));
         }
         let settled =
-            tgrid_chain::settled_output(&chain.provider, chain.deployment.escrow, chain.deployment.start_block, id).await?;
+            tgrid_chain::settled_output(&chain.provider, chain.deployment.escrow, chain.deployment.start_block, id)
+                .await?;
         // The batch that settled it: the BatchSettled event of the same transaction.
         let mut batch = None;
         if let Some(s) = settled {
@@ -255,7 +264,12 @@ pub fn audit_task(task_id: &str, rpc: &str, deployment: &Path, output: Option<&P
                 .await
                 .context("eth_getTransactionReceipt")?
                 .ok_or_else(|| anyhow!("no receipt for {}", s.transaction))?;
-            batch = receipt.inner.logs().iter().find_map(|l| l.log_decode::<ISettlement::BatchSettled>().ok()).map(|l| l.inner.data.batchRoot);
+            batch = receipt
+                .inner
+                .logs()
+                .iter()
+                .find_map(|l| l.log_decode::<ISettlement::BatchSettled>().ok())
+                .map(|l| l.inner.data.batchRoot);
         }
         anyhow::Ok((task, settled, batch))
     })?;

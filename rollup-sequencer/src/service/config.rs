@@ -103,14 +103,13 @@ impl Settings {
         file: Option<&Path>,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self, ServiceError> {
-        let settings: Settings =
-            tgrid_cli::layered_settings(file, env, ENV_PREFIX, &["proving_key"]).map_err(|e| {
-                if e.ends_with(": unknown setting") {
-                    ServiceError::Config(format!("{e} (see `tgrid-sequencer run --help`)"))
-                } else {
-                    ServiceError::Config(e)
-                }
-            })?;
+        let settings: Settings = tgrid_cli::layered_settings(file, env, ENV_PREFIX, &["proving_key"]).map_err(|e| {
+            if e.ends_with(": unknown setting") {
+                ServiceError::Config(format!("{e} (see `tgrid-sequencer run --help`)"))
+            } else {
+                ServiceError::Config(e)
+            }
+        })?;
         settings.validate()?;
         Ok(settings)
     }
