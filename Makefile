@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: demo demo-offline test test-rust test-contracts bench bench-aggregation bench-wrap setup-contracts fmt
+.PHONY: demo demo-offline test test-rust test-contracts bench bench-aggregation bench-wrap bench-sequencer setup-contracts fmt
 
 ## Every role end to end on a local devnet: compile the bundled models, deploy, register them by a
 ## DAO vote, stake a provider, post 8 tasks, prove, batch, wrap, settle one batch on-chain, check
@@ -48,6 +48,11 @@ bench-wrap:
 	target/debug/examples/permutation_speed
 	target/debug/examples/wrap_timings
 	target/debug/examples/groth16_bench 1048576
+
+## Sequencer ingest load harness (real anvil, tiny model, loopback): throughput of acknowledged
+## submissions and acknowledgement latency at 50 requests/s. One JSON object; ~6 minutes.
+bench-sequencer: setup-contracts
+	$(CARGO) run --locked -q -p tgrid-sequencer --example load_harness -- --tasks 200
 
 fmt:
 	$(CARGO) fmt --all

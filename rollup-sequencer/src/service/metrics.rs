@@ -20,6 +20,8 @@ pub struct Metrics {
     pub gas_per_task: IntGauge,
     /// Batches that failed (their tasks were re-queued or dropped).
     pub failed_batches: IntCounter,
+    /// 1 once the pipeline has built its circuits and loaded its key (the API serves before).
+    pub pipeline_ready: IntGauge,
 }
 
 impl Metrics {
@@ -46,8 +48,14 @@ impl Metrics {
             IntGauge::new("tgrid_sequencer_gas_per_task", "settlement gas per task of the last batch").expect("metric");
         let failed_batches =
             IntCounter::new("tgrid_sequencer_failed_batches_total", "batches abandoned").expect("metric");
+        let pipeline_ready = IntGauge::new(
+            "tgrid_sequencer_pipeline_ready",
+            "1 once the pipeline's circuits are built and its Groth16 key loaded",
+        )
+        .expect("metric");
         for m in [
             Box::new(queue_depth.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(pipeline_ready.clone()),
             Box::new(submissions.clone()),
             Box::new(ack_seconds.clone()),
             Box::new(batch_seconds.clone()),
@@ -66,6 +74,7 @@ impl Metrics {
             settled_tasks,
             gas_per_task,
             failed_batches,
+            pipeline_ready,
         }
     }
 

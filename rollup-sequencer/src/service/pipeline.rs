@@ -92,6 +92,7 @@ impl Worker {
             warn!(key = %key.id, "INSECURE Groth16 key from a public seed: devnets and tests only");
         }
         info!(key = %key.id, "pipeline ready");
+        shared.metrics.pipeline_ready.set(1);
         Ok(Self { shared, rt, wrapper, key, resent: HashSet::new() })
     }
 
