@@ -34,14 +34,33 @@ impl Pipeline {
         let thread = std::thread::Builder::new()
             .name("pipeline".into())
             .spawn(move || {
-                let mut worker = match Worker::new(shared, rt) {
-                    Ok(w) => w,
+                // Proving runs on its own pool of lower-priority threads, so a burst of
+                // submissions gets the cores for proof verification first (acknowledgement
+                // latency) and proving takes whatever is left.
+                lower_thread_priority();
+                let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+                let pool = match rayon::ThreadPoolBuilder::new()
+                    .num_threads(cores)
+                    .thread_name(|i| format!("pipeline-prover-{i}"))
+                    .start_handler(|_| lower_thread_priority())
+                    .build()
+                {
+                    Ok(pool) => pool,
                     Err(e) => {
-                        error!(error = %e, "the pipeline cannot start: results are acknowledged but not settled");
+                        error!(error = %e, "the pipeline cannot start its thread pool");
                         return;
                     }
                 };
-                worker.run(&stop);
+                pool.install(|| {
+                    let mut worker = match Worker::new(shared, rt) {
+                        Ok(w) => w,
+                        Err(e) => {
+                            error!(error = %e, "the pipeline cannot start: results are acknowledged but not settled");
+                            return;
+                        }
+                    };
+                    worker.run(&stop);
+                });
             })
             .map_err(|e| ServiceError::Io(format!("cannot start the pipeline thread: {e}")))?;
         Ok(Self { thread })
@@ -52,6 +71,14 @@ impl Pipeline {
         if self.thread.join().is_err() {
             error!("the pipeline thread panicked");
         }
+    }
+}
+
+/// Gives the calling thread the lowest normal scheduling priority (niceness 19 on Linux, where
+/// it is per thread). Failure only costs acknowledgement latency under load: logged, not fatal.
+fn lower_thread_priority() {
+    if let Err(e) = thread_priority::set_current_thread_priority(thread_priority::ThreadPriority::Min) {
+        warn!(error = ?e, "cannot lower the pipeline's thread priority");
     }
 }
 
