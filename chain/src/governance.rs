@@ -87,7 +87,7 @@ impl<P: Provider> Governance<P> {
 
     /// Votes for (`support` 1), against (0) or abstains (2).
     pub async fn vote(&self, id: U256, support: u8) -> Result<()> {
-        confirm("Governor.castVote", self.governor.castVote(id, support).send().await).await
+        confirm("Governor.castVote", self.governor.castVote(id, support).send().await).await.map(drop)
     }
 
     /// Queues a succeeded proposal in the timelock.
@@ -98,7 +98,7 @@ impl<P: Provider> Governance<P> {
             proposal.calldatas.clone(),
             proposal.description_hash(),
         );
-        confirm("Governor.queue", call.send().await).await
+        confirm("Governor.queue", call.send().await).await.map(drop)
     }
 
     /// Executes a queued proposal whose timelock delay has passed.
@@ -109,7 +109,7 @@ impl<P: Provider> Governance<P> {
             proposal.calldatas.clone(),
             proposal.description_hash(),
         );
-        confirm("Governor.execute", call.send().await).await
+        confirm("Governor.execute", call.send().await).await.map(drop)
     }
 
     /// A proposal as its `ProposalCreated` event recorded it (searched from `from_block`), so any
@@ -159,12 +159,12 @@ impl<P: Provider> Governance<P> {
 /// than hanging on a transaction the node never mines).
 const RECEIPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// Waits for a sent transaction's receipt and fails on a revert or a send error (whose message
-/// carries the decoded revert reason when the node gives one).
-pub(crate) async fn confirm<N: alloy::network::Network>(
+/// Waits (at most two minutes) for a sent transaction's receipt and fails on a revert or a send
+/// error, naming `step` (the message carries the decoded revert reason when the node gives one).
+pub async fn confirm<N: alloy::network::Network>(
     step: &str,
     sent: Result<alloy::providers::PendingTransactionBuilder<N>, alloy::contract::Error>,
-) -> Result<()> {
+) -> Result<N::ReceiptResponse> {
     use alloy::network::ReceiptResponse;
     let pending = sent.map_err(|e| chain_err(step, e))?;
     let receipt = pending.with_timeout(Some(RECEIPT_TIMEOUT)).get_receipt().await.map_err(|e| {
@@ -173,5 +173,5 @@ pub(crate) async fn confirm<N: alloy::network::Network>(
     if !receipt.status() {
         return Err(chain_err(step, format!("transaction {} reverted", receipt.transaction_hash())));
     }
-    Ok(())
+    Ok(receipt)
 }

@@ -18,4 +18,4 @@ pub use client::{chain_now, parse_signer, reader, settled_output, signing, Settl
 pub use deployment::Deployment;
 pub use devnet::{advance_time, Devnet, DevnetConfig};
 pub use error::{Error, Result};
-pub use governance::{Governance, Proposal};
+pub use governance::{confirm, Governance, Proposal};

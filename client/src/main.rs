@@ -16,7 +16,7 @@ use serde_json::json;
 use tgrid_aggregation::{Registry, RegistryEntry, RegistryFile};
 use tgrid_chain::bindings::IGovernor::ProposalState;
 use tgrid_chain::bindings::{IModelRegistry, ISettlement, IStaking, ITaskEscrow, IVotes, IERC20};
-use tgrid_chain::{format_tgrid, parse_tgrid, Deployment, Governance, Proposal};
+use tgrid_chain::{confirm, format_tgrid, parse_tgrid, Deployment, Governance, Proposal};
 use tgrid_circuits::{commit, infer, ModelFile};
 use tgrid_cli::{bad_input, parse_hex, Output};
 use tgrid_onnx::InputData;
@@ -290,23 +290,6 @@ fn load_model(path: &Path) -> Result<ModelFile> {
     ModelFile::from_bytes(&bytes)
         .with_context(|| format!("{} is not a compiled model", path.display()))
         .map_err(bad_input)
-}
-
-/// Sends a transaction and waits for its receipt; fails on a revert with the step named.
-async fn confirm(
-    step: &str,
-    sent: Result<alloy::providers::PendingTransactionBuilder<alloy::network::Ethereum>, alloy::contract::Error>,
-) -> Result<alloy::rpc::types::TransactionReceipt> {
-    let receipt = sent
-        .map_err(|e| anyhow!("{step}: {e}"))?
-        .with_timeout(Some(Duration::from_secs(120)))
-        .get_receipt()
-        .await
-        .with_context(|| format!("{step}: waiting for the receipt"))?;
-    if !receipt.status() {
-        bail!("{step}: transaction {} reverted", receipt.transaction_hash);
-    }
-    Ok(receipt)
 }
 
 async fn run(cli: Cli, out: Output) -> Result<()> {

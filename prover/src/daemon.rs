@@ -20,7 +20,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tgrid_chain::bindings::{IStaking, ITaskEscrow, IERC20};
-use tgrid_chain::{format_tgrid as tgrid_amount, Deployment};
+use tgrid_chain::{confirm, format_tgrid as tgrid_amount, Deployment};
 use tgrid_circuits::{commit, ModelFile, TaskProver};
 use tgrid_cli::Output;
 use tgrid_onnx::InputData;
@@ -51,8 +51,10 @@ pub struct Settings {
     /// Compiled models (.tgm) this provider runs; tasks of other models are ignored.
     pub models: Vec<PathBuf>,
     /// Input store: task posters publish each input as `<input commitment>.json` (EZKL format)
-    /// here. Content-addressed, so the provider checks every file against the chain.
+    /// in this directory... Content-addressed, so the provider checks every file against the chain.
     pub inputs_dir: PathBuf,
+    /// ...or, when set, under this HTTP URL (`<inputs_url>/<input commitment>.json`).
+    pub inputs_url: String,
     /// The sequencer's HTTP API.
     pub sequencer_url: String,
     /// Where state, proofs and outputs are kept.
@@ -76,6 +78,7 @@ impl Default for Settings {
             private_key: ANVIL_KEY_1.into(),
             models: Vec::new(),
             inputs_dir: ".tgrid/inputs".into(),
+            inputs_url: String::new(),
             sequencer_url: "http://127.0.0.1:8080".into(),
             data_dir: ".tgrid/provider".into(),
             stake_tgrid: 1_000,
@@ -241,6 +244,7 @@ impl Daemon {
         std::fs::create_dir_all(settings.data_dir.join("proofs"))
             .with_context(|| format!("cannot create {}", settings.data_dir.display()))?;
         std::fs::create_dir_all(settings.data_dir.join("outputs"))?;
+        std::fs::create_dir_all(settings.data_dir.join("inputs"))?;
         let state_path = settings.data_dir.join("state.json");
         let mut state = State::load(&state_path)?;
         if state.next_block == 0 {
@@ -328,8 +332,9 @@ impl Daemon {
                 tgrid_amount(balance)
             );
         }
-        send("TGRID.approve", token.approve(self.deployment.staking, missing).send().await).await?;
-        send("Staking.stake", IStaking::new(self.deployment.staking, &self.chain).stake(missing).send().await).await?;
+        confirm("TGRID.approve", token.approve(self.deployment.staking, missing).send().await).await?;
+        confirm("Staking.stake", IStaking::new(self.deployment.staking, &self.chain).stake(missing).send().await)
+            .await?;
         self.event(
             "staked",
             json!({"amount": tgrid_amount(missing), "bonded": tgrid_amount(want)}),
@@ -429,28 +434,54 @@ impl Daemon {
         Ok(())
     }
 
-    fn input_path(&self, commitment: &B256) -> PathBuf {
-        self.settings.inputs_dir.join(format!("{commitment}.json"))
-    }
-
-    /// The task's input from the store, quantized and checked against its commitment.
-    fn input(&self, record: &TaskRecord) -> Result<Option<Vec<i8>>> {
-        let path = self.input_path(&record.input_commitment);
-        let len = match std::fs::metadata(&path) {
-            Ok(m) => m.len(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    /// The task's input from the store, quantized and checked against its commitment. `None`
+    /// while it is not (or not reachably) published; an error when what is published is not the
+    /// committed input.
+    async fn input(&self, record: &TaskRecord) -> Result<Option<Vec<i8>>> {
+        let name = format!("{}.json", record.input_commitment);
+        let (text, source) = if self.settings.inputs_url.is_empty() {
+            let path = self.settings.inputs_dir.join(&name);
+            let len = match std::fs::metadata(&path) {
+                Ok(m) => m.len(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+            };
+            if len > MAX_INPUT_BYTES {
+                bail!("{}: {len} bytes, larger than any input", path.display());
+            }
+            let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            (text, path.display().to_string())
+        } else {
+            let url = format!("{}/{name}", self.settings.inputs_url.trim_end_matches('/'));
+            let response = match self.http.get(&url).send().await {
+                Ok(r) if r.status().as_u16() == 404 => return Ok(None),
+                Ok(r) if r.status().is_success() => r,
+                // Unreachable or failing store: look again next round.
+                Ok(r) => {
+                    tracing::warn!(url, status = %r.status(), "input store answered an error");
+                    return Ok(None);
+                }
+                Err(e) => {
+                    tracing::warn!(url, "input store unreachable: {e}");
+                    return Ok(None);
+                }
+            };
+            if response.content_length().is_some_and(|n| n > MAX_INPUT_BYTES) {
+                bail!("{url}: larger than any input");
+            }
+            let bytes = response.bytes().await.with_context(|| format!("reading {url}"))?;
+            if bytes.len() as u64 > MAX_INPUT_BYTES {
+                bail!("{url}: larger than any input");
+            }
+            (String::from_utf8(bytes.to_vec()).with_context(|| format!("{url} is not UTF-8 JSON"))?, url)
         };
-        if len > MAX_INPUT_BYTES {
-            bail!("{}: {len} bytes, larger than any input", path.display());
-        }
         let model = &self.models[&record.model_id].file.model;
-        let data = InputData::from_path(&path)?;
-        let sample = data.input_data.first().ok_or_else(|| anyhow!("{} holds no sample", path.display()))?;
+        let data = InputData::from_json(&text).map_err(|e| anyhow!("{source}: {e}"))?;
+        let sample = data.input_data.first().ok_or_else(|| anyhow!("{source} holds no sample"))?;
         let x = tgrid_circuits::infer::quantize_input(model, sample)
-            .with_context(|| format!("{} does not fit the model", path.display()))?;
+            .with_context(|| format!("{source} does not fit the model"))?;
         if B256::from(commit(&x).0) != record.input_commitment {
-            bail!("{} does not match the input commitment posted on-chain", path.display());
+            bail!("{source} does not match the input commitment posted on-chain");
         }
         Ok(Some(x))
     }
@@ -481,13 +512,12 @@ impl Daemon {
             );
             return self.skip(id, reason);
         }
-        let input = match self.input(record) {
+        let input = match self.input(record).await {
             Ok(Some(x)) => x,
             // Not published yet: look again next round (never accept what cannot be proven).
             Ok(None) => return Ok(()),
             Err(e) => return self.skip(id, format!("{e:#}")),
         };
-        drop(input);
         let collateral = escrow.collateralFor(record.reward).call().await.context("TaskEscrow.collateralFor")?;
         let free = IStaking::new(self.deployment.staking, &self.chain)
             .freeStake(self.me)
@@ -503,7 +533,9 @@ impl Daemon {
         if let Err(e) = escrow.acceptTask(id).call().await {
             return self.skip(id, format!("acceptTask would revert: {e}"));
         }
-        send("TaskEscrow.acceptTask", escrow.acceptTask(id).send().await).await?;
+        // Kept beside the proof: once accepted, proving must not depend on the store.
+        write_synced(&self.accepted_input_path(&id), &serde_json::to_vec(&input)?)?;
+        confirm("TaskEscrow.acceptTask", escrow.acceptTask(id).send().await).await?;
         self.set(id, TaskState::Accepted)?;
         self.event(
             "accepted",
@@ -531,12 +563,20 @@ impl Daemon {
         self.settings.data_dir.join("proofs").join(format!("{id}.tgp"))
     }
 
+    fn accepted_input_path(&self, id: &B256) -> PathBuf {
+        self.settings.data_dir.join("inputs").join(format!("{id}.json"))
+    }
+
     fn output_path(&self, id: &B256) -> PathBuf {
         self.settings.data_dir.join("outputs").join(format!("{id}.json"))
     }
 
     async fn prove(&mut self, id: B256, record: &TaskRecord) -> Result<()> {
-        let x = self.input(record)?.ok_or_else(|| anyhow!("the input of task {id} vanished from the store"))?;
+        let x: Vec<i8> = match std::fs::read(self.accepted_input_path(&id)) {
+            Ok(bytes) => serde_json::from_slice(&bytes)?,
+            // Accepted before a crash lost the copy: fetch it again.
+            Err(_) => self.input(record).await?.ok_or_else(|| anyhow!("the input of task {id} is not in the store"))?,
+        };
         let model = &self.models[&record.model_id];
         let prover = Arc::clone(&model.prover);
         let (task_id, provider) = (id.0, self.me.0 .0);
@@ -640,23 +680,6 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut f = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
     f.write_all(bytes)?;
     f.sync_all()?;
-    Ok(())
-}
-
-/// Waits for a transaction and fails on a revert.
-async fn send(
-    step: &str,
-    sent: Result<alloy::providers::PendingTransactionBuilder<alloy::network::Ethereum>, alloy::contract::Error>,
-) -> Result<()> {
-    let receipt = sent
-        .with_context(|| step.to_string())?
-        .with_timeout(Some(Duration::from_secs(120)))
-        .get_receipt()
-        .await
-        .with_context(|| format!("{step}: waiting for the receipt"))?;
-    if !receipt.status() {
-        bail!("{step}: transaction {} reverted", receipt.transaction_hash);
-    }
     Ok(())
 }
 

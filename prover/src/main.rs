@@ -89,8 +89,8 @@ enum Command {
     ///
     /// Settings (defaults for a local devnet, then the file, then TGRID_PROVIDER_<SETTING>
     /// variables; lists comma-separated): rpc_url, deployment, private_key (default: anvil
-    /// account 1, devnet only), models (.tgm files), inputs_dir (input store, files named
-    /// <input commitment>.json), sequencer_url, data_dir, stake_tgrid, settle_margin_secs,
+    /// account 1, devnet only), models (.tgm files), inputs_dir or inputs_url (the input
+    /// store: <input commitment>.json files), sequencer_url, data_dir, stake_tgrid, settle_margin_secs,
     /// initial_prove_estimate_secs, poll_interval_ms.
     Run {
         /// TOML settings file.
