@@ -3,6 +3,9 @@
 //! deadline (only once their input is available and matches the on-chain commitment), infers,
 //! proves, submits to the sequencer and follows each task until it settles.
 //!
+//! Inputs come from a content-addressed store (a directory, or an HTTP URL) where posters publish
+//! `<input commitment>.json`; an accepted task's input is kept under `data_dir/inputs`.
+//!
 //! Every step is written to `data_dir/state.json` (atomically) before the next begins, so a
 //! restart resumes: accepted tasks are proven, proven ones resubmitted (the sequencer treats a
 //! repeat as idempotent), nothing is accepted twice.
