@@ -317,6 +317,15 @@ async fn task(command: TaskCommand, ctx: &Ctx, out: Output) -> Result<()> {
             let model_id = B256::from(file.model.model_id());
             let input_commitment = B256::from(commit(&x).0);
             let (payment, priority_fee) = (amount(&payment)?, amount(&priority_fee)?);
+            let (min_delay, max_delay) = match escrow.deadlineBounds().call().await {
+                Ok(b) => (b.minDelay, b.maxDelay),
+                Err(e) => bail!("TaskEscrow.deadlineBounds: {e}"),
+            };
+            if U256::from(deadline_in) < min_delay || U256::from(deadline_in) > max_delay {
+                return Err(bad_input(anyhow!(
+                    "--deadline-in {deadline_in} s is outside the escrow's bounds ({min_delay} to {max_delay} s)"
+                )));
+            }
             let registry = IModelRegistry::new(d.registry, &ctx.chain);
             if !registry.isModelActive(model_id).call().await.context("ModelRegistry.isModelActive")? {
                 bail!(

@@ -231,6 +231,14 @@ async fn every_role_end_to_end_on_anvil() {
         );
         v["task_id"].as_str().unwrap().to_string()
     };
+    // A deadline outside the escrow's bounds is refused before anything is sent.
+    let too_soon = run(
+        "tgrid",
+        &["task", "post", "--model", &w("mlp.tgm"), "--input", &input(0), "--payment", "1", "--deadline-in", "60"],
+        &env,
+    );
+    assert_eq!(too_soon.status.code(), Some(2), "{}", String::from_utf8_lossy(&too_soon.stderr));
+    assert!(String::from_utf8_lossy(&too_soon.stderr).contains("outside the escrow's bounds"));
     // The lazy provider takes the first task (before the daemon runs) and never proves it.
     let lazy_task = post(9, "900");
     ITaskEscrow::new(d.escrow, &lazy)
