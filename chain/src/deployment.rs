@@ -5,6 +5,12 @@ use serde::Deserialize;
 
 use crate::{Error, Result};
 
+/// JSON-RPC endpoint every tool defaults to: a local anvil.
+pub const DEFAULT_RPC_URL: &str = "http://127.0.0.1:8545";
+
+/// Deployment file every tool defaults to: what `Deploy.s.sol` writes for anvil's chain id.
+pub const DEFAULT_DEPLOYMENT: &str = "contracts/deployments/31337.json";
+
 /// A deployment file is a few hundred bytes; anything far larger is not one.
 const MAX_DEPLOYMENT_BYTES: u64 = 64 * 1024;
 

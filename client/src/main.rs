@@ -37,10 +37,10 @@ struct Cli {
     #[arg(long, global = true)]
     json: bool,
     /// Ethereum JSON-RPC endpoint.
-    #[arg(long, global = true, env = "TGRID_RPC_URL", default_value = "http://127.0.0.1:8545")]
+    #[arg(long, global = true, env = "TGRID_RPC_URL", default_value = tgrid_chain::DEFAULT_RPC_URL)]
     rpc: String,
     /// Deployment file written by Deploy.s.sol.
-    #[arg(long, global = true, env = "TGRID_DEPLOYMENT", default_value = "contracts/deployments/31337.json")]
+    #[arg(long, global = true, env = "TGRID_DEPLOYMENT", default_value = tgrid_chain::DEFAULT_DEPLOYMENT)]
     deployment: PathBuf,
     /// Key of the account that signs (default on a local anvil only: anvil account 0).
     #[arg(long, global = true, env = "TGRID_PRIVATE_KEY", hide_env_values = true)]

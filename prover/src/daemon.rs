@@ -76,8 +76,8 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            rpc_url: "http://127.0.0.1:8545".into(),
-            deployment: "contracts/deployments/31337.json".into(),
+            rpc_url: tgrid_chain::DEFAULT_RPC_URL.into(),
+            deployment: tgrid_chain::DEFAULT_DEPLOYMENT.into(),
             private_key: ANVIL_KEY_1.into(),
             models: Vec::new(),
             inputs_dir: ".tgrid/inputs".into(),

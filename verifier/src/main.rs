@@ -91,10 +91,10 @@ enum Command {
     /// Exit codes: 0 listed, 1 the node or contract failed, 2 unreadable or malformed input.
     Registry {
         /// JSON-RPC endpoint of the chain.
-        #[arg(long, env = "TGRID_RPC_URL", default_value = "http://127.0.0.1:8545")]
+        #[arg(long, env = "TGRID_RPC_URL", default_value = tgrid_chain::DEFAULT_RPC_URL)]
         rpc: String,
         /// Deployment file written by contracts/script/Deploy.s.sol.
-        #[arg(long, env = "TGRID_DEPLOYMENT", default_value = "contracts/deployments/31337.json")]
+        #[arg(long, env = "TGRID_DEPLOYMENT", default_value = tgrid_chain::DEFAULT_DEPLOYMENT)]
         deployment: PathBuf,
     },
 }

@@ -29,7 +29,7 @@ pub struct ChainArgs {
     #[arg(long)]
     pub rpc: Option<String>,
     /// Deployment file written by contracts/script/Deploy.s.sol.
-    #[arg(long, env = "TGRID_DEPLOYMENT", default_value = "contracts/deployments/31337.json")]
+    #[arg(long, env = "TGRID_DEPLOYMENT", default_value = tgrid_chain::DEFAULT_DEPLOYMENT)]
     pub deployment: PathBuf,
 }
 

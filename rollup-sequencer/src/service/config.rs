@@ -67,8 +67,8 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            rpc_url: "http://127.0.0.1:8545".into(),
-            deployment: "contracts/deployments/31337.json".into(),
+            rpc_url: tgrid_chain::DEFAULT_RPC_URL.into(),
+            deployment: tgrid_chain::DEFAULT_DEPLOYMENT.into(),
             registry: ".tgrid/registry.json".into(),
             data_dir: ".tgrid/sequencer".into(),
             listen: ([127, 0, 0, 1], 8080).into(),
