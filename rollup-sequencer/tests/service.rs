@@ -173,7 +173,7 @@ struct Submission {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn settles_results_on_anvil_refuses_bad_ones_and_survives_sigkill() {
+async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs() {
     let work = tempfile::tempdir().unwrap();
     let model = tiny_model(1);
     let (model_id, normalized_digest, registry_root) = write_registry(work.path(), &model);
@@ -227,7 +227,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_and_survives_sigkill() {
         (posted.taskId, input)
     };
     let mut tasks = Vec::new();
-    for seed in 0..3 {
+    for seed in 0..4 {
         tasks.push(post_task(seed, now + 86_400, true).await);
     }
     let short = post_task(10, now + 700, true).await; // expires before it is submitted
@@ -370,6 +370,52 @@ async fn settles_results_on_anvil_refuses_bad_ones_and_survives_sigkill() {
     rpc("evm_setAutomine", json!([true])).await;
     rpc("evm_mine", json!([])).await;
     wait_for_status(&http, &api, good[2].task, "settled", Duration::from_secs(300)).await;
+    drop(seq);
+
+    // A reorg: the block holding a fourth result's settlement is reorganized away before it has
+    // its 3 confirmations, and the node forgets the transaction. The service must notice and
+    // send the same transaction again at once (the stuck-transaction timer is an hour here, so
+    // only that can settle it), then wait for 3 confirmations of the new block.
+    let mut reorg_env = env(1);
+    reorg_env.push(("TGRID_SEQUENCER_CONFIRMATIONS".into(), "3".into()));
+    reorg_env.push(("TGRID_SEQUENCER_GAS_BUMP_AFTER_SECS".into(), "3600".into()));
+    let seq = Sequencer::start(&reorg_env);
+    let api = seq.url.clone();
+    let (code, v) = post(&http, &api, good[3].body.to_string()).await;
+    assert_eq!(code, 202, "{v}");
+    let submitted = wait_for_status(&http, &api, good[3].task, "submitted", Duration::from_secs(900)).await;
+    let (_, batch) = get(&http, &format!("{api}/v1/batches/{}", submitted["batch"])).await;
+    let tx: B256 = batch["txs"][0].as_str().unwrap().parse().unwrap();
+    let started = Instant::now();
+    let mined = loop {
+        if let Some(r) = admin.get_transaction_receipt(tx).await.unwrap() {
+            break r.block_number.unwrap();
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the settlement transaction was not mined");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(admin.get_block_number().await.unwrap(), mined, "nothing else mines in this test");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (_, v) = get(&http, &format!("{api}/v1/tasks/{}", good[3].task)).await;
+    assert_eq!(v["status"], "submitted", "settled before its confirmations: {v}");
+    rpc("anvil_reorg", json!([1, []])).await;
+    assert!(admin.get_transaction_receipt(tx).await.unwrap().is_none(), "the reorg removed the settlement");
+    let started = Instant::now();
+    loop {
+        let (_, v) = get(&http, &format!("{api}/v1/tasks/{}", good[3].task)).await;
+        if v["status"] == "settled" {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "not settled again after the reorg: {v}");
+        // Blocks keep coming, as on a live chain: confirmations for the re-mined transaction.
+        rpc("evm_mine", json!([])).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let receipt = admin.get_transaction_receipt(tx).await.unwrap().expect("the same transaction, mined again");
+    assert!(receipt.status());
+    assert!(admin.get_block_number().await.unwrap() + 1 >= receipt.block_number.unwrap() + 3, "3 confirmations");
+    let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("tgrid_sequencer_resent_transactions_total 1"), "{metrics}");
 
     // Exactly once: every acknowledged task settled on-chain, two batches, no more.
     for s in &good {
@@ -382,7 +428,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_and_survives_sigkill() {
         .address(d.settlement)
         .event_signature(ISettlement::BatchSettled::SIGNATURE_HASH)
         .from_block(0);
-    assert_eq!(admin.get_logs(&filter).await.unwrap().len(), 2, "each batch settles once");
+    assert_eq!(admin.get_logs(&filter).await.unwrap().len(), 3, "each batch settles once");
 
     // The batch view proves membership against the root the contract recorded.
     let (code, batch) = get(&http, &format!("{api}/v1/batches/{batch_id}")).await;

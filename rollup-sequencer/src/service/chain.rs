@@ -237,6 +237,13 @@ impl Chain {
         }
     }
 
+    /// Whether the node knows the transaction at all (pending or mined). A node forgets a
+    /// transaction whose block was reorganized away, and may evict a pending one.
+    pub async fn transaction_known(&self, hash: B256) -> Result<bool, ServiceError> {
+        let tx = self.provider.get_transaction_by_hash(hash).await.map_err(|e| rpc("eth_getTransactionByHash", e))?;
+        Ok(tx.is_some())
+    }
+
     /// The receipt of `hash`, if mined.
     pub async fn receipt(&self, hash: B256) -> Result<Option<Mined>, ServiceError> {
         let r = self.provider.get_transaction_receipt(hash).await.map_err(|e| rpc("eth_getTransactionReceipt", e))?;

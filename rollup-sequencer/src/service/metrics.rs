@@ -20,6 +20,8 @@ pub struct Metrics {
     pub gas_per_task: IntGauge,
     /// Batches that failed (their tasks were re-queued or dropped).
     pub failed_batches: IntCounter,
+    /// Settlement transactions sent again because the node forgot them (reorg, eviction).
+    pub resent_transactions: IntCounter,
     /// 1 once the pipeline has built its circuits and loaded its key (the API serves before).
     pub pipeline_ready: IntGauge,
 }
@@ -48,6 +50,11 @@ impl Metrics {
             IntGauge::new("tgrid_sequencer_gas_per_task", "settlement gas per task of the last batch").expect("metric");
         let failed_batches =
             IntCounter::new("tgrid_sequencer_failed_batches_total", "batches abandoned").expect("metric");
+        let resent_transactions = IntCounter::new(
+            "tgrid_sequencer_resent_transactions_total",
+            "settlement transactions re-sent after the node forgot them (reorg or eviction)",
+        )
+        .expect("metric");
         let pipeline_ready = IntGauge::new(
             "tgrid_sequencer_pipeline_ready",
             "1 once the pipeline's circuits are built and its Groth16 key loaded",
@@ -62,6 +69,7 @@ impl Metrics {
             Box::new(settled_tasks.clone()),
             Box::new(gas_per_task.clone()),
             Box::new(failed_batches.clone()),
+            Box::new(resent_transactions.clone()),
         ] {
             registry.register(m).expect("unique metric names");
         }
@@ -74,6 +82,7 @@ impl Metrics {
             settled_tasks,
             gas_per_task,
             failed_batches,
+            resent_transactions,
             pipeline_ready,
         }
     }

@@ -101,6 +101,37 @@ pub fn leaf_of(r: &TaskRecord) -> Result<TaskLeaf, ServiceError> {
     })
 }
 
+/// Builds every registered model's verifier in the background, so no submission waits for
+/// one (about 2 s per model) and a broken model file is reported at start, not at the first
+/// result. The API serves meanwhile; a submission for a model still building waits for it.
+async fn warm_verifiers(shared: Arc<Shared>) {
+    let aggregator = shared.aggregator.clone();
+    let built = tokio::task::spawn_blocking(move || {
+        let ids: Vec<[u8; 32]> = aggregator.registry().entries().iter().map(|e| e.model_id).collect();
+        for id in &ids {
+            if let Err(e) = aggregator.normalizer(id) {
+                tracing::error!(model = %format!("0x{}", hex::encode(id)), error = %e, "cannot build the model's verifier: its results will be refused");
+            }
+        }
+        ids.len()
+    })
+    .await;
+    if let Ok(models) = built {
+        tracing::info!(models, "every registered model's verifier is built");
+    }
+}
+
+/// Forgets idle providers' rate-limit state once a minute, so the limiter's memory follows the
+/// active providers rather than every address ever seen.
+async fn prune_rate_limiter(shared: Arc<Shared>, stop: Arc<AtomicBool>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+    while !stop.load(Ordering::Relaxed) {
+        tick.tick().await;
+        shared.limiter.retain_recent();
+        shared.limiter.shrink_to_fit();
+    }
+}
+
 /// Starts the service and runs until `stop` is set (or ctrl-c / SIGTERM in the binary):
 /// opens the store, connects to the chain, builds the aggregation and wrap circuits and loads
 /// the key, then serves the API and runs the pipeline. `on_ready` receives the bound address.
@@ -141,10 +172,11 @@ pub async fn run(
         in_flight: Mutex::default(),
         verify_slots: tokio::sync::Semaphore::new(cores),
     });
-    let queued = shared.store.tasks()?.iter().filter(|t| t.state == store::TaskState::Verified).count();
-    shared.metrics.queue_depth.set(queued as i64);
+    shared.metrics.queue_depth.set(shared.store.queued_count() as i64);
 
     let pipeline = pipeline::Pipeline::start(shared.clone(), tokio::runtime::Handle::current(), stop.clone())?;
+    tokio::spawn(warm_verifiers(shared.clone()));
+    tokio::spawn(prune_rate_limiter(shared.clone(), stop.clone()));
 
     let listener = tokio::net::TcpListener::bind(settings.listen)
         .await

@@ -147,7 +147,7 @@ impl Worker {
     // The guard clippy suggests for `Submitted` would borrow `batch` while `reconcile` takes it.
     #[allow(clippy::collapsible_match)]
     fn step<'a>(&mut self, aggregator: &'a Aggregator, open: &mut Option<OpenBatch<'a>>) -> Result<bool> {
-        for batch in self.store().batches()? {
+        for batch in self.store().live_batches()? {
             match &batch.state {
                 BatchState::Proving if open.as_ref().is_none_or(|o| o.record.id != batch.id) => {
                     self.prove_after_restart(aggregator, batch)?;
@@ -166,7 +166,7 @@ impl Worker {
             }
         }
         if open.is_none() {
-            if let Some(batch) = self.store().batches()?.into_iter().find(|b| b.state == BatchState::Open) {
+            if let Some(batch) = self.store().live_batches()?.into_iter().find(|b| b.state == BatchState::Open) {
                 info!(batch = batch.id, tasks = batch.tasks.len(), "resuming the open batch: re-proving its leaves");
                 let mut resumed =
                     OpenBatch { deadlines: vec![], tree: IncrementalTree::new(aggregator), record: batch };
@@ -183,14 +183,11 @@ impl Worker {
         }
 
         let max = self.shared.settings.max_batch_tasks;
-        let mut queued: Vec<TaskRecord> =
-            self.store().tasks()?.into_iter().filter(|t| t.state == TaskState::Verified).collect();
-        self.shared.metrics.queue_depth.set(queued.len() as i64);
+        self.shared.metrics.queue_depth.set(self.store().queued_count() as i64);
         // Nearest deadline first: those tasks go into the next batch.
-        queued.sort_by_key(|t| (t.deadline, t.received_at));
-        if let Some(next) = queued.first() {
+        if let Some(next) = self.store().next_queued()? {
             if open.as_ref().is_none_or(|o| o.record.tasks.len() < max) {
-                self.add_to_open_batch(aggregator, open, next)?;
+                self.add_to_open_batch(aggregator, open, &next)?;
                 return Ok(true);
             }
         }
@@ -427,6 +424,21 @@ impl Worker {
             return Ok(true);
         }
         let mined_nonce = self.rt.block_on(chain.mined_nonce())?;
+        if mined_nonce <= nonce {
+            let last: B256 = txs
+                .last()
+                .and_then(|h| h.parse().ok())
+                .ok_or_else(|| ServiceError::Store(format!("batch {} has no transaction hash", record.id)))?;
+            if !self.rt.block_on(chain.transaction_known(last))? {
+                // Mined then reorganized away (the node forgets it), or evicted from the pool:
+                // the same signed bytes are still valid at this nonce, so send them again now
+                // rather than wait for the stuck-transaction timeout.
+                warn!(batch = record.id, tx = %last, nonce, "the node no longer knows the settlement transaction (reorg or eviction): re-sent");
+                self.rt.block_on(chain.send_raw(&raw_bytes))?;
+                self.shared.metrics.resent_transactions.inc();
+                return Ok(true);
+            }
+        }
         if mined_nonce > nonce {
             // A node can count the nonce a moment before it serves the receipt: give the receipt
             // time to appear before concluding that another transaction took the nonce.

@@ -4,8 +4,14 @@
 //! Trees: `tasks` (task id → [`TaskRecord`] JSON), `proofs` (task id → .tgp bytes), `outputs`
 //! (task id → int8 output), `batches` (batch id, big-endian u64 → [`BatchRecord`] JSON),
 //! `meta` (`next_batch`).
+//!
+//! Two in-memory indexes, rebuilt from the trees at open and kept in step by every write, spare
+//! the pipeline a scan of every record ever stored on each poll: the queue of verified tasks
+//! (nearest deadline first) and the batches not yet settled or failed.
 
+use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 
@@ -122,6 +128,28 @@ pub struct BatchRecord {
     pub state: BatchState,
 }
 
+impl TaskRecord {
+    /// Its place in the queue while it waits for a batch: nearest deadline, then oldest, first.
+    fn queue_key(&self, id: &[u8; 32]) -> Option<QueueKey> {
+        (self.state == TaskState::Verified).then_some((self.deadline, self.received_at, *id))
+    }
+}
+
+impl BatchState {
+    /// Whether the pipeline still has work on a batch in this state.
+    pub fn is_live(&self) -> bool {
+        !matches!(self, BatchState::Settled { .. } | BatchState::Failed { .. })
+    }
+}
+
+type QueueKey = (u64, u64, [u8; 32]);
+
+#[derive(Debug, Default)]
+struct Indexes {
+    queue: BTreeSet<QueueKey>,
+    live_batches: BTreeSet<u64>,
+}
+
 /// The sled database.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -131,6 +159,8 @@ pub struct Store {
     outputs: sled::Tree,
     batches: sled::Tree,
     meta: sled::Tree,
+    // Held across each write and its index update, so the two never disagree.
+    indexes: Arc<Mutex<Indexes>>,
 }
 
 fn corrupt(what: &str, e: impl std::fmt::Display) -> ServiceError {
@@ -148,14 +178,33 @@ impl Store {
     pub fn open(dir: &Path) -> Result<Self, ServiceError> {
         std::fs::create_dir_all(dir).map_err(|e| ServiceError::Store(format!("{}: {e}", dir.display())))?;
         let db = sled::open(dir).map_err(|e| ServiceError::Store(format!("{}: {e}", dir.display())))?;
-        Ok(Self {
+        let store = Self {
             tasks: db.open_tree("tasks")?,
             proofs: db.open_tree("proofs")?,
             outputs: db.open_tree("outputs")?,
             batches: db.open_tree("batches")?,
             meta: db.open_tree("meta")?,
             db,
-        })
+            indexes: Arc::default(),
+        };
+        let mut indexes = Indexes::default();
+        for entry in store.tasks.iter() {
+            let (key, value) = entry?;
+            let id: [u8; 32] = key.as_ref().try_into().map_err(|_| corrupt("task", "key is not 32 bytes"))?;
+            let record: TaskRecord = serde_json::from_slice(&value).map_err(|e| corrupt("task", e))?;
+            indexes.queue.extend(record.queue_key(&id));
+        }
+        for batch in store.batches()? {
+            if batch.state.is_live() {
+                indexes.live_batches.insert(batch.id);
+            }
+        }
+        *store.lock() = indexes;
+        Ok(store)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Indexes> {
+        self.indexes.lock().expect("store index lock")
     }
 
     /// Waits until everything written so far is on disk.
@@ -194,8 +243,11 @@ impl Store {
         output: &[i8],
     ) -> Result<(), ServiceError> {
         use sled::Transactional;
+        let record_key = record.queue_key(id);
         let record = serde_json::to_vec(record).expect("records serialize");
         let output: Vec<u8> = output.iter().map(|&v| v as u8).collect();
+        let mut indexes = self.lock();
+        let previous = self.task(id)?;
         (&self.tasks, &self.proofs, &self.outputs)
             .transaction(|(t, p, o)| {
                 t.insert(&id[..], record.as_slice())?;
@@ -203,25 +255,40 @@ impl Store {
                 o.insert(&id[..], output.as_slice())?;
                 Ok::<_, sled::transaction::ConflictableTransactionError<()>>(())
             })
-            .map_err(|e| ServiceError::Store(format!("{e:?}")))
+            .map_err(|e| ServiceError::Store(format!("{e:?}")))?;
+        if let Some(old) = previous.and_then(|p| p.queue_key(id)) {
+            indexes.queue.remove(&old);
+        }
+        indexes.queue.extend(record_key);
+        Ok(())
     }
 
     /// Overwrites a task's state.
     pub fn set_task_state(&self, id: &[u8; 32], state: TaskState) -> Result<(), ServiceError> {
+        let mut indexes = self.lock();
         let mut record = self.task(id)?.ok_or_else(|| ServiceError::Store(format!("no task 0x{}", hex::encode(id))))?;
+        let old = record.queue_key(id);
         record.state = state;
         self.tasks.insert(id, serde_json::to_vec(&record).expect("records serialize"))?;
+        if let Some(old) = old {
+            indexes.queue.remove(&old);
+        }
+        indexes.queue.extend(record.queue_key(id));
         Ok(())
     }
 
-    /// Every task record (ids in key order).
-    pub fn tasks(&self) -> Result<Vec<TaskRecord>, ServiceError> {
-        self.tasks.iter().values().map(|v| serde_json::from_slice(&v?).map_err(|e| corrupt("task", e))).collect()
+    /// The verified task that goes into a batch next: nearest deadline, then oldest.
+    pub fn next_queued(&self) -> Result<Option<TaskRecord>, ServiceError> {
+        let first = self.lock().queue.first().copied();
+        match first {
+            Some((_, _, id)) => self.task(&id),
+            None => Ok(None),
+        }
     }
 
-    /// Number of task records.
-    pub fn task_count(&self) -> usize {
-        self.tasks.len()
+    /// Number of verified tasks waiting for a batch.
+    pub fn queued_count(&self) -> usize {
+        self.lock().queue.len()
     }
 
     /// A batch.
@@ -234,13 +301,27 @@ impl Store {
 
     /// Writes a batch record.
     pub fn put_batch(&self, batch: &BatchRecord) -> Result<(), ServiceError> {
+        let mut indexes = self.lock();
         self.batches.insert(batch.id.to_be_bytes(), serde_json::to_vec(batch).expect("records serialize"))?;
+        if batch.state.is_live() {
+            indexes.live_batches.insert(batch.id);
+        } else {
+            indexes.live_batches.remove(&batch.id);
+        }
         Ok(())
     }
 
     /// Every batch, oldest first.
     pub fn batches(&self) -> Result<Vec<BatchRecord>, ServiceError> {
         self.batches.iter().values().map(|v| serde_json::from_slice(&v?).map_err(|e| corrupt("batch", e))).collect()
+    }
+
+    /// The batches not yet settled or failed, oldest first.
+    pub fn live_batches(&self) -> Result<Vec<BatchRecord>, ServiceError> {
+        let ids: Vec<u64> = self.lock().live_batches.iter().copied().collect();
+        ids.into_iter()
+            .map(|id| self.batch(id)?.ok_or_else(|| ServiceError::Store(format!("batch {id} is indexed but missing"))))
+            .collect()
     }
 
     /// Allocates the next batch id.
@@ -300,6 +381,45 @@ mod tests {
         assert_eq!(store.batches().unwrap()[0].state, BatchState::Open);
         assert_eq!(store.next_batch_id().unwrap(), 3);
         assert!(store.task(&[2; 32]).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_queue_and_live_batches_follow_every_write_and_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let batch = |id, state| BatchRecord { id, tasks: vec![], opened_at: 1, closed_at: None, state };
+        {
+            let store = Store::open(dir.path()).unwrap();
+            // Deadlines 300, 100, 200: the queue hands out 100 first, whatever the arrival order.
+            for (id, deadline) in [(1u8, 300), (2, 100), (3, 200)] {
+                store.insert_result(&[id; 32], &TaskRecord { deadline, ..record(id) }, b"p", &[]).unwrap();
+            }
+            assert_eq!(store.queued_count(), 3);
+            assert_eq!(store.next_queued().unwrap().unwrap().deadline, 100);
+            store.set_task_state(&[2; 32], TaskState::Batched { batch: 1 }).unwrap();
+            assert_eq!(store.next_queued().unwrap().unwrap().deadline, 200);
+            store.set_task_state(&[3; 32], TaskState::Dropped { reason: "x".into() }).unwrap();
+            assert_eq!(store.queued_count(), 1);
+            // A failed batch puts its task back in the queue.
+            store.set_task_state(&[2; 32], TaskState::Verified).unwrap();
+            assert_eq!(store.next_queued().unwrap().unwrap().deadline, 100);
+            // A dropped task resubmitted is queued again, once.
+            store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", &[]).unwrap();
+            store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", &[]).unwrap();
+            assert_eq!(store.queued_count(), 3);
+
+            store.put_batch(&batch(1, BatchState::Open)).unwrap();
+            store.put_batch(&batch(2, BatchState::Proving)).unwrap();
+            store.put_batch(&batch(3, BatchState::Failed { reason: "x".into() })).unwrap();
+            store.put_batch(&batch(1, BatchState::Settled { tx: "0x01".into(), block: 1, gas_used: 1 })).unwrap();
+            let live: Vec<u64> = store.live_batches().unwrap().iter().map(|b| b.id).collect();
+            assert_eq!(live, vec![2]);
+            store.flush_blocking().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.queued_count(), 3);
+        assert_eq!(store.next_queued().unwrap().unwrap().deadline, 100);
+        let live: Vec<u64> = store.live_batches().unwrap().iter().map(|b| b.id).collect();
+        assert_eq!(live, vec![2]);
     }
 
     #[test]
