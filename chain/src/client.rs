@@ -9,7 +9,7 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolEvent;
 
 use crate::bindings::ITaskEscrow;
-use crate::{Error, Result};
+use crate::{Deployment, Error, Result};
 
 fn chain_err(step: &str, e: impl std::fmt::Display) -> Error {
     Error::Chain { step: step.to_string(), reason: e.to_string() }
@@ -45,6 +45,17 @@ pub fn signing(rpc_url: &str, signer: PrivateKeySigner) -> Result<DynProvider> {
         .wallet(EthereumWallet::from(signer))
         .connect_http(parse_url(rpc_url)?)
         .erased())
+}
+
+/// Checks that the node at `rpc_url` serves the chain `deployment` was made for (its addresses
+/// mean nothing elsewhere) and returns the chain id.
+pub async fn check_chain<P: Provider>(provider: &P, rpc_url: &str, deployment: &Deployment) -> Result<u64> {
+    let node =
+        provider.get_chain_id().await.map_err(|e| chain_err(&format!("cannot reach the node at {rpc_url}"), e))?;
+    if node != deployment.chain_id {
+        return Err(Error::WrongChain { rpc_url: rpc_url.to_string(), node, deployment: deployment.chain_id });
+    }
+    Ok(node)
 }
 
 /// The latest block's timestamp: the clock deadlines are measured by (on a devnet it may run

@@ -25,6 +25,16 @@ pub enum Error {
         /// The end of its stdout and stderr.
         output: String,
     },
+    /// The node serves another chain than the deployment file describes.
+    #[error("the node at {rpc_url} is chain {node}, the deployment file is for chain {deployment}")]
+    WrongChain {
+        /// The node's URL.
+        rpc_url: String,
+        /// The node's chain id.
+        node: u64,
+        /// The deployment file's chain id.
+        deployment: u64,
+    },
     /// A call or transaction failed (node unreachable, revert, receipt missing).
     #[error("{step}: {reason}")]
     Chain {

@@ -14,7 +14,7 @@ mod error;
 pub mod governance;
 
 pub use amount::{format_tgrid, parse_tgrid};
-pub use client::{chain_now, parse_signer, reader, settled_output, signing, SettledOutput};
+pub use client::{chain_now, check_chain, parse_signer, reader, settled_output, signing, SettledOutput};
 pub use deployment::{Deployment, DEFAULT_DEPLOYMENT, DEFAULT_RPC_URL};
 pub use devnet::{advance_time, Devnet, DevnetConfig};
 pub use error::{Error, Result};

@@ -2,13 +2,14 @@
 //! committed on-chain and published to the input store), fetch results and check them against
 //! the commitment the settlement recorded, and expire tasks whose provider missed the deadline
 //! (refund plus slash). DAO members delegate, propose parameter changes and model
-//! registrations, vote, queue and execute.
+//! registrations, vote, queue and execute. Providers manage their stake: add, unbond, withdraw
+//! after the delay, and claim their earnings.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use alloy::primitives::{Address, B256, U256};
-use alloy::providers::{DynProvider, Provider};
+use alloy::providers::DynProvider;
 use alloy::sol_types::SolCall;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -60,6 +61,9 @@ enum Command {
     /// TGRID balances and transfers.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// A provider's stake: status, add, unbond, withdraw, claim earnings.
+    #[command(subcommand)]
+    Stake(StakeCommand),
     /// Local devnet helpers (refused on any chain but anvil's 31337).
     #[command(subcommand)]
     Devnet(DevnetCommand),
@@ -210,6 +214,26 @@ enum TokenCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum StakeCommand {
+    /// Bonded, locked and free stake, unbonding, earnings and reputation (default: the signer).
+    Status { account: Option<String> },
+    /// Stake more TGRID (approves the staking contract first if needed).
+    Add {
+        /// Amount in TGRID.
+        amount: String,
+    },
+    /// Start unbonding free stake; it can be withdrawn after the unbonding delay.
+    Unbond {
+        /// Amount in TGRID (at most the free stake).
+        amount: String,
+    },
+    /// Withdraw stake whose unbonding delay has passed.
+    Withdraw,
+    /// Claim the earnings of settled tasks.
+    Claim,
+}
+
+#[derive(Debug, Subcommand)]
 enum DevnetCommand {
     /// Move anvil's clock forward and mine a block (voting periods, timelock delays, deadlines).
     AdvanceTime {
@@ -248,15 +272,11 @@ struct Ctx {
 async fn connect(cli: &Cli) -> Result<Ctx> {
     let deployment = Deployment::load(&cli.deployment).map_err(bad_input)?;
     let reader = tgrid_chain::reader(&cli.rpc).map_err(bad_input)?;
-    let chain_id = reader.get_chain_id().await.with_context(|| format!("cannot reach {}", cli.rpc))?;
-    if chain_id != deployment.chain_id {
-        return Err(bad_input(anyhow!(
-            "{} is chain {chain_id}; {} describes chain {}",
-            cli.rpc,
-            cli.deployment.display(),
-            deployment.chain_id
-        )));
-    }
+    let chain_id = match tgrid_chain::check_chain(&reader, &cli.rpc, &deployment).await {
+        Ok(id) => id,
+        Err(e @ tgrid_chain::Error::WrongChain { .. }) => return Err(bad_input(e)),
+        Err(e) => return Err(e.into()),
+    };
     let key = match (&cli.private_key, chain_id) {
         (Some(k), _) => k.clone(),
         (None, ANVIL_CHAIN_ID) => ANVIL_KEY_0.to_string(),
@@ -298,6 +318,7 @@ async fn run(cli: Cli, out: Output) -> Result<()> {
         Command::Task(c) => task(c, &ctx, out).await,
         Command::Dao(c) => dao(c, &ctx, out).await,
         Command::Token(c) => token(c, &ctx, out).await,
+        Command::Stake(c) => stake(c, &ctx, out).await,
         Command::Devnet(c) => devnet(c, &ctx, out).await,
     }
 }
@@ -734,6 +755,146 @@ async fn token(command: TokenCommand, ctx: &Ctx, out: Output) -> Result<()> {
                 json!({"to": to.to_string(), "amount": format_tgrid(v), "tx": receipt.transaction_hash.to_string()}),
                 || format!("sent {} TGRID to {to}", format_tgrid(v)),
             )
+        }
+    }
+}
+
+async fn stake(command: StakeCommand, ctx: &Ctx, out: Output) -> Result<()> {
+    let staking = IStaking::new(ctx.deployment.staking, &ctx.chain);
+    let account = async |who: Address| staking.account(who).call().await.context("Staking.account");
+    match command {
+        StakeCommand::Status { account: who } => {
+            let who = match who {
+                Some(a) => address(&a, "account")?,
+                None => ctx.me,
+            };
+            let a = account(who).await?;
+            let min = staking.minStake().call().await.context("Staking.minStake")?;
+            let now = tgrid_chain::chain_now(&ctx.chain).await?;
+            let (bonded, locked) = (U256::from(a.bonded), U256::from(a.locked));
+            let free = bonded - locked;
+            let ready_at = a.unbondingReadyAt.to::<u64>();
+            let withdrawable = a.unbonding.to::<u128>() > 0 && now >= ready_at;
+            out.emit(
+                json!({
+                    "account": who.to_string(),
+                    "bonded": format_tgrid(bonded),
+                    "locked": format_tgrid(locked),
+                    "free": format_tgrid(free),
+                    "min_stake": format_tgrid(min),
+                    "unbonding": format_tgrid(U256::from(a.unbonding)),
+                    "unbonding_ready_at": ready_at,
+                    "withdrawable": withdrawable,
+                    "earnings": format_tgrid(U256::from(a.earnings)),
+                    "tasks_settled": a.tasksSettled,
+                    "tasks_slashed": a.tasksSlashed,
+                }),
+                || {
+                    let mut text = format!(
+                        "{who}\n  bonded    {} TGRID ({} locked as collateral, {} free; minimum {})\n  earnings  {} TGRID\n  tasks     {} settled, {} slashed",
+                        format_tgrid(bonded),
+                        format_tgrid(locked),
+                        format_tgrid(free),
+                        format_tgrid(min),
+                        format_tgrid(U256::from(a.earnings)),
+                        a.tasksSettled,
+                        a.tasksSlashed
+                    );
+                    if a.unbonding.to::<u128>() > 0 {
+                        let when = if withdrawable {
+                            "withdrawable now".to_string()
+                        } else {
+                            format!("withdrawable in {} s", ready_at - now)
+                        };
+                        text += &format!("\n  unbonding {} TGRID, {when}", format_tgrid(U256::from(a.unbonding)));
+                    }
+                    text
+                },
+            )
+        }
+        StakeCommand::Add { amount: a } => {
+            let v = amount(&a)?;
+            if v.is_zero() {
+                return Err(bad_input(anyhow!("the amount must be above zero")));
+            }
+            let token = IERC20::new(ctx.deployment.token, &ctx.chain);
+            let balance = token.balanceOf(ctx.me).call().await.context("TGRID.balanceOf")?;
+            if balance < v {
+                return Err(bad_input(anyhow!(
+                    "{} holds {} TGRID, less than {}",
+                    ctx.me,
+                    format_tgrid(balance),
+                    format_tgrid(v)
+                )));
+            }
+            let allowance = token.allowance(ctx.me, ctx.deployment.staking).call().await.context("TGRID.allowance")?;
+            if allowance < v {
+                confirm("TGRID.approve", token.approve(ctx.deployment.staking, v).send().await).await?;
+            }
+            let receipt = confirm("Staking.stake", staking.stake(v).send().await).await?;
+            let bonded = U256::from(account(ctx.me).await?.bonded);
+            out.emit(
+                json!({"staked": format_tgrid(v), "bonded": format_tgrid(bonded), "tx": receipt.transaction_hash.to_string()}),
+                || format!("staked {} TGRID; bonded {} TGRID", format_tgrid(v), format_tgrid(bonded)),
+            )
+        }
+        StakeCommand::Unbond { amount: a } => {
+            let v = amount(&a)?;
+            let before = account(ctx.me).await?;
+            let free = U256::from(before.bonded) - U256::from(before.locked);
+            if v.is_zero() || v > free {
+                return Err(bad_input(anyhow!(
+                    "can unbond between 0 and the free stake ({} TGRID; {} TGRID are locked as collateral)",
+                    format_tgrid(free),
+                    format_tgrid(U256::from(before.locked))
+                )));
+            }
+            let receipt = confirm("Staking.requestUnbonding", staking.requestUnbonding(v).send().await).await?;
+            let after = account(ctx.me).await?;
+            let ready_at = after.unbondingReadyAt.to::<u64>();
+            out.emit(
+                json!({
+                    "unbonding": format_tgrid(U256::from(after.unbonding)),
+                    "ready_at": ready_at,
+                    "tx": receipt.transaction_hash.to_string(),
+                }),
+                || {
+                    format!(
+                        "unbonding {} TGRID in all; withdrawable from unix time {ready_at} (tgrid stake withdraw)",
+                        format_tgrid(U256::from(after.unbonding))
+                    )
+                },
+            )
+        }
+        StakeCommand::Withdraw => {
+            let a = account(ctx.me).await?;
+            let now = tgrid_chain::chain_now(&ctx.chain).await?;
+            let ready_at = a.unbondingReadyAt.to::<u64>();
+            if a.unbonding.to::<u128>() == 0 {
+                return Err(bad_input(anyhow!("nothing is unbonding (tgrid stake unbond AMOUNT first)")));
+            }
+            if now < ready_at {
+                return Err(bad_input(anyhow!(
+                    "the unbonding of {} TGRID is ready in {} s (at unix time {ready_at})",
+                    format_tgrid(U256::from(a.unbonding)),
+                    ready_at - now
+                )));
+            }
+            let receipt = confirm("Staking.withdraw", staking.withdraw().send().await).await?;
+            let v = U256::from(a.unbonding);
+            out.emit(json!({"withdrawn": format_tgrid(v), "tx": receipt.transaction_hash.to_string()}), || {
+                format!("withdrew {} TGRID", format_tgrid(v))
+            })
+        }
+        StakeCommand::Claim => {
+            let earnings = U256::from(account(ctx.me).await?.earnings);
+            if earnings.is_zero() {
+                return Err(bad_input(anyhow!("{} has no earnings to claim", ctx.me)));
+            }
+            let receipt = confirm("Staking.claimEarnings", staking.claimEarnings().send().await).await?;
+            out.emit(json!({"claimed": format_tgrid(earnings), "tx": receipt.transaction_hash.to_string()}), || {
+                format!("claimed {} TGRID of earnings", format_tgrid(earnings))
+            })
         }
     }
 }

@@ -240,10 +240,7 @@ impl Daemon {
         let signer = tgrid_chain::parse_signer(&settings.private_key)?;
         let me = signer.address();
         let chain = tgrid_chain::signing(&settings.rpc_url, signer)?;
-        let chain_id = chain.get_chain_id().await.with_context(|| format!("cannot reach {}", settings.rpc_url))?;
-        if chain_id != deployment.chain_id {
-            bail!("{} is chain {chain_id}, the deployment file is for chain {}", settings.rpc_url, deployment.chain_id);
-        }
+        tgrid_chain::check_chain(&chain, &settings.rpc_url, &deployment).await?;
         std::fs::create_dir_all(settings.data_dir.join("proofs"))
             .with_context(|| format!("cannot create {}", settings.data_dir.display()))?;
         std::fs::create_dir_all(settings.data_dir.join("outputs"))?;

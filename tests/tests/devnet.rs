@@ -395,5 +395,38 @@ async fn every_role_end_to_end_on_anvil() {
     assert_eq!(status["status"], "expired");
     drop(provider);
     drop(sequencer);
+
+    // The provider claims what it earned, then unbonds part of its stake and withdraws it once
+    // the unbonding delay has passed.
+    let provider_key = B256::from(devnet.signer(1).to_bytes()).to_string();
+    let mut provider_cli = env.to_vec();
+    provider_cli.push(("TGRID_PRIVATE_KEY", provider_key));
+    let stake = json("tgrid", &["stake", "status"], &provider_cli);
+    assert_eq!((stake["bonded"].as_str(), stake["locked"].as_str()), (Some("1000"), Some("0")), "{stake}");
+    assert_eq!(stake["tasks_settled"], 3);
+    let earnings = stake["earnings"].as_str().unwrap().to_string();
+    assert_ne!(earnings, "0", "{stake}");
+    let before = json("tgrid", &["token", "balance"], &provider_cli)["balance"].as_str().unwrap().to_string();
+    let claimed = json("tgrid", &["stake", "claim"], &provider_cli);
+    assert_eq!(claimed["claimed"], earnings.as_str());
+    let after = json("tgrid", &["token", "balance"], &provider_cli)["balance"].as_str().unwrap().to_string();
+    let tgrid = |s: &str| tgrid_chain::parse_tgrid(s).unwrap();
+    assert_eq!(tgrid(&after), tgrid(&before) + tgrid(&earnings));
+    assert_eq!(run("tgrid", &["stake", "claim"], &provider_cli).status.code(), Some(2), "nothing left to claim");
+    assert_eq!(run("tgrid", &["stake", "unbond", "1001"], &provider_cli).status.code(), Some(2), "over the free stake");
+    let unbonding = json("tgrid", &["stake", "unbond", "400"], &provider_cli);
+    assert_eq!(unbonding["unbonding"], "400");
+    let early = run("tgrid", &["stake", "withdraw"], &provider_cli);
+    assert_eq!(early.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&early.stderr).contains("ready in"), "{}", String::from_utf8_lossy(&early.stderr));
+    let now = json("tgrid", &["devnet", "advance-time", "1"], &env)["chain_time"].as_u64().unwrap();
+    let wait = unbonding["ready_at"].as_u64().unwrap().saturating_sub(now);
+    json("tgrid", &["devnet", "advance-time", &wait.to_string()], &env);
+    let withdrawn = json("tgrid", &["stake", "withdraw"], &provider_cli);
+    assert_eq!(withdrawn["withdrawn"], "400");
+    let stake = json("tgrid", &["stake", "status"], &provider_cli);
+    assert_eq!((stake["bonded"].as_str(), stake["unbonding"].as_str()), (Some("600"), Some("0")), "{stake}");
+    let last = json("tgrid", &["token", "balance"], &provider_cli)["balance"].as_str().unwrap().to_string();
+    assert_eq!(tgrid(&last), tgrid(&after) + tgrid("400"));
     eprintln!("every role end to end: {:.0} s", started.elapsed().as_secs_f64());
 }

@@ -305,7 +305,7 @@ fn verify_groth16(path: &Path, vk_path: Option<&Path>, keys_dir: &Path, out: &Ou
 }
 
 fn list_registry(rpc: &str, deployment_path: &Path, out: &Output) -> Result<()> {
-    use alloy::providers::{Provider, ProviderBuilder};
+    use alloy::providers::ProviderBuilder;
     use tgrid_chain::bindings::IModelRegistry;
 
     let deployment = tgrid_chain::Deployment::load(deployment_path).map_err(bad_input)?;
@@ -313,12 +313,7 @@ fn list_registry(rpc: &str, deployment_path: &Path, out: &Output) -> Result<()> 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (root, models) = runtime.block_on(async {
         let provider = ProviderBuilder::new().connect_http(url);
-        let chain_id = provider.get_chain_id().await.with_context(|| format!("cannot reach the node at {rpc}"))?;
-        anyhow::ensure!(
-            chain_id == deployment.chain_id,
-            "the node at {rpc} is chain {chain_id}, the deployment file is for chain {}",
-            deployment.chain_id
-        );
+        tgrid_chain::check_chain(&provider, rpc, &deployment).await?;
         let registry = IModelRegistry::new(deployment.registry, &provider);
         let root = registry.registryRoot().call().await.context("ModelRegistry.registryRoot")?;
         let count = registry.modelCount().call().await.context("ModelRegistry.modelCount")?;

@@ -56,10 +56,7 @@ impl Chain {
     async fn connect(rpc: &str, deployment: &Path) -> Result<Self> {
         let deployment = Deployment::load(deployment).map_err(bad_input)?;
         let provider = tgrid_chain::reader(rpc).map_err(bad_input)?;
-        let chain_id = provider.get_chain_id().await.with_context(|| format!("cannot reach the node at {rpc}"))?;
-        if chain_id != deployment.chain_id {
-            bail!("the node at {rpc} is chain {chain_id}, the deployment file is for chain {}", deployment.chain_id);
-        }
+        tgrid_chain::check_chain(&provider, rpc, &deployment).await?;
         Ok(Self { provider, deployment })
     }
 

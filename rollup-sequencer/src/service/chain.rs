@@ -91,13 +91,10 @@ impl Chain {
             private_key.parse().map_err(|_| ServiceError::Config("private_key is not a 32-byte hex key".into()))?;
         let sender = signer.address();
         let provider = ProviderBuilder::new().disable_recommended_fillers().connect_http(url).erased();
-        let chain_id = provider.get_chain_id().await.map_err(|e| rpc(&format!("cannot reach {rpc_url}"), e))?;
-        if chain_id != deployment.chain_id {
-            return Err(ServiceError::Config(format!(
-                "the node at {rpc_url} is chain {chain_id}, the deployment file is for chain {}",
-                deployment.chain_id
-            )));
-        }
+        tgrid_chain::check_chain(&provider, rpc_url, &deployment).await.map_err(|e| match e {
+            tgrid_chain::Error::WrongChain { .. } => ServiceError::Config(e.to_string()),
+            other => ServiceError::Chain(other.to_string()),
+        })?;
         let chain = Self { provider, wallet: EthereumWallet::from(signer), sender, deployment };
         let settlement = ISettlement::new(chain.deployment.settlement, &chain.provider);
         if !settlement.isSequencer(sender).call().await.map_err(|e| rpc("Settlement.isSequencer", e))? {
