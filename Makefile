@@ -52,7 +52,7 @@ bench-wrap:
 ## Sequencer ingest load harness (real anvil, tiny model, loopback): throughput of acknowledged
 ## submissions and acknowledgement latency at 50 requests/s. One JSON object; ~6 minutes.
 bench-sequencer: setup-contracts
-	$(CARGO) run --locked -q -p tgrid-sequencer --example load_harness -- --tasks 200
+	$(CARGO) run --release --locked -q -p tgrid-sequencer --example load_harness -- --tasks 200
 
 fmt:
 	$(CARGO) fmt --all

@@ -1,7 +1,7 @@
 //! Load harness of the sequencer service (a benchmark, not a test): a real anvil with the real
 //! contracts, `--tasks` tasks posted and accepted by `--providers` staked providers, each proven
 //! for the tiny test model; then the service (in this process, loopback only) receives
-//!   warm-up: one result alone (the service builds the model's verifier on first use);
+//!   warm-up: one result alone, once the pipeline is ready (first connection, first chain reads);
 //!   phase 1: the first half of the results as fast as `--concurrency` clients can send them
 //!            (throughput of acknowledged, verified submissions);
 //!   phase 2: the second half paced at `--rate` requests per second (acknowledgement latency).
@@ -9,7 +9,7 @@
 //! The pipeline runs too (it proves a leaf for every acknowledged task), as in production.
 //! Prints one JSON object. Bounded: at most `--tasks` requests, each with a 30 s timeout.
 //!
-//!   cargo run --locked -p tgrid-sequencer --example load_harness -- --tasks 400
+//!   cargo run --release --locked -p tgrid-sequencer --example load_harness -- --tasks 400
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -28,6 +28,10 @@ use tgrid_chain::{Devnet, DevnetConfig};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, ModelFile, SegmentPlan, TaskProver, TaskVerifier};
 use tgrid_sequencer::service::{Settings, WrapFri};
+
+// As in the tgrid-sequencer binary, whose service this harness runs in-process.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 struct Args {
     tasks: usize,
@@ -214,11 +218,12 @@ fn main() -> Result<()> {
         // the cores with the first requests.
         let metrics = format!("http://{addr}/metrics");
         let waited = Instant::now();
-        while !http.get(&metrics).send().await?.text().await?.contains("tgrid_sequencer_pipeline_ready 1") {
+        let ready = |text: String| text.lines().any(|l| l.trim() == "tgrid_sequencer_pipeline_ready 1");
+        while !ready(http.get(&metrics).send().await?.text().await?) {
             anyhow::ensure!(waited.elapsed() < Duration::from_secs(600), "the pipeline did not start in 10 minutes");
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        // One result alone first: the service builds the model's verifier on first use.
+        // One result alone first: the first connection and chain reads are not the steady state.
         let (warmup, bodies) = bodies.split_first().context("no results")?;
         let (warmup_status, warmup_ms) = send(warmup.clone()).await;
         anyhow::ensure!(warmup_status == 202, "the warm-up result was refused ({warmup_status})");

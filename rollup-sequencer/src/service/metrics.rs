@@ -57,7 +57,7 @@ impl Metrics {
         .expect("metric");
         let pipeline_ready = IntGauge::new(
             "tgrid_sequencer_pipeline_ready",
-            "1 once the pipeline's circuits are built and its Groth16 key loaded",
+            "whether the pipeline has built its circuits and loaded its Groth16 key (1) or not yet (0)",
         )
         .expect("metric");
         for m in [
