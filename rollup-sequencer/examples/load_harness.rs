@@ -29,10 +29,6 @@ use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, ModelFile, SegmentPlan, TaskProver, TaskVerifier};
 use tgrid_sequencer::service::{Settings, WrapFri};
 
-// As in the tgrid-sequencer binary, whose service this harness runs in-process.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 struct Args {
     tasks: usize,
     providers: usize,

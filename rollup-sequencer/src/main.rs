@@ -13,11 +13,6 @@ use tgrid_aggregation::registry::hex32;
 use tgrid_aggregation::{BatchFile, Normalizer, RegistryFile, RegistryFileEntry};
 use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
 use tgrid_cli::{bad_input, Output};
-
-// glibc's allocator spent about a seventh of the ingest path's CPU consolidating after the
-// ~300 KB request bodies (load harness profile); mimalloc does not.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use tgrid_sequencer::{Aggregator, Step};
 use tgrid_settlement_proof::{BatchWrapper, KeySource, Stage};
 use tgrid_wrap::FinalFri;
