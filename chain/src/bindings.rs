@@ -103,7 +103,6 @@ alloy::sol! {
         function requestUnbonding(uint256 amount) external;
         function withdraw() external returns (uint256 amount);
         function claimEarnings() external returns (uint256 amount);
-        function unbondingDelay() external view returns (uint256);
         function setMinStake(uint256 minStake) external;
         function setUnbondingDelay(uint256 unbondingDelay) external;
         function setSlashParameters(uint256 slashBps, uint256 posterShareBps) external;

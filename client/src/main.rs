@@ -30,7 +30,7 @@ const ANVIL_CHAIN_ID: u64 = 31337;
 /// Largest sequencer answer read.
 const MAX_OUTPUT_BYTES: u64 = 16 << 20;
 
-/// TensorGrid for task posters and DAO members.
+/// TensorGrid for task posters, DAO members, and providers managing their stake.
 #[derive(Debug, Parser)]
 #[command(name = "tgrid", version, about, long_about = None)]
 struct Cli {

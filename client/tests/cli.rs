@@ -57,5 +57,5 @@ fn unreachable_nodes_fail_with_the_url() {
     // Port 9 (discard) on loopback: nothing listens.
     let out = run(&["--rpc", "http://127.0.0.1:9", "--deployment", deployment.to_str().unwrap(), "token", "balance"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach http://127.0.0.1:9"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach the node at http://127.0.0.1:9"));
 }

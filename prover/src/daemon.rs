@@ -71,6 +71,10 @@ pub struct Settings {
     pub initial_prove_estimate_secs: u64,
     /// Idle wait between polls of the chain.
     pub poll_interval_ms: u64,
+    /// A task nothing more can happen to (settled, skipped, never accepted) is forgotten this
+    /// long after its deadline, with its proof and input files: the state file is rewritten at
+    /// every step, so it must not grow with every task ever seen. The output files stay.
+    pub prune_after_secs: u64,
 }
 
 impl Default for Settings {
@@ -88,6 +92,7 @@ impl Default for Settings {
             settle_margin_secs: 600,
             initial_prove_estimate_secs: 120,
             poll_interval_ms: 1_000,
+            prune_after_secs: 86_400,
         }
     }
 }
@@ -161,6 +166,24 @@ impl State {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
         }
+    }
+
+    /// Forgets the tasks nothing more can happen to (settled, skipped, or seen and never
+    /// accepted) once their deadline is `retention` seconds past; returns their ids.
+    fn prune(&mut self, now: u64, retention: u64) -> Vec<B256> {
+        let done: Vec<B256> = self
+            .tasks
+            .iter()
+            .filter(|(_, r)| {
+                matches!(r.state, TaskState::Settled | TaskState::Skipped { .. } | TaskState::Seen)
+                    && r.deadline.saturating_add(retention) < now
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in &done {
+            self.tasks.remove(id);
+        }
+        done
     }
 
     /// Writes to a temporary file, syncs it, then renames it over the old state.
@@ -357,6 +380,16 @@ impl Daemon {
     async fn round(&mut self) -> Result<()> {
         self.scan().await?;
         let now = tgrid_chain::chain_now(&self.chain).await?;
+        let pruned = self.state.prune(now, self.settings.prune_after_secs);
+        if !pruned.is_empty() {
+            self.save()?;
+            // After the state no longer names them; a file left behind by a crash is harmless.
+            for id in &pruned {
+                let _ = std::fs::remove_file(self.proof_path(id));
+                let _ = std::fs::remove_file(self.accepted_input_path(id));
+            }
+            tracing::debug!(tasks = pruned.len(), "finished tasks pruned from the state");
+        }
         // Earliest deadline first. Open tasks are accepted first (before another provider takes
         // them); then each accepted task goes as far as it can (prove, submit at once, so the
         // sequencer works on it while the next one is proven).
@@ -708,6 +741,42 @@ mod tests {
         assert_eq!(back.tasks, s.tasks);
         std::fs::write(&path, b"{\"next_block\": 3, \"tas").unwrap();
         assert!(State::load(&path).is_err());
+    }
+
+    #[test]
+    fn pruning_forgets_only_finished_tasks_past_the_retention() {
+        let record = |deadline, state| TaskRecord {
+            model_id: B256::ZERO,
+            input_commitment: B256::ZERO,
+            deadline,
+            reward: tokens(1),
+            state,
+        };
+        let mut s = State::default();
+        let skipped = TaskState::Skipped { reason: "taken".into() };
+        for (i, (deadline, state)) in [
+            (100, TaskState::Settled),
+            (100, skipped.clone()),
+            (100, TaskState::Seen),
+            (100, TaskState::Accepted),
+            (100, TaskState::Proven),
+            (100, TaskState::Submitted),
+            (1_000, TaskState::Settled),
+            (1_000, skipped),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            s.tasks.insert(B256::repeat_byte(i as u8), record(deadline, state));
+        }
+        // At 150 with 100 s of retention nothing is old enough.
+        assert!(s.prune(150, 100).is_empty());
+        let pruned = s.prune(250, 100);
+        assert_eq!(pruned, (0..3).map(B256::repeat_byte).collect::<Vec<_>>());
+        // Work still owed (or owed and late) stays whatever its age; recent tasks stay.
+        let left: Vec<TaskState> = s.tasks.values().map(|r| r.state.clone()).collect();
+        assert_eq!(left.len(), 5);
+        assert!(left.contains(&TaskState::Accepted) && left.contains(&TaskState::Submitted));
     }
 
     #[test]

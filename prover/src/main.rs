@@ -91,7 +91,8 @@ enum Command {
     /// variables; lists comma-separated): rpc_url, deployment, private_key (default: anvil
     /// account 1, devnet only), models (.tgm files), inputs_dir or inputs_url (the input
     /// store: <input commitment>.json files), sequencer_url, data_dir, stake_tgrid, settle_margin_secs,
-    /// initial_prove_estimate_secs, poll_interval_ms.
+    /// initial_prove_estimate_secs, poll_interval_ms, prune_after_secs (finished tasks leave the
+    /// state file this long after their deadline).
     Run {
         /// TOML settings file.
         #[arg(long)]

@@ -167,6 +167,24 @@ fn oversized_post(api: &str) -> u16 {
     std::str::from_utf8(&head[9..12]).unwrap().parse().unwrap()
 }
 
+/// Sends the headers and the first half of a submission and gives the service 300 ms to read
+/// them; the connection is returned open, the request unfinished.
+fn half_sent_post(api: &str, body: &str) -> std::net::TcpStream {
+    use std::io::Write;
+    let addr = api.trim_start_matches("http://");
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        tcp,
+        "POST /v1/results HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    tcp.write_all(&body.as_bytes()[..body.len() / 2]).unwrap();
+    tcp.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    tcp
+}
+
 struct Submission {
     task: B256,
     body: Value,
@@ -347,7 +365,16 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let settled = wait_for_status(&http, &api, good[0].task, "settled", Duration::from_secs(900)).await;
     let batch_id = settled["batch"].as_u64().unwrap();
 
-    // Crash 2: a third result waits alone in the open batch; SIGKILL right after its
+    // Crash 2a: SIGKILL in the middle of an ingest (half the body received): nothing is
+    // acknowledged, so nothing may be stored; the provider sends it again after the restart.
+    let half = half_sent_post(&api, &good[2].body.to_string());
+    seq.kill();
+    drop(half);
+    let seq = Sequencer::start(&env(3_600));
+    let api = seq.url.clone();
+    let (code, _) = get(&http, &format!("{api}/v1/tasks/{}", good[2].task)).await;
+    assert_eq!(code, 404, "an unacknowledged submission must leave no record");
+    // Crash 2b: a third result waits alone in the open batch; SIGKILL right after its
     // acknowledgement; the restart (batch age now 1 s) closes and settles it.
     let (code, v) = post(&http, &api, good[2].body.to_string()).await;
     assert_eq!(code, 202, "{v}");

@@ -107,17 +107,18 @@ pub fn leaf_of(r: &TaskRecord) -> Result<TaskLeaf, ServiceError> {
 async fn warm_verifiers(shared: Arc<Shared>) {
     let aggregator = shared.aggregator.clone();
     let built = tokio::task::spawn_blocking(move || {
-        let ids: Vec<[u8; 32]> = aggregator.registry().entries().iter().map(|e| e.model_id).collect();
-        for id in &ids {
-            if let Err(e) = aggregator.normalizer(id) {
-                tracing::error!(model = %format!("0x{}", hex::encode(id)), error = %e, "cannot build the model's verifier: its results will be refused");
+        let mut built = 0;
+        for entry in aggregator.registry().entries() {
+            match aggregator.normalizer(&entry.model_id) {
+                Ok(_) => built += 1,
+                Err(e) => tracing::error!(model = %format!("0x{}", hex::encode(entry.model_id)), error = %e, "cannot build the model's verifier: its results will be refused"),
             }
         }
-        ids.len()
+        built
     })
     .await;
     if let Ok(models) = built {
-        tracing::info!(models, "every registered model's verifier is built");
+        tracing::info!(models, "registered models' verifiers built");
     }
 }
 

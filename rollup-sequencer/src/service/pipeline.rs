@@ -433,10 +433,18 @@ impl Worker {
                 // Mined then reorganized away (the node forgets it), or evicted from the pool:
                 // the same signed bytes are still valid at this nonce, so send them again now
                 // rather than wait for the stuck-transaction timeout.
-                warn!(batch = record.id, tx = %last, nonce, "the node no longer knows the settlement transaction (reorg or eviction): re-sent");
-                self.rt.block_on(chain.send_raw(&raw_bytes))?;
-                self.shared.metrics.resent_transactions.inc();
-                return Ok(true);
+                match self.rt.block_on(chain.send_raw(&raw_bytes)) {
+                    Ok(()) => {
+                        warn!(batch = record.id, tx = %last, nonce, "the node no longer knows the settlement transaction (reorg or eviction): re-sent");
+                        self.shared.metrics.resent_transactions.inc();
+                        return Ok(true);
+                    }
+                    // E.g. its fee cap is now under the base fee: the stuck-transaction path
+                    // below replaces it with higher fees.
+                    Err(e) => {
+                        warn!(batch = record.id, tx = %last, error = %e, "the node forgot the settlement transaction and refuses it again")
+                    }
+                }
             }
         }
         if mined_nonce > nonce {
