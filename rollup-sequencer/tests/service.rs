@@ -1,9 +1,10 @@
 //! `tgrid-sequencer run` against a real anvil with the real contracts: providers' results are
 //! checked, acknowledged, batched, proven (aggregation, wrap, Groth16) and settled on-chain;
 //! bad submissions are refused with their reason; the process is killed with SIGKILL while a
-//! batch is proving, while a task waits in the open batch, and between sending the settlement
-//! transaction and its receipt, and after each restart every acknowledged result settles
-//! exactly once.
+//! batch is proving, in the middle of an ingest, while a task waits in the open batch, and
+//! between sending the settlement transaction and its receipt, and after each restart every
+//! acknowledged result settles exactly once; a settlement reorganized away before its
+//! confirmations is sent again and settles once.
 //!
 //! The wrap uses the INSECURE test FRI parameters and the INSECURE devnet Groth16 key (cached in
 //! target/tgrid-test-keys), and the devnet's verifier is a Groth16KeyedVerifier for that key.
@@ -444,7 +445,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(metrics.lines().any(|l| l == "tgrid_sequencer_resent_transactions_total 1"), "{metrics}");
 
-    // Exactly once: every acknowledged task settled on-chain, two batches, no more.
+    // Exactly once: every acknowledged task settled on-chain, three batches, no more.
     for s in &good {
         let t = ITaskEscrow::new(d.escrow, &admin).task(s.task).call().await.unwrap();
         assert_eq!(t.status, ITaskEscrow::TaskStatus::Settled, "task {}", s.task);
