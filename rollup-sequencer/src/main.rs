@@ -393,11 +393,13 @@ fn wrap(batch_path: &Path, out_path: &Path, source: &KeySource, fri: FriChoice, 
     if insecure_fri {
         eprintln!("WARNING: INSECURE test FRI parameters (10 bits of security): tests only");
     }
-    let bar = out.spinner("building the aggregation and wrap circuits");
+    let bar = out.spinner("building the aggregation and wrap circuits and the Groth16 constraint matrices");
     let wrapper = BatchWrapper::build(match fri {
         FriChoice::Production => FinalFri::PRODUCTION,
         FriChoice::InsecureTest => FinalFri::INSECURE_TEST,
     })?;
+    // Before the key: the synthesis' transient memory and the key are then never resident together.
+    wrapper.prepare_prover()?;
     bar.finish_and_clear();
 
     let bar = out.spinner(match source {

@@ -16,7 +16,7 @@ use ark_groth16::{Groth16, Proof, VerifyingKey};
 
 pub use backend::{CpuBackend, Domain, ProverBackend, Transform};
 pub use error::{Error, Result};
-pub use prover::{prove, ProveStats};
+pub use prover::{prove, prove_with_matrices, ProveStats, R1csMatrices};
 
 /// Verifies `proof` for the single public input `public_input`.
 pub fn verify(vk: &VerifyingKey<Bn254>, public_input: Fr, proof: &Proof<Bn254>) -> Result<bool> {

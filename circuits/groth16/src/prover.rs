@@ -1,6 +1,7 @@
 //! Groth16 proving with the keys of `ark-groth16` (its setup and libsnark R1CS-to-QAP
 //! reduction) and every MSM/NTT through a [`ProverBackend`].
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use ark_bn254::{Bn254, Fr, G1Projective};
@@ -8,7 +9,8 @@ use ark_ec::CurveGroup;
 use ark_ff::{FftField, Field, UniformRand, Zero};
 use ark_groth16::{Proof, ProvingKey};
 use ark_relations::gr1cs::{
-    ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisMode, R1CS_PREDICATE_LABEL,
+    ConstraintSynthesizer, ConstraintSystem, ConstraintSystemRef, Matrix, OptimizationGoal, SynthesisMode,
+    R1CS_PREDICATE_LABEL,
 };
 use rand::RngCore;
 use rayon::prelude::*;
@@ -35,66 +37,161 @@ pub struct ProveStats {
     pub msm_seconds: f64,
 }
 
-/// A synthesized circuit: matrices and the full assignment `[1, public..., witness...]`.
-struct Synthesized {
-    matrices: Vec<Matrix<Fr>>,
-    assignment: Vec<Fr>,
-    num_inputs: usize,
+/// The R1CS matrices of one circuit (A, B, C in compressed sparse rows, coefficients interned),
+/// made once from a setup-mode synthesis and reused by every proof of that circuit: a proof then
+/// only computes its witness ([`prove_with_matrices`]). arkworks' own matrices (`Vec` rows of
+/// `(Fr, usize)`, about 1.3 GB for the production wrap verifier, plus the symbolic linear
+/// combinations they are built from) take about a fifth of that here.
+pub struct R1csMatrices {
     num_constraints: usize,
+    /// Instance variables, the constant one included.
+    num_instance: usize,
+    num_witness: usize,
+    coefficients: Vec<Fr>,
+    /// A, B, C.
+    matrices: [SparseRows; 3],
 }
 
-fn synthesize<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<Synthesized> {
+/// Rows `offsets[i]..offsets[i + 1]` of `entries`: (column, index into the coefficients).
+#[derive(Default)]
+struct SparseRows {
+    offsets: Vec<usize>,
+    entries: Vec<(u32, u32)>,
+}
+
+impl std::fmt::Debug for R1csMatrices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("R1csMatrices")
+            .field("constraints", &self.num_constraints)
+            .field("instance_variables", &self.num_instance)
+            .field("witness_variables", &self.num_witness)
+            .field("nonzeros", &self.nonzeros())
+            .field("coefficients", &self.coefficients.len())
+            .field("heap_bytes", &self.heap_bytes())
+            .finish()
+    }
+}
+
+impl R1csMatrices {
+    /// Synthesizes `circuit` in setup mode (no witness) and keeps its matrices.
+    pub fn build<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<Self> {
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        cs.set_optimization_goal(OptimizationGoal::Constraints);
+        cs.set_mode(SynthesisMode::Setup);
+        circuit.generate_constraints(cs.clone())?;
+        cs.finalize();
+        Self::from_constraint_system(cs)
+    }
+
+    /// Takes the R1CS matrices of a finalized constraint system, then drops it.
+    fn from_constraint_system(cs: ConstraintSystemRef<Fr>) -> Result<Self> {
+        let mut all = cs.to_matrices()?;
+        let (num_constraints, num_instance, num_witness) =
+            (cs.num_constraints(), cs.num_instance_variables(), cs.num_witness_variables());
+        drop(cs);
+        let rows = all
+            .remove(R1CS_PREDICATE_LABEL)
+            .ok_or_else(|| Error::KeyMismatch("the circuit has no R1CS constraints".into()))?;
+        let [a, b, c]: [Matrix<Fr>; 3] = rows
+            .try_into()
+            .map_err(|m: Vec<Matrix<Fr>>| Error::KeyMismatch(format!("{} R1CS matrices, not 3", m.len())))?;
+        let num_variables = num_instance + num_witness;
+        if num_variables > u32::MAX as usize {
+            return Err(Error::KeyMismatch(format!("{num_variables} variables do not fit 32-bit columns")));
+        }
+        let mut interned: HashMap<Fr, u32> = HashMap::new();
+        let mut coefficients = Vec::new();
+        let mut compress = |matrix: Matrix<Fr>| -> Result<SparseRows> {
+            let mut sparse = SparseRows { offsets: Vec::with_capacity(matrix.len() + 1), entries: Vec::new() };
+            sparse.offsets.push(0);
+            // Row by row, so arkworks' rows are freed as they are compressed.
+            for row in matrix {
+                for (coefficient, column) in row {
+                    let next = coefficients.len();
+                    let index = *interned.entry(coefficient).or_insert_with(|| {
+                        coefficients.push(coefficient);
+                        next as u32
+                    });
+                    if column >= num_variables {
+                        return Err(Error::KeyMismatch(format!("column {column} of {num_variables} variables")));
+                    }
+                    sparse.entries.push((column as u32, index));
+                }
+                sparse.offsets.push(sparse.entries.len());
+            }
+            sparse.entries.shrink_to_fit();
+            Ok(sparse)
+        };
+        let matrices = [compress(a)?, compress(b)?, compress(c)?];
+        if matrices.iter().any(|m| m.offsets.len() != num_constraints + 1) {
+            return Err(Error::KeyMismatch("matrix rows do not match the constraint count".into()));
+        }
+        Ok(Self { num_constraints, num_instance, num_witness, coefficients, matrices })
+    }
+
+    /// R1CS constraints.
+    pub fn num_constraints(&self) -> usize {
+        self.num_constraints
+    }
+
+    /// Nonzero entries of A, B and C together.
+    pub fn nonzeros(&self) -> usize {
+        self.matrices.iter().map(|m| m.entries.len()).sum()
+    }
+
+    /// Bytes these matrices hold on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        let rows: usize = self
+            .matrices
+            .iter()
+            .map(|m| m.offsets.capacity() * size_of::<usize>() + m.entries.capacity() * size_of::<(u32, u32)>())
+            .sum();
+        rows + self.coefficients.capacity() * size_of::<Fr>()
+    }
+
+    fn row_value(&self, matrix: usize, row: usize, z: &[Fr]) -> Fr {
+        let m = &self.matrices[matrix];
+        m.entries[m.offsets[row]..m.offsets[row + 1]]
+            .iter()
+            .map(|&(column, coefficient)| self.coefficients[coefficient as usize] * z[column as usize])
+            .sum()
+    }
+}
+
+/// The full assignment `[1, public..., witness...]` of `circuit`, without building any matrix.
+fn witness<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<(Vec<Fr>, usize)> {
     let cs = ConstraintSystem::<Fr>::new_ref();
     cs.set_optimization_goal(OptimizationGoal::Constraints);
-    cs.set_mode(SynthesisMode::Prove { construct_matrices: true, generate_lc_assignments: false });
+    cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
     circuit.generate_constraints(cs.clone())?;
-    cs.finalize();
-    // Satisfaction is checked on the matrix rows in `witness_map` (in parallel, on values it
-    // computes anyway) rather than by `cs.is_satisfied()`, a second single-threaded pass.
-    let mut all = cs.to_matrices()?;
-    let matrices = all
-        .remove(R1CS_PREDICATE_LABEL)
-        .ok_or_else(|| Error::KeyMismatch("the circuit has no R1CS constraints".into()))?;
     let mut assignment = cs.instance_assignment()?;
     assignment.extend(cs.witness_assignment()?);
-    Ok(Synthesized {
-        matrices,
-        assignment,
-        num_inputs: cs.num_instance_variables(),
-        num_constraints: cs.num_constraints(),
-    })
-}
-
-fn row_value(row: &[(Fr, usize)], z: &[Fr]) -> Fr {
-    row.iter().map(|(c, i)| *c * z[*i]).sum()
+    Ok((assignment, cs.num_instance_variables()))
 }
 
 /// Coefficients of `h = (A·B − C) / Z_H`, libsnark's reduction (the public inputs are bound by
 /// extra rows `a = x_i` after the constraints, as `ark-groth16`'s setup expects).
-fn witness_map(s: &Synthesized, backend: &dyn ProverBackend) -> Result<Vec<Fr>> {
-    let n = (s.num_constraints + s.num_inputs).next_power_of_two();
-    let z = &s.assignment;
-    if s.matrices.len() != 3 {
-        return Err(Error::KeyMismatch(format!("{} R1CS matrices", s.matrices.len())));
-    }
+fn witness_map(m: &R1csMatrices, z: &[Fr], backend: &dyn ProverBackend) -> Result<Vec<Fr>> {
+    let n = (m.num_constraints + m.num_instance).next_power_of_two();
     let mut a = vec![Fr::zero(); n];
     let mut b = vec![Fr::zero(); n];
     let mut c = vec![Fr::zero(); n];
-    a[..s.num_constraints]
+    a[..m.num_constraints]
         .par_iter_mut()
-        .zip(&mut b[..s.num_constraints])
-        .zip(&mut c[..s.num_constraints])
+        .zip(&mut b[..m.num_constraints])
+        .zip(&mut c[..m.num_constraints])
         .enumerate()
         .for_each(|(i, ((a, b), c))| {
-            *a = row_value(&s.matrices[0][i], z);
-            *b = row_value(&s.matrices[1][i], z);
-            *c = row_value(&s.matrices[2][i], z);
+            *a = m.row_value(0, i, z);
+            *b = m.row_value(1, i, z);
+            *c = m.row_value(2, i, z);
         });
-    // A false statement is refused here: plonky2-style "prove anyway" would only fail later.
-    if let Some(row) = (0..s.num_constraints).into_par_iter().find_first(|&i| a[i] * b[i] != c[i]) {
-        return Err(Error::Unsatisfied(format!("R1CS row {row} of {}", s.num_constraints)));
+    // A false statement is refused here (in parallel, on values computed anyway), rather than by
+    // arkworks' single-threaded `is_satisfied` pass or, later, by a proof that does not verify.
+    if let Some(row) = (0..m.num_constraints).into_par_iter().find_first(|&i| a[i] * b[i] != c[i]) {
+        return Err(Error::Unsatisfied(format!("R1CS row {row} of {}", m.num_constraints)));
     }
-    a[s.num_constraints..s.num_constraints + s.num_inputs].copy_from_slice(&z[..s.num_inputs]);
+    a[m.num_constraints..m.num_constraints + m.num_instance].copy_from_slice(&z[..m.num_instance]);
     for v in [&mut a, &mut b, &mut c] {
         backend.ntt(v, Transform::Inverse, Domain::Subgroup)?;
         backend.ntt(v, Transform::Forward, Domain::Coset)?;
@@ -109,26 +206,73 @@ fn witness_map(s: &Synthesized, backend: &dyn ProverBackend) -> Result<Vec<Fr>> 
     Ok(a)
 }
 
-/// Proves `circuit` with `pk`: a zero-knowledge proof (fresh `r`, `s` from `rng`).
+/// Proves `circuit` with `pk`: a zero-knowledge proof (fresh `r`, `s` from `rng`). Builds the
+/// circuit's matrices on the way; a prover of many statements of one circuit builds them once
+/// ([`R1csMatrices::build`]) and calls [`prove_with_matrices`].
 pub fn prove<C: ConstraintSynthesizer<Fr>>(
     pk: &ProvingKey<Bn254>,
     circuit: C,
     backend: &dyn ProverBackend,
     rng: &mut impl RngCore,
 ) -> Result<(Proof<Bn254>, ProveStats)> {
-    let mut stats = ProveStats::default();
     let t = Instant::now();
-    let s = synthesize(circuit)?;
-    stats.synthesis_seconds = t.elapsed().as_secs_f64();
-    let num_variables = s.assignment.len();
-    stats.constraints = s.num_constraints;
-    stats.public_inputs = s.num_inputs - 1;
-    stats.witness_variables = num_variables - s.num_inputs;
-    stats.domain_size = (s.num_constraints + s.num_inputs).next_power_of_two();
+    let cs = ConstraintSystem::<Fr>::new_ref();
+    cs.set_optimization_goal(OptimizationGoal::Constraints);
+    cs.set_mode(SynthesisMode::Prove { construct_matrices: true, generate_lc_assignments: false });
+    circuit.generate_constraints(cs.clone())?;
+    cs.finalize();
+    let mut z = cs.instance_assignment()?;
+    z.extend(cs.witness_assignment()?);
+    let matrices = R1csMatrices::from_constraint_system(cs)?;
+    let synthesis_seconds = t.elapsed().as_secs_f64();
+    prove_assignment(pk, &matrices, &z, synthesis_seconds, backend, rng)
+}
+
+/// Proves `circuit` with `pk` and the circuit's prebuilt `matrices`: synthesis only computes the
+/// witness. Matrices of another circuit are refused (sizes) or fail the satisfiability check.
+pub fn prove_with_matrices<C: ConstraintSynthesizer<Fr>>(
+    pk: &ProvingKey<Bn254>,
+    matrices: &R1csMatrices,
+    circuit: C,
+    backend: &dyn ProverBackend,
+    rng: &mut impl RngCore,
+) -> Result<(Proof<Bn254>, ProveStats)> {
+    let t = Instant::now();
+    let (z, num_instance) = witness(circuit)?;
+    if num_instance != matrices.num_instance || z.len() != matrices.num_instance + matrices.num_witness {
+        return Err(Error::KeyMismatch(format!(
+            "matrices for {} variables and {} public inputs, circuit has {} and {}",
+            matrices.num_instance + matrices.num_witness,
+            matrices.num_instance - 1,
+            z.len(),
+            num_instance.saturating_sub(1)
+        )));
+    }
+    let synthesis_seconds = t.elapsed().as_secs_f64();
+    prove_assignment(pk, matrices, &z, synthesis_seconds, backend, rng)
+}
+
+fn prove_assignment(
+    pk: &ProvingKey<Bn254>,
+    m: &R1csMatrices,
+    z: &[Fr],
+    synthesis_seconds: f64,
+    backend: &dyn ProverBackend,
+    rng: &mut impl RngCore,
+) -> Result<(Proof<Bn254>, ProveStats)> {
+    let num_variables = z.len();
+    let mut stats = ProveStats {
+        constraints: m.num_constraints,
+        public_inputs: m.num_instance - 1,
+        witness_variables: num_variables - m.num_instance,
+        domain_size: (m.num_constraints + m.num_instance).next_power_of_two(),
+        synthesis_seconds,
+        ..ProveStats::default()
+    };
     if pk.a_query.len() != num_variables
         || pk.b_g2_query.len() != num_variables
-        || pk.l_query.len() != num_variables - s.num_inputs
-        || pk.vk.gamma_abc_g1.len() != s.num_inputs
+        || pk.l_query.len() != num_variables - m.num_instance
+        || pk.vk.gamma_abc_g1.len() != m.num_instance
         || pk.h_query.len() + 1 != stats.domain_size
     {
         return Err(Error::KeyMismatch(format!(
@@ -140,13 +284,12 @@ pub fn prove<C: ConstraintSynthesizer<Fr>>(
     }
 
     let t = Instant::now();
-    let h = witness_map(&s, backend)?;
+    let h = witness_map(m, z, backend)?;
     stats.witness_map_seconds = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
     let (r, sv) = (Fr::rand(rng), Fr::rand(rng));
-    let z = &s.assignment;
-    let aux = &z[s.num_inputs..];
+    let aux = &z[m.num_instance..];
     // A = α + Σ z_i·A_i(τ)/… + r·δ ; B likewise with β and s; C gathers the rest.
     let a = pk.vk.alpha_g1 + backend.msm_g1(&pk.a_query, z)? + pk.delta_g1 * r;
     let b_g1 = pk.beta_g1 + backend.msm_g1(&pk.b_g1_query, z)? + pk.delta_g1 * sv;

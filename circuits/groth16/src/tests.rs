@@ -17,7 +17,7 @@ use crate::evm::{
     verifying_key_json,
 };
 use crate::keys::{insecure_devnet_setup, load_proving_key, save_proving_key};
-use crate::{prove, verify, Error};
+use crate::{prove, prove_with_matrices, verify, Error, R1csMatrices};
 
 /// Knowledge of `(a, b)` with `poseidon(a, b) = y`, `y` public.
 #[derive(Clone)]
@@ -91,6 +91,37 @@ fn a_false_statement_or_a_foreign_key_is_refused() {
         }
     }
     assert!(matches!(prove(key(), Twice(instance(7)), &CpuBackend, &mut rng), Err(Error::KeyMismatch(_))));
+}
+
+#[test]
+fn prebuilt_matrices_prove_the_same_circuit_and_refuse_another() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+    let matrices = R1csMatrices::build(instance(0)).unwrap();
+    assert_eq!(matrices.num_constraints(), 241);
+    let statement = instance(10);
+    let (proof, stats) = prove_with_matrices(key(), &matrices, statement.clone(), &CpuBackend, &mut rng).unwrap();
+    assert_eq!(stats.constraints, 241);
+    assert!(verify(&key().vk, statement.y, &proof).unwrap());
+
+    // A false statement fails the row check, as without prebuilt matrices.
+    let mut lie = instance(11);
+    lie.y += Fr::from(1u64);
+    assert!(matches!(prove_with_matrices(key(), &matrices, lie, &CpuBackend, &mut rng), Err(Error::Unsatisfied(_))));
+
+    // Matrices of another circuit (one more witness variable) are refused before any work.
+    #[derive(Clone)]
+    struct Padded(Preimage);
+    impl ConstraintSynthesizer<Fr> for Padded {
+        fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+            let _padding = FpVar::new_witness(cs.clone(), || Ok(self.0.a))?;
+            self.0.generate_constraints(cs)
+        }
+    }
+    let other = R1csMatrices::build(Padded(instance(0))).unwrap();
+    assert!(matches!(
+        prove_with_matrices(key(), &other, instance(12), &CpuBackend, &mut rng),
+        Err(Error::KeyMismatch(_))
+    ));
 }
 
 #[test]

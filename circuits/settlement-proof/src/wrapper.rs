@@ -1,6 +1,7 @@
 //! From a batch file (`.tgb`) to its settlement proof: the plonky2 wrap layers, then a Groth16
 //! proof of the R1CS verifier of the final layer.
 
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use plonky2::plonk::config::GenericHashOut;
@@ -8,7 +9,7 @@ use rand::SeedableRng;
 use serde::Serialize;
 use tgrid_aggregation::{AggregationCircuits, BatchFile};
 use tgrid_groth16::evm::proof_calldata;
-use tgrid_groth16::{CpuBackend, ProveStats, ProverBackend};
+use tgrid_groth16::{CpuBackend, ProveStats, ProverBackend, R1csMatrices};
 use tgrid_wrap::{FinalFri, FinalProof, WrapCircuits};
 use tgrid_wrap_r1cs::{settlement_input, FinalVerifierCircuit};
 
@@ -42,6 +43,9 @@ pub struct WrapStats {
 pub struct BatchWrapper {
     aggregation: AggregationCircuits,
     wrap: WrapCircuits,
+    /// The Groth16 circuit's R1CS matrices, built on first need (see
+    /// [`prepare_prover`](Self::prepare_prover)).
+    matrices: OnceLock<R1csMatrices>,
 }
 
 impl std::fmt::Debug for BatchWrapper {
@@ -55,7 +59,20 @@ impl BatchWrapper {
     pub fn build(fri: FinalFri) -> Result<Self> {
         let aggregation = AggregationCircuits::build()?;
         let wrap = WrapCircuits::build(&aggregation, fri)?;
-        Ok(Self { aggregation, wrap })
+        Ok(Self { aggregation, wrap, matrices: OnceLock::new() })
+    }
+
+    /// Builds the Groth16 circuit's R1CS matrices now (a setup-mode synthesis, seconds) rather
+    /// than in the first proof. Call it before loading the proving key: the synthesis' transient
+    /// memory then does not add to the key's, which keeps a prover's peak RSS lower.
+    pub fn prepare_prover(&self) -> Result<&R1csMatrices> {
+        if let Some(m) = self.matrices.get() {
+            return Ok(m);
+        }
+        let t = Instant::now();
+        let built = R1csMatrices::build(self.verifier_circuit(None))?;
+        tracing::info!(matrices = ?built, seconds = t.elapsed().as_secs_f64(), "Groth16 constraint matrices built");
+        Ok(self.matrices.get_or_init(|| built))
     }
 
     /// `production` or, for any other parameters, `insecure-test`.
@@ -126,8 +143,14 @@ impl BatchWrapper {
         let t = Instant::now();
         let x = settlement_input(&wrapped.proof)?;
         let mut rng = rand::rngs::StdRng::from_entropy();
-        let (proof, groth16) =
-            tgrid_groth16::prove(&key.pk, self.verifier_circuit(Some(&wrapped.proof)), backend, &mut rng)?;
+        let matrices = self.prepare_prover()?;
+        let (proof, groth16) = tgrid_groth16::prove_with_matrices(
+            &key.pk,
+            matrices,
+            self.verifier_circuit(Some(&wrapped.proof)),
+            backend,
+            &mut rng,
+        )?;
         if !tgrid_groth16::verify(&key.pk.vk, x, &proof)? {
             return Err(Error::KeyMismatch(format!(
                 "the proof made with key {} does not verify under its own verifying key: the key was made \

@@ -110,6 +110,8 @@ impl Worker {
         };
         info!(fri = ?settings.wrap_fri, "building the wrap circuits");
         let wrapper = BatchWrapper::build(fri)?;
+        // Before the key: the synthesis' transient memory and the key are then never resident together.
+        wrapper.prepare_prover()?;
         let source = match &settings.proving_key {
             Some(path) => KeySource::File(path.clone()),
             None => KeySource::InsecureDevnet { dir: settings.insecure_devnet_keys_dir.clone() },
