@@ -100,7 +100,7 @@ mod tests {
         "escrow":"0x5FC8d32690cc91D4c39d9d3abcBD16989F875707",
         "settlement":"0x0165878A594ca255338adfa4d48449f69242Eb8F",
         "verifier":"0xa513E6E4b8f2a923D98304ec87F64353C4D5C853",
-        "verifyingKeyId":"wrap-production-5ef98bd092609bcb-insecure-devnet",
+        "verifyingKeyId":"wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet",
         "sequencer":"0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
         "registryRoot":"0x0101010101010101010101010101010101010101010101010101010101010101",
         "devnetModelId":"0x0000000000000000000000000000000000000000000000000000000000000000"}"#;

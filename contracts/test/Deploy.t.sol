@@ -33,7 +33,7 @@ contract DeployTest is Test {
         assertFalse(d.timelock.hasRole(d.timelock.DEFAULT_ADMIN_ROLE(), admin));
         assertTrue(d.timelock.hasRole(d.timelock.PROPOSER_ROLE(), address(d.governor)));
         assertTrue(d.registry.isModelActive(keccak256("tensorgrid devnet model v1")));
-        assertEq(d.verifier.VERIFYING_KEY_ID(), "wrap-production-5ef98bd092609bcb-insecure-devnet");
+        assertEq(d.verifier.VERIFYING_KEY_ID(), "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet");
 
         string memory json = vm.readFile(out);
         assertEq(json.readUint(".chainId"), block.chainid);
@@ -45,7 +45,7 @@ contract DeployTest is Test {
         assertEq(json.readAddress(".escrow"), address(d.escrow));
         assertEq(json.readAddress(".settlement"), address(d.settlement));
         assertEq(json.readAddress(".verifier"), address(d.verifier));
-        assertEq(json.readString(".verifyingKeyId"), "wrap-production-5ef98bd092609bcb-insecure-devnet");
+        assertEq(json.readString(".verifyingKeyId"), "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet");
         assertEq(json.readBytes32(".registryRoot"), d.registry.registryRoot());
     }
 }

@@ -13,7 +13,7 @@ import {TaskLeafHarness} from "./TaskLeaf.t.sol";
 /// recomputes the batch root and the public input from the leaves exactly as Settlement does,
 /// and the verifier generated from that key accepts the Rust proof and nothing else.
 contract WrapVerifierDevnetInsecureTest is Test {
-    string internal constant KEY_ID = "wrap-production-5ef98bd092609bcb-insecure-devnet";
+    string internal constant KEY_ID = "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet";
     string internal constant DIR = "contracts/test/fixtures/groth16/";
     string internal constant OUT = "contracts/verifier/WrapVerifierDevnetInsecure.sol";
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // GENERATED FILE — do not edit. Rendered by scripts/foundry/gen-verifier.js from
-// contracts/test/fixtures/groth16/wrap-production-5ef98bd092609bcb-insecure-devnet.vk.json (key id "wrap-production-5ef98bd092609bcb-insecure-devnet").
-// Regenerate: node scripts/foundry/gen-verifier.js --vk contracts/test/fixtures/groth16/wrap-production-5ef98bd092609bcb-insecure-devnet.vk.json --out contracts/verifier/WrapVerifierDevnetInsecure.sol --name WrapVerifierDevnetInsecure --key-id wrap-production-5ef98bd092609bcb-insecure-devnet
+// contracts/test/fixtures/groth16/wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet.vk.json (key id "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet").
+// Regenerate: node scripts/foundry/gen-verifier.js --vk contracts/test/fixtures/groth16/wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet.vk.json --out contracts/verifier/WrapVerifierDevnetInsecure.sol --name WrapVerifierDevnetInsecure --key-id wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet
 pragma solidity ^0.8.24;
 
 import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
@@ -9,7 +9,7 @@ import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
 /// @title WrapVerifierDevnetInsecure
 /// @notice Groth16 verifier over BN254 for exactly one public input, using the EIP-196 (add, mul)
 /// and EIP-197 (pairing) precompiles. Proof layout and public input: docs/encodings.md.
-/// @dev Verifying key "wrap-production-5ef98bd092609bcb-insecure-devnet". A key id containing "insecure" marks a devnet key whose
+/// @dev Verifying key "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet". A key id containing "insecure" marks a devnet key whose
 /// toxic waste is public: such a verifier must never guard real value.
 /// Checks: publicInput < r (scalar field), every proof coordinate < p (base field), points on the
 /// curve and G2 in its subgroup (by the precompiles), then
@@ -18,10 +18,10 @@ import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
 /// precompile fail, which consumes the (capped) gas forwarded to it.
 contract WrapVerifierDevnetInsecure is IGroth16Verifier {
     /// @notice Identifier of the verifying key this verifier was generated from.
-    string public constant VERIFYING_KEY_ID = "wrap-production-5ef98bd092609bcb-insecure-devnet";
+    string public constant VERIFYING_KEY_ID = "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet";
     /// @notice sha256 of the key's 18 coordinates as 32-byte big-endian words in EIP-197 order
     /// (alpha, beta, gamma, delta, IC0, IC1); see scripts/foundry/gen-verifier.js.
-    bytes32 public constant VERIFYING_KEY_DIGEST = 0xadaba6508b41af4f56481df13747218ae47275bfcaaaf5c62cb0ef2be7629cfc;
+    bytes32 public constant VERIFYING_KEY_DIGEST = 0xaffb4ca1947deff8b3837c80304f56068ddbad353ab98d11d361f0b05ada8ba6;
 
     // BN254 base field modulus p and scalar field modulus r.
     uint256 private constant _P = 0x30644e72e131a029b85045b68181585d97816a916871ca8d3c208c16d87cfd47;
@@ -48,10 +48,10 @@ contract WrapVerifierDevnetInsecure is IGroth16Verifier {
     uint256 private constant _DELTA_X0 = 0x295c454069b48981726f188decaec658904c8a11c3caebf2da04aebd5b56644c;
     uint256 private constant _DELTA_Y1 = 0x0c65a324cfb447af7228c39f5c792c5a586e61db9021ab2357f32148f5331d08;
     uint256 private constant _DELTA_Y0 = 0x11705cca21184ef714ee66289a17952fa6e17554ea48c04f2a510289bb7914c6;
-    uint256 private constant _IC0_X = 0x2a6f41bd73969439879b0dc052238f5ccd282c0a7d5019c3b1e421599e96f7d0;
-    uint256 private constant _IC0_Y = 0x25bdb5eb9b1ba19cd64bb730011fb2844430feb69b5c8f494230e15f0a54c6bb;
-    uint256 private constant _IC1_X = 0x29397a175b230ad752a53020f6c2a8d750da34b826768daf65f2bd6234e0359d;
-    uint256 private constant _IC1_Y = 0x031860da4ef3d8596577eba944488e5af8b218ba77580fc54dc0b5fe8e3f6b75;
+    uint256 private constant _IC0_X = 0x0ebe4b56c3255b2c42f8d91e166a9e0912e7f1e9233023ae0ebdcd1673a7c41d;
+    uint256 private constant _IC0_Y = 0x09fbe75d202e1c24c88cfa313df43cf2c133ddea7ba3a5765a21bbeada1931fb;
+    uint256 private constant _IC1_X = 0x0157ec5096bac79a55b5b09c764d88f54e5c215c4188630c8825a9a022389a2b;
+    uint256 private constant _IC1_Y = 0x1dddac845af4f9dd4d8caf27e398064a4d50e1e86df9861ac77e01745019a84a;
 
     /// @inheritdoc IGroth16Verifier
     function verifyProof(uint256[8] calldata proof, uint256 publicInput) external view returns (bool) {

@@ -21,7 +21,7 @@ contract WrapVerifierInsecureTest is IGroth16Verifier {
     string public constant VERIFYING_KEY_ID = "wrap-insecure-test";
     /// @notice sha256 of the key's 18 coordinates as 32-byte big-endian words in EIP-197 order
     /// (alpha, beta, gamma, delta, IC0, IC1); see scripts/foundry/gen-verifier.js.
-    bytes32 public constant VERIFYING_KEY_DIGEST = 0xabe622bb888ed324b95d5c817eb0bd746f7b52eb5f0d69fd89055d0ac4c64db7;
+    bytes32 public constant VERIFYING_KEY_DIGEST = 0x0f096934cb90bbf2bc50752e379f98765678f256180c7a9f2652ece407f98ad1;
 
     // BN254 base field modulus p and scalar field modulus r.
     uint256 private constant _P = 0x30644e72e131a029b85045b68181585d97816a916871ca8d3c208c16d87cfd47;
@@ -48,10 +48,10 @@ contract WrapVerifierInsecureTest is IGroth16Verifier {
     uint256 private constant _DELTA_X0 = 0x00f385542bef3920cb1c82e037259c4535aac2972fae30c6e3bf04f891a90be4;
     uint256 private constant _DELTA_Y1 = 0x2e457f0c0765cfc3741f2d265e58fec9853fd967c6538acb2f3ce6cd6dd5995c;
     uint256 private constant _DELTA_Y0 = 0x09d1e251fd86af8883f111485b4dfa297bec3e29225d6c73656154cec3f5b434;
-    uint256 private constant _IC0_X = 0x19532a72e551e73178f45997dc6019be8fc845ffa12f68730bb90a97a8b9ed50;
-    uint256 private constant _IC0_Y = 0x1b74fca4683ee14b60338b9719067631cf710acd8a734d79f81ead106b56d821;
-    uint256 private constant _IC1_X = 0x2f5ca1695fa48a9bec3fd1385b4b0e71bd2a2020def04832233e6a92cca507e7;
-    uint256 private constant _IC1_Y = 0x1c13b7e40fddf87f99720b5acbd29ecb3836db0afff72388e3ee67170ccf8062;
+    uint256 private constant _IC0_X = 0x1a5b4a167dbe151310d8e942c113878f7ea51d9ee2637eec9a0b68334261a894;
+    uint256 private constant _IC0_Y = 0x139f168a2ea47bc26fe8bc020e8ce97e5fbd8cf7e51e641ccf6f5133c601391f;
+    uint256 private constant _IC1_X = 0x0ce2e373f78082ceb7bcc655da5d13453ab56ec279dab89261c1ad3bf1f480c0;
+    uint256 private constant _IC1_Y = 0x2fca2be37a9cd8dfd703db25c671b1c203264ddc04000aa5d6297a831074b79b;
 
     /// @inheritdoc IGroth16Verifier
     function verifyProof(uint256[8] calldata proof, uint256 publicInput) external view returns (bool) {

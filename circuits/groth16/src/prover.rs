@@ -50,6 +50,7 @@ pub struct R1csMatrices {
     coefficients: Vec<Fr>,
     /// A, B, C.
     matrices: [SparseRows; 3],
+    digest: [u8; 32],
 }
 
 /// Rows `offsets[i]..offsets[i + 1]` of `entries`: (column, index into the coefficients).
@@ -126,7 +127,14 @@ impl R1csMatrices {
         if matrices.iter().any(|m| m.offsets.len() != num_constraints + 1) {
             return Err(Error::KeyMismatch("matrix rows do not match the constraint count".into()));
         }
-        Ok(Self { num_constraints, num_instance, num_witness, coefficients, matrices })
+        let digest = digest(num_constraints, num_instance, num_witness, &coefficients, &matrices);
+        Ok(Self { num_constraints, num_instance, num_witness, coefficients, matrices, digest })
+    }
+
+    /// SHA-256 of the sizes, the coefficient table and the three matrices: names the exact
+    /// constraint system (a key cache keyed by it never serves a key of another circuit).
+    pub fn digest(&self) -> [u8; 32] {
+        self.digest
     }
 
     /// R1CS constraints.
@@ -156,6 +164,35 @@ impl R1csMatrices {
             .map(|&(column, coefficient)| self.coefficients[coefficient as usize] * z[column as usize])
             .sum()
     }
+}
+
+fn digest(
+    num_constraints: usize,
+    num_instance: usize,
+    num_witness: usize,
+    coefficients: &[Fr],
+    matrices: &[SparseRows; 3],
+) -> [u8; 32] {
+    use ark_ff::{BigInteger, PrimeField};
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"tgrid-r1cs-v1");
+    for n in [num_constraints, num_instance, num_witness, coefficients.len()] {
+        h.update((n as u64).to_le_bytes());
+    }
+    for c in coefficients {
+        h.update(c.into_bigint().to_bytes_le());
+    }
+    for m in matrices {
+        for &o in &m.offsets {
+            h.update((o as u64).to_le_bytes());
+        }
+        for &(column, coefficient) in &m.entries {
+            h.update(column.to_le_bytes());
+            h.update(coefficient.to_le_bytes());
+        }
+    }
+    h.finalize().into()
 }
 
 /// The full assignment `[1, public..., witness...]` of `circuit`, without building any matrix.

@@ -58,10 +58,17 @@ impl std::fmt::Debug for WrapKey {
     }
 }
 
-/// The cache name of the devnet key of `wrapper`'s circuit: FRI parameters and final circuit
-/// digest, so a changed circuit never picks up a stale key.
-pub fn insecure_devnet_key_id(wrapper: &BatchWrapper) -> String {
-    format!("wrap-{}-{}-insecure-devnet", wrapper.fri_label(), &hex::encode(wrapper.final_circuit_digest())[..16])
+/// The cache name of the devnet key of `wrapper`'s circuit: FRI parameters, final circuit
+/// digest and the digest of the Groth16 constraint system (builds its matrices if not yet
+/// built), so neither a changed final layer nor a changed R1CS verifier picks up a stale key.
+pub fn insecure_devnet_key_id(wrapper: &BatchWrapper) -> Result<String> {
+    let r1cs = wrapper.prepare_prover()?.digest();
+    Ok(format!(
+        "wrap-{}-{}-{}-insecure-devnet",
+        wrapper.fri_label(),
+        &hex::encode(wrapper.final_circuit_digest())[..16],
+        &hex::encode(r1cs)[..8]
+    ))
 }
 
 fn write_verifying_key(path: &Path, pk: &ProvingKey<Bn254>) -> Result<()> {
@@ -76,7 +83,7 @@ impl BatchWrapper {
     pub fn load_or_setup_key(&self, source: &KeySource) -> Result<WrapKey> {
         match source {
             KeySource::InsecureDevnet { dir } => {
-                let id = insecure_devnet_key_id(self);
+                let id = insecure_devnet_key_id(self)?;
                 let pk_path = dir.join(format!("{id}.pk"));
                 let vk_path = dir.join(format!("{id}.vk.json"));
                 let (pk, setup_seconds) = if pk_path.exists() {

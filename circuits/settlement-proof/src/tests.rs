@@ -85,7 +85,7 @@ mod committed_devnet_key {
 
     use crate::{insecure_devnet_key_id, BatchWrapper, Error, SettlementProofFile};
 
-    const KEY_ID: &str = "wrap-production-5ef98bd092609bcb-insecure-devnet";
+    const KEY_ID: &str = "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet";
 
     fn fixture(suffix: &str) -> Vec<u8> {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -103,9 +103,9 @@ mod committed_devnet_key {
     fn the_committed_key_id_names_the_current_production_final_circuit() {
         let wrapper = BatchWrapper::build(FinalFri::PRODUCTION).unwrap();
         assert_eq!(
-            insecure_devnet_key_id(&wrapper),
+            insecure_devnet_key_id(&wrapper).unwrap(),
             KEY_ID,
-            "the final circuit changed: regenerate the devnet key, verifier and fixtures (docs/contracts.md)"
+            "the final circuit or its R1CS verifier changed: regenerate the devnet key, verifier and fixtures (docs/contracts.md)"
         );
         let file = SettlementProofFile::from_json_bytes(&fixture(".batch.g16.json")).unwrap();
         assert_eq!(file.final_circuit_digest, format!("0x{}", hex::encode(wrapper.final_circuit_digest())));

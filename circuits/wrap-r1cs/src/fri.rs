@@ -124,53 +124,63 @@ fn ext_sum(terms: &[GoldilocksExtVar]) -> Result<GoldilocksExtVar> {
     Ok(GoldilocksExtVar([GoldilocksVar::sum(&c0)?, GoldilocksVar::sum(&c1)?]))
 }
 
-fn ext_from_base_const(c: F) -> GoldilocksExtVar {
-    GoldilocksExtVar::constant(<GoldilocksExt as FieldExtension<2>>::from_basefield(c))
-}
-
-/// The value at `beta` of the polynomial of degree < 2^arity_bits through the coset of
-/// `x` (plonky2's `compute_evaluation`): points `s·g^j` with `s = x·g^(−rev(i))`, values in
-/// bit-reversed order. Lagrange form: `Σ_j v_j · Π_{k≠j}(β − s·g^k) / (s^(A−1) · Π_{k≠j}(g^j − g^k))`.
+/// `2^a · P(β)` for the polynomial `P` of degree < 2^a (a = arity bits) through the coset of
+/// `x` (plonky2's `compute_evaluation`), together with that scale `2^a`. The coset's points are
+/// `s·g^j` with `s = x·g^(−rev(i))`; `evals` lists them in bit-reversed order, so neighbours
+/// `2m, 2m+1` sit at `±y`. Each level folds such pairs as FRI does:
+/// `2·F(y²) = (P(y) + P(−y)) + c·(P(y) − P(−y))·y⁻¹` with `c = β^(2^level)` (`betas`), which
+/// halves the degree and ends at `P(β)`. One inverse (of `s`) instead of Lagrange weights; the
+/// result is left unreduced (the caller compares it mod p), its factor `2^a` kept for the check.
 fn interpolate_coset(
     x: &GoldilocksVar,
     within_bits: &[Boolean<Fr>],
     evals: &[GoldilocksExtVar],
-    beta: &GoldilocksExtVar,
-) -> Result<GoldilocksExtVar> {
+    betas: &[GoldilocksExtVar],
+) -> Result<(GoldilocksExtVar, F)> {
     let arity_bits = within_bits.len();
-    let arity = 1usize << arity_bits;
+    if evals.len() != 1 << arity_bits || betas.len() != arity_bits {
+        return Err(Error::Unsupported("coset shape".into()));
+    }
     let g = F::primitive_root_of_unity(arity_bits);
     // rev(i) has bit k = bit (a−1−k) of i; g^(−rev(i)) = Π over those bits of g^(−2^k).
     let rev_bits: Vec<Boolean<Fr>> = within_bits.iter().rev().cloned().collect();
     let s = x.mul(&pow_const_bits(g.inverse(), &rev_bits)?)?.reduce()?;
-    let powers: Vec<F> = g.powers().take(arity).collect();
-    let values: Vec<&GoldilocksExtVar> = (0..arity).map(|j| &evals[reverse_bits(j, arity_bits)]).collect();
-    let diffs: Vec<GoldilocksExtVar> = powers
-        .iter()
-        .map(|&gk| beta.sub(&GoldilocksExtVar::from_base(s.mul_const(gk)?))?.reduce())
-        .collect::<std::result::Result<_, SynthesisError>>()?;
-    // Products of all differences but one, from prefix and suffix products.
-    let mut prefix = vec![GoldilocksExtVar::one()];
-    for d in &diffs[..arity - 1] {
-        let next = prefix.last().expect("non-empty").mul(d)?.reduce()?;
-        prefix.push(next);
+    let mut inv_s = s.inverse()?;
+    let mut g_level = g;
+    let mut level = evals.to_vec();
+    for (l, c) in betas.iter().enumerate() {
+        let last = l + 1 == arity_bits;
+        let mut next = Vec::with_capacity(level.len() / 2);
+        for (m, pair) in level.chunks(2).enumerate() {
+            // y = s^(2^l) · g_l^rev(m) over the remaining arity_bits − l − 1 bits.
+            let e = reverse_bits(m, arity_bits - l - 1) as u64;
+            let inv_y = if e == 0 { inv_s.clone() } else { inv_s.mul_const(g_level.exp_u64(e).inverse())?.reduce()? };
+            let odd = pair[0].sub(&pair[1])?.scalar_mul(&inv_y)?.mul(c)?;
+            let folded = pair[0].add(&pair[1])?.add(&odd)?;
+            next.push(if last { folded } else { folded.reduce()? });
+        }
+        level = next;
+        if !last {
+            inv_s = inv_s.square()?.reduce()?;
+            g_level = g_level * g_level;
+        }
     }
-    let mut suffix = vec![GoldilocksExtVar::one(); arity];
-    for j in (0..arity - 1).rev() {
-        suffix[j] = suffix[j + 1].mul(&diffs[j + 1])?.reduce()?;
+    let value = level.pop().ok_or_else(|| Error::Unsupported("empty coset".into()))?;
+    Ok((value, F::from_canonical_u64(1 << arity_bits)))
+}
+
+/// `P(x)` for the final polynomial's coefficients: powers of `x` reduced once each, the terms
+/// summed unreduced (one product per coefficient limb, no reduction per Horner step).
+fn eval_final_poly(coefficients: &[GoldilocksExtVar], x: &GoldilocksVar) -> Result<GoldilocksExtVar> {
+    let mut power = GoldilocksVar::one();
+    let mut terms = Vec::with_capacity(coefficients.len());
+    for (j, c) in coefficients.iter().enumerate() {
+        if j > 0 {
+            power = if j == 1 { x.reduce()? } else { power.mul(x)?.reduce()? };
+        }
+        terms.push(c.scalar_mul(&power)?);
     }
-    let mut terms = Vec::with_capacity(arity);
-    for j in 0..arity {
-        let denominator: F = (0..arity).filter(|&k| k != j).map(|k| powers[j] - powers[k]).product();
-        let weight = ext_from_base_const(denominator.inverse());
-        terms.push(values[j].mul(&prefix[j].mul(&suffix[j])?.reduce()?)?.mul(&weight)?);
-    }
-    let sum = ext_sum(&terms)?.reduce()?;
-    let mut s_pow = s.clone();
-    for _ in 2..arity {
-        s_pow = s_pow.mul(&s)?.reduce()?;
-    }
-    Ok(sum.scalar_mul(&s_pow.inverse()?)?.reduce()?)
+    ext_sum(&terms)
 }
 
 /// Verifies the FRI proof of `proof` against the constants/sigmas cap of the circuit (a
@@ -214,6 +224,17 @@ pub fn verify_fri(
     let reduced_openings = [reduce_ext(&openings0)?, reduce_ext(&openings1)?];
     let num_zs = common.config.num_challenges;
 
+    // β^(2^l) for every folding step and level, once per proof.
+    let mut betas = Vec::with_capacity(params.reduction_arity_bits.len());
+    for (&arity_bits, beta) in params.reduction_arity_bits.iter().zip(&fri.fri_betas) {
+        let mut powers = vec![beta.clone()];
+        for _ in 1..arity_bits {
+            let next = powers.last().expect("non-empty").square()?.reduce()?;
+            powers.push(next);
+        }
+        betas.push(powers);
+    }
+
     let lde_bits = params.lde_bits();
     for (round, index_bits) in proof.query_round_proofs.iter().zip(&fri.fri_query_indices) {
         if index_bits.len() != lde_bits || round.initial_trees.len() != 4 {
@@ -246,13 +267,18 @@ pub fn verify_fri(
         };
         let q0 = combine(&evals0, &reduced_openings[0], zeta)?;
         let q1 = combine(&evals1, &reduced_openings[1], &zeta_next)?;
+        // `old_eval` stands for `old_scale⁻¹ · old_eval` (the folds leave a power of two in).
         let mut old_eval = q0.mul(&alpha_powers[openings1.len()])?.add(&q1)?.reduce()?;
+        let mut old_scale = F::ONE;
 
         let mut offset = 0;
         for (i, (&arity_bits, step)) in params.reduction_arity_bits.iter().zip(&round.steps).enumerate() {
             let within = &index_bits[offset..offset + arity_bits];
-            select_ext(within, &step.evals)?.enforce_equal(&old_eval)?;
-            old_eval = interpolate_coset(&x, within, &step.evals, &fri.fri_betas[i])?;
+            let betas = betas.get(i).ok_or_else(|| Error::Unsupported("betas".into()))?;
+            select_ext(within, &step.evals)?
+                .mul_const(<GoldilocksExt as FieldExtension<2>>::from_basefield(old_scale))?
+                .enforce_equal(&old_eval)?;
+            (old_eval, old_scale) = interpolate_coset(&x, within, &step.evals, betas)?;
             let flat: Vec<GoldilocksVar> = step.evals.iter().flat_map(|e| e.0.iter().cloned()).collect();
             let cap = proof.commit_phase_merkle_caps.get(i).ok_or_else(|| Error::Unsupported("caps".into()))?;
             verify_merkle_to_cap(leaf_hash(&flat)?, &index_bits[offset + arity_bits..], &step.siblings, cap)?;
@@ -263,11 +289,9 @@ pub fn verify_fri(
         }
 
         // The final polynomial at x.
-        let mut acc = GoldilocksExtVar::zero();
-        for c in proof.final_poly.iter().rev() {
-            acc = acc.scalar_mul(&x)?.add(c)?.reduce()?;
-        }
-        acc.enforce_equal(&old_eval)?;
+        eval_final_poly(&proof.final_poly, &x)?
+            .mul_const(<GoldilocksExt as FieldExtension<2>>::from_basefield(old_scale))?
+            .enforce_equal(&old_eval)?;
     }
     Ok(())
 }

@@ -71,7 +71,7 @@ fn fri_counts() {
     let per_query = (production - test) / 19;
     println!("FRI: 2 queries {test}, 21 queries {production}, {per_query} per query");
     assert_eq!(production - test, 19 * per_query, "FRI cost is linear in the queries");
-    assert_eq!((test, production), (178_295, 1_196_828));
+    assert_eq!((test, production), (154_847, 940_326));
 }
 
 /// The whole verifier circuit: the fixture (2 queries) in prove mode, PRODUCTION (21 queries)
@@ -94,5 +94,5 @@ fn whole_verifier_counts() {
     let common = production_common();
     let production = count(None, &common);
     println!("whole verifier: 2 queries {test}, 21 queries {production}");
-    assert_eq!((test, production), (837_552, 2_209_739));
+    assert_eq!((test, production), (814_104, 1_953_237));
 }
