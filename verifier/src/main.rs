@@ -305,14 +305,12 @@ fn verify_groth16(path: &Path, vk_path: Option<&Path>, keys_dir: &Path, out: &Ou
 }
 
 fn list_registry(rpc: &str, deployment_path: &Path, out: &Output) -> Result<()> {
-    use alloy::providers::ProviderBuilder;
     use tgrid_chain::bindings::IModelRegistry;
 
     let deployment = tgrid_chain::Deployment::load(deployment_path).map_err(bad_input)?;
-    let url = rpc.parse().with_context(|| format!("--rpc {rpc:?} is not a URL")).map_err(bad_input)?;
+    let provider = tgrid_chain::reader(rpc).map_err(bad_input)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (root, models) = runtime.block_on(async {
-        let provider = ProviderBuilder::new().connect_http(url);
         tgrid_chain::check_chain(&provider, rpc, &deployment).await?;
         let registry = IModelRegistry::new(deployment.registry, &provider);
         let root = registry.registryRoot().call().await.context("ModelRegistry.registryRoot")?;
