@@ -267,7 +267,8 @@ pub fn verify_fri(
         };
         let q0 = combine(&evals0, &reduced_openings[0], zeta)?;
         let q1 = combine(&evals1, &reduced_openings[1], &zeta_next)?;
-        // `old_eval` stands for `old_scale⁻¹ · old_eval` (the folds leave a power of two in).
+        // `old_eval` ≡ `old_scale` · (the value the next step must open to), mod p: a fold leaves
+        // its power of two in rather than paying a reduction to take it out.
         let mut old_eval = q0.mul(&alpha_powers[openings1.len()])?.add(&q1)?.reduce()?;
         let mut old_scale = F::ONE;
 
