@@ -54,7 +54,6 @@ pub struct R1csMatrices {
 }
 
 /// Rows `offsets[i]..offsets[i + 1]` of `entries`: (column, index into the coefficients).
-#[derive(Default)]
 struct SparseRows {
     offsets: Vec<usize>,
     entries: Vec<(u32, u32)>,
@@ -76,9 +75,7 @@ impl std::fmt::Debug for R1csMatrices {
 impl R1csMatrices {
     /// Synthesizes `circuit` in setup mode (no witness) and keeps its matrices.
     pub fn build<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<Self> {
-        let cs = ConstraintSystem::<Fr>::new_ref();
-        cs.set_optimization_goal(OptimizationGoal::Constraints);
-        cs.set_mode(SynthesisMode::Setup);
+        let cs = constraint_system(SynthesisMode::Setup);
         circuit.generate_constraints(cs.clone())?;
         cs.finalize();
         Self::from_constraint_system(cs)
@@ -195,11 +192,18 @@ fn digest(
     h.finalize().into()
 }
 
-/// The full assignment `[1, public..., witness...]` of `circuit`, without building any matrix.
-fn witness<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<(Vec<Fr>, usize)> {
+/// An empty constraint system in `mode`, optimized for fewest constraints (linear combinations
+/// inlined, as Groth16 wants).
+fn constraint_system(mode: SynthesisMode) -> ConstraintSystemRef<Fr> {
     let cs = ConstraintSystem::<Fr>::new_ref();
     cs.set_optimization_goal(OptimizationGoal::Constraints);
-    cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
+    cs.set_mode(mode);
+    cs
+}
+
+/// The full assignment `[1, public..., witness...]` of `circuit`, without building any matrix.
+fn witness<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<(Vec<Fr>, usize)> {
+    let cs = constraint_system(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
     circuit.generate_constraints(cs.clone())?;
     let mut assignment = cs.instance_assignment()?;
     assignment.extend(cs.witness_assignment()?);
@@ -253,9 +257,7 @@ pub fn prove<C: ConstraintSynthesizer<Fr>>(
     rng: &mut impl RngCore,
 ) -> Result<(Proof<Bn254>, ProveStats)> {
     let t = Instant::now();
-    let cs = ConstraintSystem::<Fr>::new_ref();
-    cs.set_optimization_goal(OptimizationGoal::Constraints);
-    cs.set_mode(SynthesisMode::Prove { construct_matrices: true, generate_lc_assignments: false });
+    let cs = constraint_system(SynthesisMode::Prove { construct_matrices: true, generate_lc_assignments: false });
     circuit.generate_constraints(cs.clone())?;
     cs.finalize();
     let mut z = cs.instance_assignment()?;
