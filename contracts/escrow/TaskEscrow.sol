@@ -15,16 +15,21 @@ import {TaskLeaf} from "../libraries/TaskLeaf.sol";
 /// @title TaskEscrow
 /// @notice Tasks and their escrowed rewards (see {ITaskEscrow} for the lifecycle).
 /// @dev Solvency: this contract's TGRID balance equals the sum of `reward` over Posted and Accepted
-/// tasks, plus providers' unclaimed earnings (ledger in Staking), plus accrued protocol fees. A
-/// settled task's reward is split once into earnings and fee; a cancelled or expired task's reward
-/// goes back to the poster once. Settling a batch moves no tokens: providers claim through
-/// Staking, fees are swept to the treasury by anyone.
+/// tasks, plus the pay of Settled tasks not yet claimed, plus accrued protocol fees. A settled
+/// task's reward is split once, at settlement, into fee (accrued at once) and pay (sent on the
+/// claim); a cancelled or expired task's reward goes back to the poster once. Settling a batch
+/// moves no tokens and makes no external call: each provider claims its settled tasks with
+/// {claimSettled} (pay sent, collateral released and reputation counted through one Staking call),
+/// fees are swept to the treasury by anyone.
 ///
-/// Storage per task is four slots. Slot 0 (`core`) packs everything settlement needs besides the
-/// binding: status (bits 0-7), deadline (8-47), reward (48-143), collateral (144-239). Settlement
-/// reads `core` and `binding` and writes `core` once per task; the output commitment is recorded in
-/// the {TaskSettled} event (and bound by the batch root of {ISettlement-BatchSettled}) rather than
-/// in storage, which would cost ~2.9k gas more per task. The owner is the governance timelock.
+/// Storage per task is four slots. Slot 0 (`core`) packs everything settlement and claims need
+/// besides the binding: status (bits 0-7), deadline (8-47), reward (48-143), collateral (144-239),
+/// and from settlement on the protocol fee rate in force then (bits 240-254, basis points) and the
+/// claimed flag (bit 255). Settlement reads `core` and `binding` and writes `core` once per task;
+/// a claim reads `core` and `provider` and writes `core` once per task. The output commitment is
+/// recorded in the {TaskSettled} event (and bound by the batch root of
+/// {ISettlement-BatchSettled}) rather than in storage, which would cost ~2.9k gas more per task.
+/// The owner is the governance timelock.
 contract TaskEscrow is ITaskEscrow, Ownable {
     using SafeERC20 for IERC20;
 
@@ -51,6 +56,9 @@ contract TaskEscrow is ITaskEscrow, Ownable {
     uint256 private constant _DEADLINE_SHIFT = 8;
     uint256 private constant _REWARD_SHIFT = 48;
     uint256 private constant _COLLATERAL_SHIFT = 144;
+    uint256 private constant _FEE_BPS_SHIFT = 240;
+    uint256 private constant _U15 = (1 << 15) - 1; // fee bps field; MAX_PROTOCOL_FEE_BPS fits
+    uint256 private constant _CLAIMED = 1 << 255;
     uint256 private constant _STATUS_ACCEPTED = 2; // uint256(TaskStatus.Accepted)
     uint256 private constant _STATUS_SETTLED = 3; // uint256(TaskStatus.Settled)
     /// @dev keccak256("TaskSettled(bytes32,bytes32)"), the topic of {TaskSettled} (checked in tests).
@@ -205,26 +213,23 @@ contract TaskEscrow is ITaskEscrow, Ownable {
     /// reported with its custom error by {_revertLeaf}.
     function settleTasks(TaskLeaf[] calldata leaves) external {
         if (msg.sender != _settlement) revert TaskEscrowUnauthorizedSettlement(msg.sender);
-        // The current run of consecutive leaves of one provider, credited to Staking in one call.
-        address runProvider;
-        uint256 runReward;
-        uint256 runCollateral;
-        uint256 runCount;
+        uint256 feeBps = _protocolFeeBps;
+        // Or-ed into each settled task's `core`, whose bits 240-255 are zero until now: status
+        // Settled and the fee rate that fixes the task's split, so a later fee change cannot alter it.
+        uint256 settledBits = _STATUS_SETTLED | (feeBps << _FEE_BPS_SHIFT);
         uint256 totalReward;
         uint256 totalFees;
         for (uint256 i = 0; i < leaves.length; ++i) {
-            address provider;
-            uint256 core;
             bool ok;
             assembly ("memory-safe") {
                 let leaf := add(leaves.offset, mul(i, 0xa0))
                 let taskId := calldataload(leaf)
-                provider := calldataload(add(leaf, 0x80))
-                // TaskSlots storage t = _tasks[taskId]; core = t.core;
+                let provider := calldataload(add(leaf, 0x80))
+                // TaskSlots storage t = _tasks[taskId]; uint256 core = t.core;
                 mstore(0x00, taskId)
                 mstore(0x20, _tasks.slot)
                 let slot := keccak256(0x00, 0x40)
-                core := sload(slot)
+                let core := sload(slot)
                 // expected = keccak256(abi.encode(keccak256(abi.encode(modelId, input)), provider))
                 mstore(0x00, calldataload(add(leaf, 0x20)))
                 mstore(0x20, calldataload(add(leaf, 0x40)))
@@ -236,40 +241,54 @@ contract TaskEscrow is ITaskEscrow, Ownable {
                 ok := and(ok, iszero(gt(timestamp(), and(shr(_DEADLINE_SHIFT, core), _U40))))
                 if ok { ok := eq(sload(add(slot, 1)), keccak256(0x00, 0x40)) }
                 if ok {
-                    // t.core = (core & ~_STATUS_MASK) | Settled; emit TaskSettled(taskId, outputCommitment)
-                    sstore(slot, or(and(core, not(_STATUS_MASK)), _STATUS_SETTLED))
+                    // t.core = (core & ~_STATUS_MASK) | settledBits;
+                    // emit TaskSettled(taskId, outputCommitment);
+                    sstore(slot, or(and(core, not(_STATUS_MASK)), settledBits))
                     mstore(0x00, calldataload(add(leaf, 0x60)))
                     log2(0x00, 0x20, _TASK_SETTLED_TOPIC, taskId)
+                    // reward = (core >> _REWARD_SHIFT) & _U96; totalReward += reward;
+                    // totalFees += reward * feeBps / _BPS;  (the task's fee, see {_payOf})
+                    // Each reward is below 2^96 and the sums are bounded by the token supply
+                    // (< 2^96), so nothing here can overflow.
+                    let reward := and(shr(_REWARD_SHIFT, core), _U96)
+                    totalReward := add(totalReward, reward)
+                    totalFees := add(totalFees, div(mul(reward, feeBps), _BPS))
                 }
             }
             if (!ok) _revertLeaf(leaves[i]);
-            if (provider != runProvider) {
-                if (runCount != 0) totalFees += _creditRun(runProvider, runReward, runCollateral, runCount);
-                runProvider = provider;
-                runReward = 0;
-                runCollateral = 0;
-                runCount = 0;
-            }
-            // Rewards and collateral are below 2^96 each and their sums are bounded by the token
-            // supply (< 2^96), so these sums cannot overflow.
-            unchecked {
-                uint256 reward = (core >> _REWARD_SHIFT) & _U96;
-                runReward += reward;
-                totalReward += reward;
-                runCollateral += (core >> _COLLATERAL_SHIFT) & _U96;
-                ++runCount;
-            }
         }
-        if (runCount != 0) totalFees += _creditRun(runProvider, runReward, runCollateral, runCount);
         // forge-lint: disable-next-line(unsafe-typecast) -- accrued fees are part of the escrow balance, below the token supply (< 2^96)
         _accruedFees += uint96(totalFees);
         emit BatchPaid(leaves.length, totalReward - totalFees, totalFees);
     }
 
     /// @inheritdoc ITaskEscrow
-    function payEarnings(address provider, uint256 amount) external {
-        if (msg.sender != address(_staking)) revert TaskEscrowUnauthorizedStaking(msg.sender);
-        _token.safeTransfer(provider, amount);
+    function claimSettled(bytes32[] calldata taskIds) external returns (uint256 paid, uint256 collateralReleased) {
+        uint256 n = taskIds.length;
+        if (n == 0) revert TaskEscrowEmptyClaim();
+        for (uint256 i = 0; i < n; ++i) {
+            bytes32 taskId = taskIds[i];
+            TaskSlots storage t = _tasks[taskId];
+            uint256 core = t.core;
+            uint256 status = core & _STATUS_MASK;
+            if (status != _STATUS_SETTLED) revert TaskEscrowTaskNotSettled(taskId, TaskStatus(status));
+            // A repeated id in `taskIds` fails here: its first occurrence has set the flag below.
+            if (core & _CLAIMED != 0) revert TaskEscrowTaskAlreadyClaimed(taskId);
+            if (t.provider != msg.sender) revert TaskEscrowNotProvider(taskId, msg.sender);
+            t.core = core | _CLAIMED;
+            uint256 pay = _payOf(core);
+            // Pay and collateral are below 2^96 each, their sums below the token supply (< 2^96).
+            unchecked {
+                paid += pay;
+                collateralReleased += (core >> _COLLATERAL_SHIFT) & _U96;
+            }
+            emit TaskClaimed(taskId, msg.sender, pay);
+        }
+        emit SettlementClaimed(msg.sender, n, paid, collateralReleased);
+        // Interactions last: every claimed flag is already written. Staking is ours; TGRID has no
+        // transfer hooks.
+        _staking.releaseSettledCollateral(msg.sender, collateralReleased, n);
+        _token.safeTransfer(msg.sender, paid);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -330,6 +349,13 @@ contract TaskEscrow is ITaskEscrow, Ownable {
             provider: t.provider,
             binding: t.binding
         });
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function claimable(bytes32 taskId) external view returns (bool isClaimable, uint256 pay, uint256 collateral) {
+        uint256 core = _tasks[taskId].core;
+        if (core & _STATUS_MASK != _STATUS_SETTLED || core & _CLAIMED != 0) return (false, 0, 0);
+        return (true, _payOf(core), (core >> _COLLATERAL_SHIFT) & _U96);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -440,14 +466,12 @@ contract TaskEscrow is ITaskEscrow, Ownable {
         revert TaskEscrowLeafMismatch(taskId); // unreachable: the leaf would have been accepted
     }
 
-    /// @dev Credits one run of settled tasks of `provider`; the protocol fee is
-    /// floor(reward * protocolFeeBps / 10,000) over the run's summed rewards.
-    function _creditRun(address provider, uint256 reward, uint256 collateral, uint256 count)
-        private
-        returns (uint256 fee)
-    {
-        fee = reward * _protocolFeeBps / _BPS;
-        _staking.creditSettlement(provider, collateral, reward - fee, count);
+    /// @dev The pay of a settled task from its `core`: reward - floor(reward * feeBps / 10,000) with
+    /// the fee rate recorded at settlement, where {settleTasks} accrued exactly that fee, so
+    /// fee + pay == reward.
+    function _payOf(uint256 core) private pure returns (uint256) {
+        uint256 reward = (core >> _REWARD_SHIFT) & _U96;
+        return reward - reward * ((core >> _FEE_BPS_SHIFT) & _U15) / _BPS;
     }
 
     function _collateralFor(uint256 reward) private view returns (uint256) {

@@ -3,25 +3,28 @@ pragma solidity ^0.8.24;
 
 /// @title IStaking
 /// @notice Provider accounts of the TensorGrid settlement layer: bonded stake, collateral locked for
-/// accepted tasks, unbonding, settlement earnings and reputation counters. Only the bound TaskEscrow
-/// may lock, release, credit or slash. Parameters are owned by the governance timelock.
-/// @dev This contract holds the stake (bonded and unbonding). Earnings are a ledger here, but their
-/// tokens stay in the TaskEscrow until claimed (no token transfer per settled batch).
+/// accepted tasks, unbonding and reputation counters. Only the bound TaskEscrow may lock, release or
+/// slash. Parameters are owned by the governance timelock.
+/// @dev This contract holds the stake (bonded and unbonding) and nothing else: a settled task's pay
+/// stays in the TaskEscrow, which sends it to the provider on {ITaskEscrow-claimSettled}. The
+/// collateral of a settled task stays locked until that claim (it can no longer be slashed: the
+/// task is Settled), and the claim is what releases it and counts the task in `tasksSettled`.
 interface IStaking {
     /// @notice One provider's account.
     /// @param bonded Stake that backs collateral; includes `locked`.
-    /// @param locked Part of `bonded` locked as collateral for accepted, unfinished tasks.
+    /// @param locked Part of `bonded` locked as collateral: tasks accepted and not yet settled, plus
+    /// settled tasks whose settlement the provider has not claimed yet.
     /// @param unbonding Stake leaving the system; withdrawable from `unbondingReadyAt`.
     /// @param unbondingReadyAt Timestamp from which `unbonding` can be withdrawn.
-    /// @param earnings Settlement earnings waiting to be claimed (tokens held by the TaskEscrow).
-    /// @param tasksSettled Reputation: tasks of this provider settled with a valid proof.
+    /// @param tasksSettled Reputation: tasks of this provider settled with a valid proof whose
+    /// settlement it has claimed ({ITaskEscrow-claimSettled}); settled, unclaimed tasks are not
+    /// counted yet.
     /// @param tasksSlashed Reputation: accepted tasks this provider let expire (slashed).
     struct ProviderAccount {
         uint96 bonded;
         uint96 locked;
         uint96 unbonding;
         uint40 unbondingReadyAt;
-        uint96 earnings;
         uint32 tasksSettled;
         uint32 tasksSlashed;
     }
@@ -52,12 +55,13 @@ interface IStaking {
     /// @param locked Total locked collateral after the lock.
     event CollateralLocked(address indexed provider, uint256 amount, uint256 locked);
 
-    /// @notice A settled batch released `collateral` and credited `earnings` for `tasks` tasks.
+    /// @notice `provider` claimed the settlement of `tasks` settled tasks
+    /// ({ITaskEscrow-SettlementClaimed}): their `collateral` was unlocked and `tasks` was added to
+    /// its `tasksSettled`.
     /// @param provider The provider.
-    /// @param collateral Collateral released.
-    /// @param earnings Earnings credited (payments minus the protocol fee).
-    /// @param tasks Number of tasks settled (added to `tasksSettled`).
-    event SettlementCredited(address indexed provider, uint256 collateral, uint256 earnings, uint256 tasks);
+    /// @param collateral Collateral unlocked (stays bonded).
+    /// @param tasks Number of tasks claimed (added to `tasksSettled`).
+    event SettledCollateralReleased(address indexed provider, uint256 collateral, uint256 tasks);
 
     /// @notice `provider` let an accepted task expire: `slashed` of its `collateral` was taken.
     /// @param provider The slashed provider.
@@ -75,12 +79,7 @@ interface IStaking {
         uint256 toTreasury
     );
 
-    /// @notice `provider` claimed `amount` of settlement earnings.
-    /// @param provider The provider.
-    /// @param amount Tokens sent to the provider.
-    event EarningsClaimed(address indexed provider, uint256 amount);
-
-    /// @notice The escrow allowed to lock, release, credit and slash was bound (once).
+    /// @notice The escrow allowed to lock, release and slash was bound (once).
     /// @param escrow The TaskEscrow.
     event EscrowBound(address indexed escrow);
 
@@ -131,10 +130,6 @@ interface IStaking {
     /// @param readyAt Timestamp from which it is.
     error StakingUnbondingNotReady(address provider, uint256 readyAt);
 
-    /// @notice `provider` has no earnings to claim.
-    /// @param provider The provider.
-    error StakingNoEarnings(address provider);
-
     /// @notice `caller` is not the bound TaskEscrow.
     /// @param caller The caller.
     error StakingUnauthorizedEscrow(address caller);
@@ -173,11 +168,6 @@ interface IStaking {
     /// @return amount Tokens sent.
     function withdraw() external returns (uint256 amount);
 
-    /// @notice Sends the caller's settlement earnings (paid out by the TaskEscrow, which holds them).
-    /// @dev Emits {EarningsClaimed}.
-    /// @return amount Tokens sent.
-    function claimEarnings() external returns (uint256 amount);
-
     // ------------------------------------------------------------------ escrow functions
 
     /// @notice Locks `amount` of `provider`'s free stake as collateral for a task it accepts.
@@ -187,15 +177,14 @@ interface IStaking {
     /// @param amount Collateral to lock.
     function lockCollateral(address provider, uint256 amount) external;
 
-    /// @notice Records settled tasks of `provider`: releases `collateral`, credits `earnings`
-    /// (whose tokens the escrow keeps until claimed) and adds `tasks` to its reputation.
-    /// Only the TaskEscrow.
-    /// @dev Emits {SettlementCredited}.
+    /// @notice Records that `provider` claimed the settlement of `tasks` settled tasks: unlocks
+    /// their summed `collateral` (it stays bonded) and adds `tasks` to its `tasksSettled`. Called
+    /// once per {ITaskEscrow-claimSettled}. Only the TaskEscrow.
+    /// @dev Emits {SettledCollateralReleased}.
     /// @param provider The provider.
-    /// @param collateral Collateral to release.
-    /// @param earnings Earnings to credit.
-    /// @param tasks Number of settled tasks.
-    function creditSettlement(address provider, uint256 collateral, uint256 earnings, uint256 tasks) external;
+    /// @param collateral Summed collateral of the claimed tasks.
+    /// @param tasks Number of claimed tasks.
+    function releaseSettledCollateral(address provider, uint256 collateral, uint256 tasks) external;
 
     /// @notice Slashes an expired task's `collateral`: the slash fraction of it leaves `provider`'s
     /// bonded stake and is paid to `poster` and the treasury by the poster share; the rest is
@@ -209,7 +198,7 @@ interface IStaking {
 
     // ------------------------------------------------------------------ governance
 
-    /// @notice Binds the TaskEscrow allowed to lock, release, credit and slash. Once; owner only.
+    /// @notice Binds the TaskEscrow allowed to lock, release and slash. Once; owner only.
     /// @dev Emits {EscrowBound}.
     /// @param escrow The TaskEscrow.
     function bindEscrow(address escrow) external;
@@ -253,7 +242,7 @@ interface IStaking {
 
     /// @notice Reputation counters of `provider`.
     /// @param provider The provider.
-    /// @return settled Tasks settled with a valid proof.
+    /// @return settled Tasks settled with a valid proof whose settlement the provider has claimed.
     /// @return slashed Accepted tasks that expired unsettled.
     function reputation(address provider) external view returns (uint256 settled, uint256 slashed);
 

@@ -5,11 +5,13 @@ import {TaskLeaf} from "../libraries/TaskLeaf.sol";
 
 /// @title ITaskEscrow
 /// @notice Tasks and their payments: post (pay by approve or permit), accept (lock provider
-/// collateral), cancel before acceptance, expire after the deadline (refund, slash), and settle
-/// (called by Settlement for a proven batch). Parameters are owned by the governance timelock.
+/// collateral), cancel before acceptance, expire after the deadline (refund, slash), settle
+/// (called by Settlement for a proven batch) and claim (the provider collects the pay of its settled
+/// tasks and gets their collateral back). Parameters are owned by the governance timelock.
 /// @dev Lifecycle: None -> Posted -> Accepted -> Settled | Expired; Posted -> Cancelled | Expired.
 /// A task is settleable while `block.timestamp <= deadline` and expirable once
-/// `block.timestamp > deadline`.
+/// `block.timestamp > deadline`. Settled is terminal; a Settled task is claimed once by its provider
+/// with {claimSettled}, which does not change its status (see {claimable}).
 interface ITaskEscrow {
     /// @notice Task states.
     enum TaskStatus {
@@ -24,9 +26,11 @@ interface ITaskEscrow {
     /// @notice A task as stored.
     /// @param status Its state.
     /// @param deadline Last second at which it can be settled.
-    /// @param reward Tokens escrowed: payment plus priority fee; paid (minus the protocol fee) to
-    /// the provider on settlement, refunded to the poster on cancel or expiry.
-    /// @param collateral Provider stake locked on acceptance (0 before).
+    /// @param reward Tokens escrowed: payment plus priority fee; once settled, paid (minus the
+    /// protocol fee fixed at settlement) to the provider when it claims ({claimSettled}); refunded to
+    /// the poster on cancel or expiry.
+    /// @param collateral Provider stake locked on acceptance (0 before); stays locked after
+    /// settlement until the provider claims the task.
     /// @param poster The account that posted and paid.
     /// @param payment The payment part of `reward` (`reward - payment` is the priority fee).
     /// @param provider The provider that accepted it (zero before).
@@ -84,17 +88,34 @@ interface ITaskEscrow {
     event TaskExpired(bytes32 indexed taskId, address indexed provider, uint256 refund, uint256 slashedToPoster);
 
     /// @notice The task was settled by a proven batch with this output commitment. Its provider
-    /// (see {TaskAccepted}) was credited the reward minus the protocol fee
-    /// ({IStaking-SettlementCredited}, one per run of consecutive leaves of one provider).
+    /// (see {TaskAccepted}) can now claim the reward minus the protocol fee, both fixed at this
+    /// point ({claimSettled}, {claimable}).
     /// @param taskId The task id.
     /// @param outputCommitment Commitment to the output tensor.
     event TaskSettled(bytes32 indexed taskId, bytes32 outputCommitment);
 
-    /// @notice Payouts of one settled batch.
+    /// @notice Payouts of one settled batch, fixed at settlement (no token moves until claimed or
+    /// swept).
     /// @param tasks Tasks settled.
-    /// @param providerEarnings Tokens credited to providers' earnings in Staking (held here until claimed).
-    /// @param protocolFees Tokens added to the accrued protocol fees.
-    event BatchPaid(uint256 tasks, uint256 providerEarnings, uint256 protocolFees);
+    /// @param providerPay Summed pay of the batch's tasks (rewards minus fees), held here until each
+    /// provider claims its tasks.
+    /// @param protocolFees Summed protocol fees of the batch's tasks, added to the accrued fees.
+    event BatchPaid(uint256 tasks, uint256 providerPay, uint256 protocolFees);
+
+    /// @notice `provider` claimed the settled task `taskId` and was paid `pay` for it.
+    /// @param taskId The task id.
+    /// @param provider The provider that accepted and settled it.
+    /// @param pay The task's reward minus the protocol fee fixed at settlement.
+    event TaskClaimed(bytes32 indexed taskId, address indexed provider, uint256 pay);
+
+    /// @notice One {claimSettled} call: `provider` claimed `tasks` settled tasks (one {TaskClaimed}
+    /// each), was sent `paid` tokens and got `collateralReleased` of its stake unlocked
+    /// ({IStaking-SettledCollateralReleased}).
+    /// @param provider The provider.
+    /// @param tasks Number of tasks claimed.
+    /// @param paid Tokens sent to the provider (sum of the tasks' pay).
+    /// @param collateralReleased Collateral unlocked in Staking (sum of the tasks' collateral).
+    event SettlementClaimed(address indexed provider, uint256 tasks, uint256 paid, uint256 collateralReleased);
 
     /// @notice Accrued protocol fees were sent to the treasury.
     /// @param treasury The treasury.
@@ -182,9 +203,22 @@ interface ITaskEscrow {
     /// @param taskId The task id.
     error TaskEscrowLeafMismatch(bytes32 taskId);
 
-    /// @notice `caller` is not the Staking contract.
+    /// @notice {claimSettled} was called with no task ids.
+    error TaskEscrowEmptyClaim();
+
+    /// @notice A claimed task is not Settled (unknown, posted, accepted, cancelled or expired).
+    /// @param taskId The task id.
+    /// @param status Its state.
+    error TaskEscrowTaskNotSettled(bytes32 taskId, TaskStatus status);
+
+    /// @notice A claimed task was already claimed (for example twice in one call).
+    /// @param taskId The task id.
+    error TaskEscrowTaskAlreadyClaimed(bytes32 taskId);
+
+    /// @notice Only the provider that accepted (and settled) the task may claim it.
+    /// @param taskId The task id.
     /// @param caller The caller.
-    error TaskEscrowUnauthorizedStaking(address caller);
+    error TaskEscrowNotProvider(bytes32 taskId, address caller);
 
     /// @notice `caller` is not the bound Settlement.
     /// @param caller The caller.
@@ -273,20 +307,26 @@ interface ITaskEscrow {
     // ------------------------------------------------------------------ settlement
 
     /// @notice Settles every task of a proven batch, or reverts: each must be Accepted, not past
-    /// its deadline, and match the leaf's model id, input commitment and provider. Credits each
-    /// provider its reward minus the protocol fee (earnings in Staking, tokens kept here until
-    /// claimed), accrues the fee for the treasury, releases collateral and bumps reputation.
-    /// Only the bound Settlement.
-    /// @dev Emits {TaskSettled} per task and {BatchPaid}. Leaves grouped by provider cost less gas
-    /// (one Staking update per run of consecutive leaves of the same provider).
+    /// its deadline, and match the leaf's model id, input commitment and provider. Fixes each
+    /// task's split: fee = floor(reward * protocolFeeBps / 10,000) at the fee in force now, pay =
+    /// reward - fee (a later fee change does not alter it); accrues the batch's fees for the
+    /// treasury. Moves no tokens and does not call Staking: each provider collects its pay, and gets
+    /// the collateral back, with {claimSettled}. Only the bound Settlement.
+    /// @dev Emits {TaskSettled} per task and {BatchPaid}. The cost per task does not depend on the
+    /// order of the leaves or on how many providers the batch has.
     /// @param leaves The batch's leaves.
     function settleTasks(TaskLeaf[] calldata leaves) external;
 
-    /// @notice Pays `amount` of `provider`'s claimed earnings. Only Staking (from
-    /// {IStaking-claimEarnings}, which debits its earnings ledger first).
-    /// @param provider The provider.
-    /// @param amount Tokens to send.
-    function payEarnings(address provider, uint256 amount) external;
+    /// @notice Claims settled tasks of the caller: each must be Settled, not yet claimed and accepted
+    /// by the caller (else the call reverts as a whole, naming the task). Marks each claimed, sends
+    /// the caller the summed pay (reward minus the fee fixed at settlement) and has Staking unlock
+    /// the summed collateral and add the task count to the caller's `tasksSettled`, in one call.
+    /// @dev Emits {TaskClaimed} per task, {SettlementClaimed} and {IStaking-SettledCollateralReleased}.
+    /// All state is written before Staking is called and the tokens are sent.
+    /// @param taskIds The tasks to claim (at least one, no repeats).
+    /// @return paid Tokens sent to the caller.
+    /// @return collateralReleased Collateral unlocked in Staking.
+    function claimSettled(bytes32[] calldata taskIds) external returns (uint256 paid, uint256 collateralReleased);
 
     /// @notice Sends all accrued protocol fees to the treasury. Anyone may call.
     /// @dev Emits {FeesSwept}.
@@ -327,6 +367,14 @@ interface ITaskEscrow {
     /// @notice The task `taskId` (all zero if unknown).
     /// @param taskId The task id.
     function task(bytes32 taskId) external view returns (Task memory);
+
+    /// @notice Whether `taskId` can be claimed now (Settled and not yet claimed; see
+    /// {claimSettled}), and what claiming it pays and releases. The provider is `task(taskId).provider`.
+    /// @param taskId The task id.
+    /// @return isClaimable True for a Settled, unclaimed task; false otherwise (then both amounts are 0).
+    /// @return pay The task's reward minus the protocol fee fixed at its settlement.
+    /// @return collateral The task's collateral, unlocked by the claim.
+    function claimable(bytes32 taskId) external view returns (bool isClaimable, uint256 pay, uint256 collateral);
 
     /// @notice The nonce the next task posted by `poster` will use.
     /// @param poster The poster.

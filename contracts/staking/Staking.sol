@@ -7,28 +7,28 @@ import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 
 import {IStaking} from "../interfaces/IStaking.sol";
-import {ITaskEscrow} from "../interfaces/ITaskEscrow.sol";
 
 /// @title Staking
-/// @notice Provider accounts: bonded stake, task collateral, unbonding, earnings and reputation.
+/// @notice Provider accounts: bonded stake, task collateral, unbonding and reputation.
 /// @dev Every token held here is accounted in exactly one of `bonded` (which includes `locked`) or
-/// `unbonding`, so `balanceOf(this) == sum(bonded + unbonding)`. `earnings` is a ledger whose tokens
-/// the TaskEscrow holds and pays out on {claimEarnings}.
+/// `unbonding`, so `balanceOf(this) == sum(bonded + unbonding)`. Settled tasks' pay is not held
+/// here: the TaskEscrow sends it on {ITaskEscrow-claimSettled}, which also releases the tasks'
+/// collateral and counts them in `tasksSettled` through {releaseSettledCollateral}.
 /// Collateral is locked only from free bonded stake; unbonding stake can be neither locked nor
-/// slashed, and leaves only after the unbonding delay. Only the bound TaskEscrow may lock, credit
+/// slashed, and leaves only after the unbonding delay. Only the bound TaskEscrow may lock, release
 /// or slash. The owner is the governance timelock.
 contract Staking is IStaking, Ownable {
     using SafeERC20 for IERC20;
 
-    /// @dev One provider's account in two slots; slot 0 is the only one settlement touches.
+    /// @dev One provider's account in two slots. Slot 0 holds everything locking, claiming and
+    /// slashing touch (so each is one slot read and written); slot 1 only unbonding.
     struct Account {
-        // slot 0: lock / settle / slash
+        // slot 0: lock / claim / slash (96 + 32 + 32 + 96 bits)
         uint96 locked;
-        uint96 earnings;
         uint32 tasksSettled;
         uint32 tasksSlashed;
-        // slot 1: stake and unbonding
         uint96 bonded;
+        // slot 1: unbonding
         uint96 unbonding;
         uint40 unbondingReadyAt;
     }
@@ -121,16 +121,6 @@ contract Staking is IStaking, Ownable {
         _token.safeTransfer(msg.sender, amount);
     }
 
-    /// @inheritdoc IStaking
-    function claimEarnings() external returns (uint256 amount) {
-        Account storage a = _accounts[msg.sender];
-        amount = a.earnings;
-        if (amount == 0) revert StakingNoEarnings(msg.sender);
-        a.earnings = 0;
-        emit EarningsClaimed(msg.sender, amount);
-        ITaskEscrow(_escrow).payEarnings(msg.sender, amount);
-    }
-
     // ------------------------------------------------------------------ escrow functions
 
     /// @inheritdoc IStaking
@@ -149,15 +139,13 @@ contract Staking is IStaking, Ownable {
     }
 
     /// @inheritdoc IStaking
-    function creditSettlement(address provider, uint256 collateral, uint256 earnings, uint256 tasks)
-        external
-        onlyEscrow
-    {
+    function releaseSettledCollateral(address provider, uint256 collateral, uint256 tasks) external onlyEscrow {
         Account storage a = _accounts[provider];
+        // The escrow releases only collateral it locked for these tasks, so this cannot underflow
+        // (checked arithmetic reverts if it ever did).
         a.locked -= _toUint96(collateral);
-        a.earnings += _toUint96(earnings);
         a.tasksSettled += SafeCast.toUint32(tasks);
-        emit SettlementCredited(provider, collateral, earnings, tasks);
+        emit SettledCollateralReleased(provider, collateral, tasks);
     }
 
     /// @inheritdoc IStaking
@@ -230,7 +218,6 @@ contract Staking is IStaking, Ownable {
             locked: a.locked,
             unbonding: a.unbonding,
             unbondingReadyAt: a.unbondingReadyAt,
-            earnings: a.earnings,
             tasksSettled: a.tasksSettled,
             tasksSlashed: a.tasksSlashed
         });

@@ -34,8 +34,6 @@ contract SettlementTest is TGridTest {
 
         vm.expectEmit(address(escrow));
         emit ITaskEscrow.TaskSettled(leaves[0].taskId, leaves[0].outputCommitment);
-        vm.expectEmit(address(staking));
-        emit IStaking.SettlementCredited(provider, reward, reward - fee, 1);
         vm.expectEmit(address(escrow));
         emit ITaskEscrow.BatchPaid(1, reward - fee, fee);
         vm.expectEmit(address(settlement));
@@ -46,19 +44,29 @@ contract SettlementTest is TGridTest {
         assertEq(gotInput, publicInput);
 
         assertEq(uint8(_status(leaves[0].taskId)), uint8(ITaskEscrow.TaskStatus.Settled));
+        // Settlement does not touch Staking: the collateral stays locked and the reputation counts
+        // the task once the provider claims it.
         IStaking.ProviderAccount memory a = staking.account(provider);
-        assertEq(a.locked, 0);
-        assertEq(a.earnings, reward - fee);
-        assertEq(a.tasksSettled, 1);
-        // No token moved: earnings and fee stay in the escrow until claimed / swept.
+        assertEq(a.locked, reward);
+        assertEq(a.tasksSettled, 0);
+        (bool claimable, uint256 pay, uint256 collateral) = escrow.claimable(leaves[0].taskId);
+        assertTrue(claimable);
+        assertEq(pay, reward - fee);
+        assertEq(collateral, reward);
+        // No token moved: pay and fee stay in the escrow until claimed / swept.
         assertEq(token.balanceOf(address(escrow)), reward);
         assertEq(escrow.accruedFees(), fee);
         assertEq(token.balanceOf(address(staking)), 2 * STAKE);
 
         uint256 before = token.balanceOf(provider);
+        bytes32[] memory ids = new bytes32[](1);
+        ids[0] = leaves[0].taskId;
         vm.prank(provider);
-        staking.claimEarnings();
+        escrow.claimSettled(ids);
         assertEq(token.balanceOf(provider), before + reward - fee);
+        a = staking.account(provider);
+        assertEq(a.locked, 0);
+        assertEq(a.tasksSettled, 1);
         vm.prank(stranger);
         escrow.sweepFees();
         assertEq(token.balanceOf(address(timelock)), treasuryBefore + fee);
@@ -66,7 +74,7 @@ contract SettlementTest is TGridTest {
     }
 
     function test_submitBatch_settlesInterleavedProviders() public {
-        // Providers p1, p1, p2, p1, p2: four runs, credited per run.
+        // Providers p1, p1, p2, p1, p2: each claims its own tasks afterwards.
         address[5] memory who = [provider, provider, provider2, provider, provider2];
         TaskLeaf[] memory leaves = new TaskLeaf[](5);
         for (uint256 i = 0; i < 5; ++i) {
@@ -77,17 +85,29 @@ contract SettlementTest is TGridTest {
         _submit(leaves, ROOT_A, proof);
         uint256 reward = PAYMENT + FEE_TIP;
         uint256 net = reward - reward / 100;
-        assertEq(staking.account(provider).earnings, 3 * net);
-        assertEq(staking.account(provider2).earnings, 2 * net);
-        assertEq(staking.account(provider).tasksSettled, 3);
-        assertEq(staking.account(provider2).tasksSettled, 2);
-        assertEq(staking.account(provider).locked, 0);
-        assertEq(staking.account(provider2).locked, 0);
         for (uint256 i = 0; i < 5; ++i) {
             assertEq(uint8(_status(leaves[i].taskId)), uint8(ITaskEscrow.TaskStatus.Settled));
         }
         assertEq(token.balanceOf(address(escrow)), 5 * reward);
         assertEq(escrow.accruedFees(), 5 * (reward - net));
+
+        bytes32[] memory mine = new bytes32[](3);
+        (mine[0], mine[1], mine[2]) = (leaves[0].taskId, leaves[1].taskId, leaves[3].taskId);
+        bytes32[] memory theirs = new bytes32[](2);
+        (theirs[0], theirs[1]) = (leaves[2].taskId, leaves[4].taskId);
+        vm.prank(provider);
+        (uint256 paid1, uint256 released1) = escrow.claimSettled(mine);
+        vm.prank(provider2);
+        (uint256 paid2, uint256 released2) = escrow.claimSettled(theirs);
+        assertEq(paid1, 3 * net);
+        assertEq(paid2, 2 * net);
+        assertEq(released1, 3 * reward);
+        assertEq(released2, 2 * reward);
+        assertEq(staking.account(provider).tasksSettled, 3);
+        assertEq(staking.account(provider2).tasksSettled, 2);
+        assertEq(staking.account(provider).locked, 0);
+        assertEq(staking.account(provider2).locked, 0);
+        assertEq(token.balanceOf(address(escrow)), escrow.accruedFees());
     }
 
     function test_submitBatch_settlesAtDeadline() public {
@@ -221,7 +241,10 @@ contract SettlementTest is TGridTest {
         _submit(leaves, ROOT_A, proof);
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowTaskAlreadySettled.selector, leaves[0].taskId));
         _submit(leaves, ROOT_A, proof);
-        assertEq(staking.account(provider).tasksSettled, 1);
+        (bool claimable, uint256 pay,) = escrow.claimable(leaves[0].taskId);
+        assertTrue(claimable);
+        assertEq(pay, PAYMENT + FEE_TIP - (PAYMENT + FEE_TIP) / 100);
+        assertEq(escrow.accruedFees(), (PAYMENT + FEE_TIP) / 100); // accrued once
     }
 
     function test_RevertWhen_taskNotAccepted() public {

@@ -135,10 +135,13 @@ contract StakingTest is TGridTest {
         staking.lockCollateral(provider, 1);
     }
 
-    function test_RevertWhen_creditSettlementNotEscrow() public {
+    function test_RevertWhen_releaseSettledCollateralNotEscrow() public {
         vm.expectRevert(abi.encodeWithSelector(IStaking.StakingUnauthorizedEscrow.selector, address(settlement)));
         vm.prank(address(settlement));
-        staking.creditSettlement(provider, 0, 0, 1);
+        staking.releaseSettledCollateral(provider, 0, 1);
+        vm.expectRevert(abi.encodeWithSelector(IStaking.StakingUnauthorizedEscrow.selector, provider));
+        vm.prank(provider);
+        staking.releaseSettledCollateral(provider, 0, 1);
     }
 
     function test_RevertWhen_slashNotEscrow() public {
@@ -147,41 +150,33 @@ contract StakingTest is TGridTest {
         staking.slash(provider, 1, poster);
     }
 
-    function test_creditSettlement_releasesCreditsAndCounts() public {
+    function test_releaseSettledCollateral_unlocksAndCounts() public {
         _stake(provider, STAKE);
         vm.startPrank(address(escrow));
-        staking.lockCollateral(provider, 500e18);
+        staking.lockCollateral(provider, 800e18);
         vm.expectEmit(address(staking));
-        emit IStaking.SettlementCredited(provider, 500e18, 90e18, 3);
-        staking.creditSettlement(provider, 500e18, 90e18, 3);
+        emit IStaking.SettledCollateralReleased(provider, 500e18, 3);
+        staking.releaseSettledCollateral(provider, 500e18, 3);
         vm.stopPrank();
         IStaking.ProviderAccount memory a = staking.account(provider);
-        assertEq(a.locked, 0);
-        assertEq(a.earnings, 90e18);
+        assertEq(a.locked, 300e18);
+        assertEq(a.bonded, STAKE); // released collateral stays bonded
+        assertEq(staking.freeStake(provider), STAKE - 300e18);
+        assertEq(token.balanceOf(address(staking)), STAKE); // no token moves
         (uint256 settled, uint256 slashedCount) = staking.reputation(provider);
         assertEq(settled, 3);
         assertEq(slashedCount, 0);
+        assertEq(a.tasksSettled, 3);
     }
 
-    function test_claimEarnings_paysOut() public {
+    /// The escrow only ever releases collateral it locked; releasing more is an arithmetic panic.
+    function test_RevertWhen_releaseSettledCollateralAboveLocked() public {
         _stake(provider, STAKE);
-        vm.prank(address(escrow));
-        staking.creditSettlement(provider, 0, 90e18, 1);
-        // The escrow holds settled earnings until they are claimed; emulate its balance.
-        assertTrue(token.transfer(address(escrow), 90e18));
-        uint256 before = token.balanceOf(provider);
-        vm.expectEmit(address(staking));
-        emit IStaking.EarningsClaimed(provider, 90e18);
-        vm.prank(provider);
-        assertEq(staking.claimEarnings(), 90e18);
-        assertEq(token.balanceOf(provider), before + 90e18);
-        assertEq(staking.account(provider).earnings, 0);
-    }
-
-    function test_RevertWhen_claimEarningsNone() public {
-        vm.expectRevert(abi.encodeWithSelector(IStaking.StakingNoEarnings.selector, provider));
-        vm.prank(provider);
-        staking.claimEarnings();
+        vm.startPrank(address(escrow));
+        staking.lockCollateral(provider, 100e18);
+        vm.expectRevert(abi.encodeWithSignature("Panic(uint256)", 0x11));
+        staking.releaseSettledCollateral(provider, 100e18 + 1, 1);
+        vm.stopPrank();
     }
 
     function test_slash_paysPosterAndTreasury() public {

@@ -397,10 +397,298 @@ contract TaskEscrowTest is TGridTest {
         escrow.settleTasks(new TaskLeaf[](0));
     }
 
-    function test_RevertWhen_payEarningsNotStaking() public {
-        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowUnauthorizedStaking.selector, stranger));
-        vm.prank(stranger);
-        escrow.payEarnings(stranger, 1);
+    /// Settlement fixes each task's split and accrues the batch's fees once; no token moves and
+    /// Staking is not touched (collateral stays locked, reputation unchanged until the claim).
+    function test_settleTasks_fixesSplitWithoutCallingStaking() public {
+        _stake(provider2, STAKE);
+        TaskLeaf[] memory leaves = new TaskLeaf[](3);
+        leaves[0] = _postAndAccept(provider, 1)[0];
+        leaves[1] = _postAndAccept(provider2, 1)[0];
+        leaves[2] = _postAndAcceptOne(provider, 333e18 + 7, keccak256("odd reward"));
+        uint256 r = PAYMENT + FEE_TIP;
+        uint256 odd = 333e18 + 7;
+        uint256 fees = r / 100 + r / 100 + odd / 100; // per task floor, 1 %
+        uint256 balance = token.balanceOf(address(escrow));
+        vm.expectEmit(address(escrow));
+        emit ITaskEscrow.BatchPaid(3, 2 * r + odd - fees, fees);
+        vm.recordLogs();
+        _settle(leaves);
+        // Only the escrow logs: three TaskSettled and BatchPaid.
+        assertEq(vm.getRecordedLogs().length, 4);
+        assertEq(escrow.accruedFees(), fees);
+        assertEq(token.balanceOf(address(escrow)), balance);
+        assertEq(staking.account(provider).locked, r + odd);
+        assertEq(staking.account(provider2).locked, r);
+        assertEq(staking.account(provider).tasksSettled, 0);
+        (bool ok, uint256 pay, uint256 collateral) = escrow.claimable(leaves[2].taskId);
+        assertTrue(ok);
+        assertEq(pay, odd - odd / 100);
+        assertEq(collateral, odd);
+        assertEq(uint8(_status(leaves[2].taskId)), uint8(ITaskEscrow.TaskStatus.Settled));
+    }
+
+    // ------------------------------------------------------------------ claim
+
+    function test_claimSettled_paysReleasesAndCounts() public {
+        TaskLeaf[] memory leaves = _postAndAccept(provider, 3);
+        _settle(leaves);
+        uint256 r = PAYMENT + FEE_TIP;
+        uint256 pay = r - r / 100;
+        bytes32[] memory ids = _ids(leaves);
+        uint256 before = token.balanceOf(provider);
+        uint256 fees = escrow.accruedFees();
+
+        for (uint256 i = 0; i < 3; ++i) {
+            vm.expectEmit(address(escrow));
+            emit ITaskEscrow.TaskClaimed(ids[i], provider, pay);
+        }
+        vm.expectEmit(address(escrow));
+        emit ITaskEscrow.SettlementClaimed(provider, 3, 3 * pay, 3 * r);
+        vm.expectEmit(address(staking));
+        emit IStaking.SettledCollateralReleased(provider, 3 * r, 3);
+        vm.prank(provider);
+        (uint256 paid, uint256 released) = escrow.claimSettled(ids);
+
+        assertEq(paid, 3 * pay);
+        assertEq(released, 3 * r);
+        assertEq(token.balanceOf(provider), before + 3 * pay);
+        IStaking.ProviderAccount memory a = staking.account(provider);
+        assertEq(a.locked, 0);
+        assertEq(a.bonded, STAKE);
+        assertEq(a.tasksSettled, 3);
+        // Only the fees remain in the escrow; the tasks stay Settled, no longer claimable.
+        assertEq(token.balanceOf(address(escrow)), fees);
+        for (uint256 i = 0; i < 3; ++i) {
+            assertEq(uint8(_status(ids[i])), uint8(ITaskEscrow.TaskStatus.Settled));
+            (bool ok, uint256 p, uint256 c) = escrow.claimable(ids[i]);
+            assertFalse(ok);
+            assertEq(p, 0);
+            assertEq(c, 0);
+        }
+    }
+
+    /// Claims need not follow batches: any subset, in any order, across batches.
+    function test_claimSettled_subsetsAcrossBatches() public {
+        TaskLeaf[] memory a = _postAndAccept(provider, 2);
+        _settle(a);
+        TaskLeaf[] memory b = _postAndAccept(provider, 2);
+        _settle(b);
+        bytes32[] memory ids = new bytes32[](2);
+        (ids[0], ids[1]) = (b[1].taskId, a[0].taskId);
+        vm.prank(provider);
+        escrow.claimSettled(ids);
+        (bool ok,,) = escrow.claimable(a[1].taskId);
+        assertTrue(ok);
+        (ok,,) = escrow.claimable(b[0].taskId);
+        assertTrue(ok);
+        assertEq(staking.account(provider).tasksSettled, 2);
+        assertEq(staking.account(provider).locked, 2 * (PAYMENT + FEE_TIP));
+    }
+
+    function test_RevertWhen_claimTwice() public {
+        TaskLeaf[] memory leaves = _postAndAccept(provider, 1);
+        _settle(leaves);
+        bytes32[] memory ids = _ids(leaves);
+        vm.prank(provider);
+        escrow.claimSettled(ids);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowTaskAlreadyClaimed.selector, ids[0]));
+        vm.prank(provider);
+        escrow.claimSettled(ids);
+    }
+
+    function test_RevertWhen_claimRepeatsIdInOneCall() public {
+        TaskLeaf[] memory leaves = _postAndAccept(provider, 2);
+        _settle(leaves);
+        bytes32[] memory ids = new bytes32[](3);
+        (ids[0], ids[1], ids[2]) = (leaves[0].taskId, leaves[1].taskId, leaves[0].taskId);
+        uint256 before = token.balanceOf(provider);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowTaskAlreadyClaimed.selector, ids[0]));
+        vm.prank(provider);
+        escrow.claimSettled(ids);
+        // Nothing happened: both still claimable, nothing paid.
+        assertEq(token.balanceOf(provider), before);
+        (bool ok,,) = escrow.claimable(ids[0]);
+        assertTrue(ok);
+        assertEq(staking.account(provider).tasksSettled, 0);
+    }
+
+    function test_RevertWhen_claimAnotherProvidersTask() public {
+        _stake(provider2, STAKE);
+        TaskLeaf[] memory leaves = _postAndAccept(provider, 1);
+        _settle(leaves);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowNotProvider.selector, leaves[0].taskId, provider2));
+        vm.prank(provider2);
+        escrow.claimSettled(_ids(leaves));
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowNotProvider.selector, leaves[0].taskId, poster));
+        vm.prank(poster);
+        escrow.claimSettled(_ids(leaves));
+    }
+
+    /// One bad id reverts the whole claim, naming it.
+    function test_RevertWhen_claimMixesOwnAndForeignTasks() public {
+        _stake(provider2, STAKE);
+        TaskLeaf[] memory leaves = new TaskLeaf[](2);
+        leaves[0] = _postAndAccept(provider, 1)[0];
+        leaves[1] = _postAndAccept(provider2, 1)[0];
+        _settle(leaves);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowNotProvider.selector, leaves[1].taskId, provider));
+        vm.prank(provider);
+        escrow.claimSettled(_ids(leaves));
+        (bool ok,,) = escrow.claimable(leaves[0].taskId);
+        assertTrue(ok);
+    }
+
+    function test_RevertWhen_claimUnsettledTask() public {
+        bytes32 posted = _post(poster);
+        bytes32 accepted = _post(poster);
+        _accept(provider, accepted);
+        vm.startPrank(provider);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                ITaskEscrow.TaskEscrowTaskNotSettled.selector, accepted, ITaskEscrow.TaskStatus.Accepted
+            )
+        );
+        escrow.claimSettled(_one(accepted));
+        vm.expectRevert(
+            abi.encodeWithSelector(ITaskEscrow.TaskEscrowTaskNotSettled.selector, posted, ITaskEscrow.TaskStatus.Posted)
+        );
+        escrow.claimSettled(_one(posted));
+        vm.stopPrank();
+    }
+
+    function test_RevertWhen_claimExpiredTask() public {
+        bytes32 id = _post(poster);
+        _accept(provider, id);
+        skip(2 days);
+        escrow.expireTask(id);
+        vm.expectRevert(
+            abi.encodeWithSelector(ITaskEscrow.TaskEscrowTaskNotSettled.selector, id, ITaskEscrow.TaskStatus.Expired)
+        );
+        vm.prank(provider);
+        escrow.claimSettled(_one(id));
+    }
+
+    function test_RevertWhen_claimCancelledTask() public {
+        bytes32 id = _post(poster);
+        vm.prank(poster);
+        escrow.cancelTask(id);
+        vm.expectRevert(
+            abi.encodeWithSelector(ITaskEscrow.TaskEscrowTaskNotSettled.selector, id, ITaskEscrow.TaskStatus.Cancelled)
+        );
+        vm.prank(provider);
+        escrow.claimSettled(_one(id));
+    }
+
+    function test_RevertWhen_claimUnknownTask() public {
+        bytes32 id = keccak256("no such task");
+        vm.expectRevert(
+            abi.encodeWithSelector(ITaskEscrow.TaskEscrowTaskNotSettled.selector, id, ITaskEscrow.TaskStatus.None)
+        );
+        vm.prank(provider);
+        escrow.claimSettled(_one(id));
+        (bool ok, uint256 pay, uint256 collateral) = escrow.claimable(id);
+        assertFalse(ok);
+        assertEq(pay + collateral, 0);
+    }
+
+    function test_RevertWhen_claimEmptyList() public {
+        vm.expectRevert(ITaskEscrow.TaskEscrowEmptyClaim.selector);
+        vm.prank(provider);
+        escrow.claimSettled(new bytes32[](0));
+    }
+
+    /// The fee in force at settlement fixes the pay: a governance change before the claim does not
+    /// alter it, and applies to tasks settled afterwards.
+    function test_claimSettled_feeChangedBetweenSettleAndClaimPaysOldFee() public {
+        TaskLeaf[] memory early = _postAndAccept(provider, 1);
+        _settle(early); // 1 %
+        vm.prank(address(timelock));
+        escrow.setProtocolFee(2_000); // 20 %
+        TaskLeaf[] memory late = _one(_postAndAcceptOne(provider, PAYMENT, keccak256("late")));
+        _settle(late);
+        uint256 r = PAYMENT + FEE_TIP;
+        assertEq(escrow.accruedFees(), r / 100 + PAYMENT / 5);
+        vm.prank(address(timelock));
+        escrow.setProtocolFee(0); // changing it again changes nothing either
+        (, uint256 earlyPay,) = escrow.claimable(early[0].taskId);
+        (, uint256 latePay,) = escrow.claimable(late[0].taskId);
+        assertEq(earlyPay, r - r / 100);
+        assertEq(latePay, PAYMENT - PAYMENT / 5);
+        uint256 before = token.balanceOf(provider);
+        bytes32[] memory ids = new bytes32[](2);
+        (ids[0], ids[1]) = (early[0].taskId, late[0].taskId);
+        vm.prank(provider);
+        (uint256 paid,) = escrow.claimSettled(ids);
+        assertEq(paid, earlyPay + latePay);
+        assertEq(token.balanceOf(provider), before + paid);
+        escrow.sweepFees();
+        assertEq(token.balanceOf(address(escrow)), 0);
+    }
+
+    /// A settled task's collateral stays locked until the claim: it cannot be unbonded, and since
+    /// the task is Settled it cannot be slashed either, even after the deadline.
+    function test_settledUnclaimedCollateralStaysLockedButUnslashable() public {
+        bytes32 id = _post(poster, MODEL, INPUT, 5_000e18, 0, block.timestamp + 1 days);
+        _accept(provider, id);
+        TaskLeaf[] memory leaves = _one(
+            TaskLeaf({taskId: id, modelId: MODEL, inputCommitment: INPUT, outputCommitment: OUTPUT, provider: provider})
+        );
+        _settle(leaves);
+        vm.expectRevert(
+            abi.encodeWithSelector(IStaking.StakingInsufficientFreeStake.selector, provider, 5_000e18, 5_000e18 + 1)
+        );
+        vm.prank(provider);
+        staking.requestUnbonding(5_000e18 + 1);
+        skip(2 days);
+        vm.expectRevert(
+            abi.encodeWithSelector(ITaskEscrow.TaskEscrowInvalidStatus.selector, id, ITaskEscrow.TaskStatus.Settled)
+        );
+        escrow.expireTask(id);
+        assertEq(staking.account(provider).bonded, STAKE);
+        vm.prank(provider);
+        escrow.claimSettled(_one(id)); // no claim deadline
+        assertEq(staking.freeStake(provider), STAKE);
+        vm.prank(provider);
+        staking.requestUnbonding(STAKE);
+    }
+
+    /// fee + pay == reward for every task, the batch accrues exactly the tasks' fees, and after the
+    /// claim and the sweep the escrow holds nothing.
+    function testFuzz_settleAndClaim_conservesExactly(uint96[3] memory rewards, uint16 feeBps, uint16 laterBps) public {
+        feeBps = uint16(bound(feeBps, 0, 2_000));
+        laterBps = uint16(bound(laterBps, 0, 2_000));
+        vm.prank(address(timelock));
+        escrow.setProtocolFee(feeBps);
+        _stake(provider, 900_000e18);
+        TaskLeaf[] memory leaves = new TaskLeaf[](3);
+        uint256 fees;
+        uint256 sum;
+        for (uint256 i = 0; i < 3; ++i) {
+            uint256 r = bound(rewards[i], 1, 100_000e18);
+            leaves[i] = _postAndAcceptOne(provider, r, keccak256(abi.encode("fuzz", i)));
+            fees += r * feeBps / 10_000;
+            sum += r;
+        }
+        _settle(leaves);
+        assertEq(escrow.accruedFees(), fees);
+        vm.prank(address(timelock));
+        escrow.setProtocolFee(laterBps);
+        uint256 pays;
+        for (uint256 i = 0; i < 3; ++i) {
+            (, uint256 pay,) = escrow.claimable(leaves[i].taskId);
+            uint256 r = escrow.task(leaves[i].taskId).reward;
+            assertEq(pay + r * feeBps / 10_000, r);
+            pays += pay;
+        }
+        assertEq(pays + fees, sum);
+        uint256 before = token.balanceOf(provider);
+        vm.prank(provider);
+        (uint256 paid,) = escrow.claimSettled(_ids(leaves));
+        assertEq(paid, pays);
+        assertEq(token.balanceOf(provider), before + pays);
+        escrow.sweepFees();
+        assertEq(token.balanceOf(address(escrow)), 0);
+        assertEq(staking.account(provider).locked, 0);
     }
 
     function test_sweepFees_nothingAccrued() public {
@@ -501,6 +789,31 @@ contract TaskEscrowTest is TGridTest {
     }
 
     // ------------------------------------------------------------------ helpers
+
+    /// @dev Settles `leaves` as the bound Settlement would after verifying their proof.
+    function _settle(TaskLeaf[] memory leaves) internal {
+        vm.prank(address(settlement));
+        escrow.settleTasks(leaves);
+    }
+
+    function _ids(TaskLeaf[] memory leaves) internal pure returns (bytes32[] memory ids) {
+        ids = new bytes32[](leaves.length);
+        for (uint256 i = 0; i < leaves.length; ++i) {
+            ids[i] = leaves[i].taskId;
+        }
+    }
+
+    function _one(bytes32 id) internal pure returns (bytes32[] memory ids) {
+        ids = new bytes32[](1);
+        ids[0] = id;
+    }
+
+    /// @dev Posts one task of `reward` (no tip) with input `input` and has `prov` accept it.
+    function _postAndAcceptOne(address prov, uint256 reward, bytes32 input) internal returns (TaskLeaf memory) {
+        bytes32 id = _post(poster, MODEL, input, reward, 0, block.timestamp + 1 days);
+        _accept(prov, id);
+        return TaskLeaf({taskId: id, modelId: MODEL, inputCommitment: input, outputCommitment: OUTPUT, provider: prov});
+    }
 
     function _signPermit(uint256 key, address owner, uint256 value, uint256 deadline)
         internal

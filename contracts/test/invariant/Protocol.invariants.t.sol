@@ -8,7 +8,7 @@ import {ITaskEscrow} from "../../interfaces/ITaskEscrow.sol";
 import {IStaking} from "../../interfaces/IStaking.sol";
 
 /// @notice Protocol-wide invariants under random posting, accepting, cancelling, expiring,
-/// settling, staking, unbonding, withdrawing, claiming and time travel.
+/// settling, claiming settled tasks, fee changes, staking, unbonding, withdrawing and time travel.
 /// @dev Settlement here uses PublicInputBoundVerifier (test only: accepts only a proof bound to the
 /// batch's public input) so that batches can be settled at fuzzing speed; the real Groth16 check
 /// is covered by the unit and attack suites.
@@ -38,14 +38,15 @@ contract ProtocolInvariantTest is TGridTest {
             actors.push(posters[i]);
             actors.push(providers[i]);
         }
-        handler =
-            new ProtocolHandler(token, staking, escrow, settlement, v, MODEL, ROOT_A, sequencer, posters, providers);
+        handler = new ProtocolHandler(
+            token, staking, escrow, settlement, v, MODEL, ROOT_A, sequencer, address(timelock), posters, providers
+        );
 
-        bytes4[] memory selectors = new bytes4[](11);
+        bytes4[] memory selectors = new bytes4[](12);
         selectors[0] = ProtocolHandler.stake.selector;
         selectors[1] = ProtocolHandler.requestUnbonding.selector;
         selectors[2] = ProtocolHandler.withdraw.selector;
-        selectors[3] = ProtocolHandler.claimEarnings.selector;
+        selectors[3] = ProtocolHandler.claimSettled.selector;
         selectors[4] = ProtocolHandler.postTask.selector;
         selectors[5] = ProtocolHandler.acceptTask.selector;
         selectors[6] = ProtocolHandler.cancelTask.selector;
@@ -53,21 +54,30 @@ contract ProtocolInvariantTest is TGridTest {
         selectors[8] = ProtocolHandler.settleBatch.selector;
         selectors[9] = ProtocolHandler.sweepFees.selector;
         selectors[10] = ProtocolHandler.warp.selector;
+        selectors[11] = ProtocolHandler.setProtocolFee.selector;
         targetSelector(FuzzSelector({addr: address(handler), selectors: selectors}));
         targetContract(address(handler));
     }
 
-    function _sumProviders() internal view returns (uint256 bonded, uint256 unbonding, uint256 earnings) {
+    function _sumProviders() internal view returns (uint256 bonded, uint256 unbonding) {
         for (uint256 i = 0; i < handler.providerCount(); ++i) {
             IStaking.ProviderAccount memory a = staking.account(handler.providers(i));
             bonded += a.bonded;
             unbonding += a.unbonding;
-            earnings += a.earnings;
+        }
+    }
+
+    /// Sum of the pay of Settled, unclaimed tasks, as the escrow reports it.
+    function _sumClaimablePay() internal view returns (uint256 pay) {
+        for (uint256 i = 0; i < handler.taskCount(); ++i) {
+            (, uint256 p,) = escrow.claimable(handler.taskIds(i));
+            pay += p;
         }
     }
 
     /// Token conservation: every token is held by an account, the escrow (open rewards, unclaimed
-    /// earnings, accrued fees) or Staking (bonded and unbonding stake), and the supply never changes.
+    /// pay of settled tasks, accrued fees) or Staking (bonded and unbonding stake), and the supply
+    /// never changes.
     function invariant_tokenConservation() public view {
         uint256 held = token.balanceOf(address(this)) + token.balanceOf(address(timelock))
             + token.balanceOf(address(escrow)) + token.balanceOf(address(staking));
@@ -82,24 +92,32 @@ contract ProtocolInvariantTest is TGridTest {
         assertEq(token.totalSupply(), token.TOTAL_SUPPLY());
     }
 
-    /// Escrow solvency: its balance is exactly the open rewards plus unclaimed earnings plus
-    /// accrued fees (so every liability can be paid).
+    /// Escrow solvency: its balance is exactly the rewards of Posted and Accepted tasks, plus the
+    /// unpaid pay of Settled, unclaimed tasks (as fixed at settlement, whatever the fee did since),
+    /// plus accrued fees (so every liability can be paid); the fees are exactly those accrued by
+    /// settlements and not swept.
     function invariant_escrowSolvent() public view {
-        (,, uint256 earnings) = _sumProviders();
-        assertEq(token.balanceOf(address(escrow)), handler.ghostOpenRewards() + earnings + escrow.accruedFees());
+        uint256 unclaimed = _sumClaimablePay();
+        assertEq(unclaimed, handler.ghostUnclaimedPay());
+        assertEq(escrow.accruedFees(), handler.ghostFeesAccrued());
+        assertEq(token.balanceOf(address(escrow)), handler.ghostOpenRewards() + unclaimed + escrow.accruedFees());
     }
 
     /// Staking holds exactly the bonded and unbonding stake.
     function invariant_stakingBacked() public view {
-        (uint256 bonded, uint256 unbonding,) = _sumProviders();
+        (uint256 bonded, uint256 unbonding) = _sumProviders();
         // The fixture's provider/provider2 never stake in this suite.
         assertEq(token.balanceOf(address(staking)), bonded + unbonding);
     }
 
-    /// No task is paid twice (settled, cancelled or expired at most once), and a batch repeating
-    /// a task never settles.
+    /// No task is paid twice: settled, cancelled or expired at most once, a batch repeating a task
+    /// never settles, a settled task is claimed at most once and only by its provider (a claim
+    /// repeating a task or naming one the caller may not claim never succeeds), and every claim
+    /// pays exactly the pay fixed at settlement.
     function invariant_noTaskPaidTwice() public view {
         assertEq(handler.ghostDoublePayouts(), 0);
+        assertEq(handler.ghostDoubleClaims(), 0);
+        assertEq(handler.ghostWrongPay(), 0);
         for (uint256 i = 0; i < handler.taskCount(); ++i) {
             bytes32 id = handler.taskIds(i);
             ITaskEscrow.TaskStatus s = escrow.task(id).status;
@@ -107,6 +125,9 @@ contract ProtocolInvariantTest is TGridTest {
             bool closed = s == ITaskEscrow.TaskStatus.Settled || s == ITaskEscrow.TaskStatus.Cancelled
                 || s == ITaskEscrow.TaskStatus.Expired;
             assertEq(payouts, closed ? 1 : 0);
+            (bool claimable,,) = escrow.claimable(id);
+            bool claimed = s == ITaskEscrow.TaskStatus.Settled && !claimable;
+            assertEq(handler.ghostClaims(id), claimed ? 1 : 0);
         }
     }
 
@@ -120,23 +141,40 @@ contract ProtocolInvariantTest is TGridTest {
             assertLe(a.locked, a.bonded);
             locked += a.locked;
         }
-        // Locked collateral is exactly the collateral of Accepted tasks.
+        // Locked collateral is exactly the collateral of Accepted tasks and of Settled tasks not
+        // claimed yet.
         uint256 expected;
         for (uint256 i = 0; i < handler.taskCount(); ++i) {
-            ITaskEscrow.Task memory t = escrow.task(handler.taskIds(i));
+            bytes32 id = handler.taskIds(i);
+            ITaskEscrow.Task memory t = escrow.task(id);
+            (bool claimable,, uint256 collateral) = escrow.claimable(id);
             if (t.status == ITaskEscrow.TaskStatus.Accepted) expected += t.collateral;
+            if (claimable) {
+                assertEq(collateral, t.collateral);
+                expected += collateral;
+            }
         }
         assertEq(locked, expected);
     }
 
-    /// Reputation counters match the settled and slashed tasks.
+    /// Reputation counters match the outcomes: `tasksSettled` counts claimed settlements,
+    /// `tasksSlashed` expired accepted tasks.
     function invariant_reputationMatchesOutcomes() public view {
         uint256 settled;
+        uint256 slashed;
         for (uint256 i = 0; i < handler.providerCount(); ++i) {
-            (uint256 s,) = staking.reputation(handler.providers(i));
+            (uint256 s, uint256 x) = staking.reputation(handler.providers(i));
             settled += s;
+            slashed += x;
         }
-        assertEq(settled, handler.ghostSettled());
+        assertEq(settled, handler.ghostClaimed());
+        assertLe(handler.ghostClaimed(), handler.ghostSettled());
+        uint256 expiredAccepted;
+        for (uint256 i = 0; i < handler.taskCount(); ++i) {
+            ITaskEscrow.Task memory t = escrow.task(handler.taskIds(i));
+            if (t.status == ITaskEscrow.TaskStatus.Expired && t.provider != address(0)) expiredAccepted++;
+        }
+        assertEq(slashed, expiredAccepted);
     }
 
     /// The handler's actions really reach the protocol (guards against a handler whose try/catch
@@ -155,7 +193,15 @@ contract ProtocolInvariantTest is TGridTest {
         }
         handler.expireTask(1);
         assertEq(handler.ghostExpired(), 1);
-        handler.claimEarnings(0);
+        handler.setProtocolFee(2_000); // after settlement: the claim still pays the 1 % split
+        handler.claimSettled(0, 0, 12, 32); // adds an expired task: must be rejected
+        assertEq(handler.ghostClaimed(), 0);
+        handler.claimSettled(1, 0, 12, 255); // provider 1 has nothing to claim
+        assertEq(handler.ghostClaimed(), 0);
+        handler.claimSettled(0, 0, 12, 255);
+        assertEq(handler.ghostClaimed(), 1);
+        handler.claimSettled(0, 0, 12, 255); // nothing left to claim
+        assertEq(handler.ghostClaimed(), 1);
         handler.sweepFees();
         handler.requestUnbonding(2, 1e18);
         for (uint256 i = 0; i < 14; ++i) {

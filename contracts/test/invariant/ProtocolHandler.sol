@@ -24,6 +24,7 @@ contract ProtocolHandler is CommonBase, StdCheats, StdUtils {
     bytes32 public immutable model;
     bytes32 public immutable root;
     address public immutable sequencer;
+    address public immutable governance; // owner of the escrow's parameters (the timelock)
 
     address[] public posters;
     address[] public providers;
@@ -38,8 +39,16 @@ contract ProtocolHandler is CommonBase, StdCheats, StdUtils {
 
     // Ghost variables.
     uint256 public ghostOpenRewards; // sum of rewards of Posted + Accepted tasks
+    uint256 public ghostUnclaimedPay; // sum of the pay fixed at settlement of Settled, unclaimed tasks
+    uint256 public ghostFeesAccrued; // fees accrued by settlements, minus fees swept
     mapping(bytes32 taskId => uint256) public ghostPayouts; // settle, cancel or expire of a task
+    mapping(bytes32 taskId => uint256) public ghostClaims; // claims of a settled task
+    mapping(bytes32 taskId => uint256) internal _ghostPay; // pay fixed at settlement
     uint256 public ghostDoublePayouts;
+    uint256 public ghostDoubleClaims; // a task paid to its provider twice, or a bad claim accepted
+    uint256 public ghostWrongPay; // a claim paying other than the pay fixed at settlement
+    uint256 public ghostClaimed; // tasks claimed
+    uint256 public ghostFeeChanges;
     uint256 public ghostEarlyWithdrawals; // withdrawals before readyAt or above the unbonding balance
     uint256 public ghostWithdrawn;
     uint256 public ghostSettled;
@@ -55,6 +64,7 @@ contract ProtocolHandler is CommonBase, StdCheats, StdUtils {
         bytes32 model_,
         bytes32 root_,
         address sequencer_,
+        address governance_,
         address[] memory posters_,
         address[] memory providers_
     ) {
@@ -66,6 +76,7 @@ contract ProtocolHandler is CommonBase, StdCheats, StdUtils {
         model = model_;
         root = root_;
         sequencer = sequencer_;
+        governance = governance_;
         posters = posters_;
         providers = providers_;
     }
@@ -110,12 +121,68 @@ contract ProtocolHandler is CommonBase, StdCheats, StdUtils {
         } catch {}
     }
 
-    function claimEarnings(uint256 actorSeed) external {
+    /// Claims up to `maxCount` claimable tasks of one provider (scanning from `startSeed`). One
+    /// call in eight (`mode < 32`) repeats a task and one in eight (`32 <= mode < 64`) adds a task
+    /// the provider may not claim (another provider's settled task, or any task that is not
+    /// Settled): such a claim must be rejected as a whole.
+    function claimSettled(uint256 actorSeed, uint256 startSeed, uint256 maxCount, uint8 mode) external {
         address p = providers[actorSeed % providers.length];
-        if (staking.account(p).earnings == 0) return;
+        uint256 len = taskIds.length;
+        if (len == 0) return;
+        maxCount = bound(maxCount, 1, 12);
+        bytes32[] memory buf = new bytes32[](maxCount + 1);
+        uint256 n;
+        uint256 expectedPay;
+        bytes32 intruder;
+        for (uint256 k = 0; k < len; ++k) {
+            bytes32 id = taskIds[(startSeed % len + k) % len];
+            (bool ok, uint256 pay,) = escrow.claimable(id);
+            if (ok && escrow.task(id).provider == p) {
+                if (n < maxCount) {
+                    buf[n++] = id;
+                    expectedPay += pay;
+                }
+            } else if (intruder == bytes32(0)) {
+                intruder = id;
+            }
+        }
+        bool bad = mode < 64;
+        if (mode < 32 && n != 0) {
+            buf[n++] = buf[0];
+        } else if (bad && intruder != bytes32(0)) {
+            buf[n++] = intruder;
+        } else {
+            bad = false;
+        }
+        if (n == 0) return;
+        bytes32[] memory ids = new bytes32[](n);
+        for (uint256 i = 0; i < n; ++i) {
+            ids[i] = buf[i];
+        }
+        uint256 before = token.balanceOf(p);
         vm.prank(p);
-        staking.claimEarnings();
-        calls["claimEarnings"]++;
+        try escrow.claimSettled(ids) returns (uint256 paid, uint256) {
+            if (bad) ghostDoubleClaims++; // must never succeed
+            if (paid != expectedPay || token.balanceOf(p) != before + paid) ghostWrongPay++;
+            for (uint256 i = 0; i < n; ++i) {
+                bytes32 id = ids[i];
+                if (++ghostClaims[id] > 1) ghostDoubleClaims++;
+                ghostUnclaimedPay -= _ghostPay[id];
+            }
+            ghostClaimed += n;
+            calls["claimSettled"]++;
+        } catch {
+            if (!bad) ghostWrongPay++; // a claim of the provider's own claimable tasks must succeed
+        }
+    }
+
+    /// Governance changes the protocol fee (between settlements and claims).
+    function setProtocolFee(uint256 bps) external {
+        bps = bound(bps, 0, escrow.MAX_PROTOCOL_FEE_BPS());
+        vm.prank(governance);
+        escrow.setProtocolFee(bps);
+        ghostFeeChanges++;
+        calls["setProtocolFee"]++;
     }
 
     function postTask(uint256 posterSeed, uint256 payment, uint256 tip, uint256 delay) external {
@@ -140,7 +207,7 @@ contract ProtocolHandler is CommonBase, StdCheats, StdUtils {
         if (len == 0) return;
         bytes32 id = taskIds[taskSeed % len];
         for (uint256 k = 0; k < len; ++k) {
-            bytes32 candidate = taskIds[(taskSeed + k) % len];
+            bytes32 candidate = taskIds[(taskSeed % len + k) % len];
             if (escrow.task(candidate).status == ITaskEscrow.TaskStatus.Posted) {
                 id = candidate;
                 break;
@@ -187,7 +254,7 @@ contract ProtocolHandler is CommonBase, StdCheats, StdUtils {
         uint256 rewards;
         uint256 n;
         for (uint256 k = 0; k < len && n < maxCount; ++k) {
-            bytes32 id = taskIds[(startSeed + k) % len];
+            bytes32 id = taskIds[(startSeed % len + k) % len];
             ITaskEscrow.Task memory t = escrow.task(id);
             if (t.status != ITaskEscrow.TaskStatus.Accepted || block.timestamp > t.deadline) continue;
             buf[n++] = TaskLeaf({
@@ -207,12 +274,19 @@ contract ProtocolHandler is CommonBase, StdCheats, StdUtils {
         }
         (, uint256 publicInput) = settlement.computePublicInput(leaves, root);
         uint256[8] memory proof = verifier.proofFor(publicInput);
+        uint256 feeBps = escrow.protocolFeeBps();
         vm.prank(sequencer);
         try settlement.submitBatch(leaves, root, proof) {
             uint256 unique = repeatOne ? n - 1 : n;
             for (uint256 i = 0; i < unique; ++i) {
-                ghostPayouts[leaves[i].taskId]++;
-                if (ghostPayouts[leaves[i].taskId] > 1) ghostDoublePayouts++;
+                bytes32 id = leaves[i].taskId;
+                ghostPayouts[id]++;
+                if (ghostPayouts[id] > 1) ghostDoublePayouts++;
+                uint256 reward = escrow.task(id).reward;
+                uint256 fee = reward * feeBps / 10_000;
+                _ghostPay[id] = reward - fee;
+                ghostUnclaimedPay += reward - fee;
+                ghostFeesAccrued += fee;
             }
             if (repeatOne) ghostDoublePayouts++; // a batch repeating a task must never settle
             ghostOpenRewards -= rewards;
@@ -222,7 +296,7 @@ contract ProtocolHandler is CommonBase, StdCheats, StdUtils {
     }
 
     function sweepFees() external {
-        escrow.sweepFees();
+        ghostFeesAccrued -= escrow.sweepFees();
         calls["sweepFees"]++;
     }
 
