@@ -4,7 +4,7 @@
 //! gadgets of [`crate::gadgets`], and commits to the tensors live at its last cut. A segment that
 //! covers the whole model also binds the task: its public inputs are [`PublicInputs`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
 use plonky2::field::types::{Field, PrimeField64};
@@ -16,7 +16,8 @@ use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData};
 
 use crate::commit::Commitment;
 use crate::error::{Error, Result};
-use crate::gadgets::{commit_bytes, ByteTarget, Gadgets};
+use crate::gadgets::{commit_bytes, ByteTarget, Gadgets, MacLayout};
+use crate::gates::WeightedSumGate;
 use crate::lower::{affine_layout, for_each_element, Element};
 use crate::model::{numel, QuantModel};
 use crate::{C, D, F};
@@ -79,7 +80,7 @@ impl PublicInputs {
     }
 }
 
-/// The configuration of every task and segment circuit: plonky2's standard recursion
+/// The base configuration of every task and segment circuit: plonky2's standard recursion
 /// configuration with zero knowledge (hides the input and all intermediate activations), FRI
 /// folding by 4 instead of 16. plonky2 blinds with random rows in proportion to the values a
 /// proof opens, which grow with the folding arity: arity 16 pads even a tiny circuit to 2^14
@@ -88,6 +89,55 @@ pub fn task_config() -> CircuitConfig {
     let mut config = CircuitConfig::standard_recursion_zk_config();
     config.fri_config.reduction_strategy = FriReductionStrategy::ConstantArityBits(2, 2);
     config
+}
+
+/// [`task_config`] with room in the row constants for the circuit's custom gates: the five
+/// fixed-point constants of a [`crate::gates::RequantizeGate`] and the weights of its widest
+/// [`WeightedSumGate`] (`weighted_sum_terms`).
+pub fn task_config_with(weighted_sum_terms: usize) -> CircuitConfig {
+    let mut config = task_config();
+    config.num_constants = weighted_sum_terms.max(REQUANTIZE_CONSTANTS);
+    config
+}
+
+/// Row constants of a requantization gate.
+const REQUANTIZE_CONSTANTS: usize = 5;
+
+/// Weighted-sum gate widths a layer may use: `terms` per operation such that `num_ops`
+/// operations fill 78–80 of the 80 routed wires. Not wider than 38: every constant column is
+/// hashed into each FRI query's leaf, and a verifier (the sequencer's ingest, every recursive
+/// normalization) pays for it whatever the layer.
+const WEIGHTED_SUM_TERMS: [usize; 6] = [8, 11, 14, 18, 24, 38];
+
+/// The cheapest layout of node `node`'s multiply-accumulates: rows of plonky2 arithmetic
+/// operations (20 per row), or rows of a [`WeightedSumGate`] whose operations are shared by
+/// every output element with the same weight chunk (all positions of a convolution channel).
+/// Counted exactly per chunk, estimated for arithmetic rows (which share rows by weight value
+/// across the whole circuit).
+pub(crate) fn choose_layout(model: &QuantModel, node: usize, routed_wires: usize) -> MacLayout {
+    let mut weights: Vec<Vec<i64>> = Vec::new();
+    for_each_element(model, node, |_, e| {
+        if let Element::Affine { terms, .. } = e {
+            weights.push(terms.iter().map(|t| t.weight).collect());
+        }
+    });
+    let macs: usize = weights.iter().map(Vec::len).sum();
+    let arithmetic_rows = macs.div_ceil(20);
+    let mut best = (arithmetic_rows, MacLayout::Arithmetic);
+    for terms in WEIGHTED_SUM_TERMS {
+        let gate = WeightedSumGate::new(terms, routed_wires);
+        let mut ops_per_chunk: HashMap<&[i64], usize> = HashMap::new();
+        for w in &weights {
+            for chunk in w.chunks(terms) {
+                *ops_per_chunk.entry(chunk).or_default() += 1;
+            }
+        }
+        let rows = ops_per_chunk.values().map(|ops| ops.div_ceil(gate.num_ops)).sum();
+        if rows < best.0 {
+            best = (rows, MacLayout::WeightedSum(gate));
+        }
+    }
+    best.1
 }
 
 /// A contiguous run of layers and the tensors live at its two cuts.
@@ -155,6 +205,9 @@ pub(crate) struct BuildOptions {
     pub bind_task: bool,
     #[cfg(test)]
     pub fault: Option<(usize, crate::gadgets::Fault)>,
+    /// Tests only: lay out every affine node this way instead of the cheapest way.
+    #[cfg(test)]
+    pub layout: Option<MacLayout>,
 }
 
 impl BuildOptions {
@@ -169,7 +222,16 @@ impl BuildOptions {
 impl SegmentCircuit {
     /// Builds the circuit of `segment`.
     pub(crate) fn build(model: &QuantModel, segment: Segment, options: BuildOptions) -> Result<Self> {
-        let mut builder = CircuitBuilder::<F, D>::new(task_config());
+        let routed_wires = task_config().num_routed_wires;
+        #[allow(unused_mut)]
+        let mut layouts: Vec<MacLayout> =
+            segment.nodes.clone().map(|i| choose_layout(model, i, routed_wires)).collect();
+        #[cfg(test)]
+        if let Some(layout) = options.layout {
+            layouts.fill(layout);
+        }
+        let widest = layouts.iter().map(|l| if let MacLayout::WeightedSum(g) = l { g.terms } else { 0 }).max();
+        let mut builder = CircuitBuilder::<F, D>::new(task_config_with(widest.unwrap_or(0)));
         let mut gadgets = Gadgets::new(&mut builder);
         #[cfg(test)]
         {
@@ -195,11 +257,9 @@ impl SegmentCircuit {
                                 return;
                             }
                         };
-                        let acc = gadgets.affine(
-                            &mut builder,
-                            constant,
-                            terms.iter().map(|t| (t.weight, values[&t.tensor][t.index].0)),
-                        );
+                        let terms: Vec<(i64, Target)> =
+                            terms.iter().map(|t| (t.weight, values[&t.tensor][t.index].0)).collect();
+                        let acc = gadgets.affine(&mut builder, layouts[i - segment.nodes.start], constant, &terms);
                         gadgets.requantize(&mut builder, acc, requant, zero_point, lo, layout)
                     }
                     Element::Max { tensor, indices } => {
@@ -217,6 +277,7 @@ impl SegmentCircuit {
         }
 
         let concat = |ts: &[usize]| -> Vec<ByteTarget> { ts.iter().flat_map(|t| values[t].iter().copied()).collect() };
+        gadgets.finish(&mut builder);
         let input_commitment = commit_bytes(&mut builder, &concat(&segment.live_in));
         let output_commitment = commit_bytes(&mut builder, &concat(&segment.live_out));
 

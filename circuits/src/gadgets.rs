@@ -5,6 +5,7 @@
 //! division by a linear identity that cannot wrap (bounds in [`crate::lower::affine_layout`]),
 //! the clamp by sign/zero products.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use plonky2::field::types::{Field, Field64, PrimeField64};
@@ -18,9 +19,19 @@ use plonky2::plonk::circuit_data::CommonCircuitData;
 use plonky2::util::serialization::{Buffer, IoResult, Read, Write};
 
 use crate::commit::BYTES_PER_ELEMENT;
+use crate::gates::{RequantizeGate, WeightedSumGate};
 use crate::lower::AffineLayout;
 use crate::model::Requant;
 use crate::{D, F};
+
+/// How an affine element's multiply-accumulates are laid out in rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MacLayout {
+    /// plonky2's `ArithmeticGate`: one operation per MAC, 20 per row, rows shared by equal weights.
+    Arithmetic,
+    /// [`WeightedSumGate`]: `gate.terms` MACs per operation, the weights in the row's constants.
+    WeightedSum(WeightedSumGate),
+}
 
 /// A target proven to hold a byte `u ∈ [0, 255]` (an int8 in offset form `x + 128`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +53,8 @@ pub(crate) enum Fault {
     MaxTooLarge,
     /// Max: the claimed maximum is one below the true maximum.
     MaxTooSmall,
+    /// Every weighted-sum operation of the circuit outputs one more than its sum.
+    WeightedSumOffByOne,
 }
 
 /// Builder state shared by the gadgets: the byte lookup table.
@@ -53,7 +66,12 @@ pub(crate) struct Gadgets {
     /// Running index of hinted elements, to aim a fault at one of them.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) hinted: usize,
+    /// Every [`RequantizeGate`] row: its parameters and how many operations are used.
+    requantize_rows: BTreeMap<usize, RequantizeRow>,
 }
+
+/// A [`RequantizeGate`] row's gate, parameters and used operations.
+type RequantizeRow = (RequantizeGate, Requant, i8, i8, AffineLayout, usize);
 
 impl Gadgets {
     pub(crate) fn new(builder: &mut CircuitBuilder<F, D>) -> Self {
@@ -64,6 +82,7 @@ impl Gadgets {
             #[cfg(test)]
             fault: None,
             hinted: 0,
+            requantize_rows: BTreeMap::new(),
         }
     }
 
@@ -71,12 +90,6 @@ impl Gadgets {
     pub(crate) fn range_check_byte(&self, builder: &mut CircuitBuilder<F, D>, t: Target) -> ByteTarget {
         builder.add_lookup_from_index(t, self.byte_table);
         ByteTarget(t)
-    }
-
-    /// A fresh witness byte.
-    fn new_byte(&self, builder: &mut CircuitBuilder<F, D>) -> ByteTarget {
-        let t = builder.add_virtual_target();
-        self.range_check_byte(builder, t)
     }
 
     #[cfg(test)]
@@ -92,16 +105,40 @@ impl Gadgets {
         None
     }
 
-    /// `acc = constant + Σ weight·u`.
+    /// `acc = constant + Σ weight·u`, laid out as `layout` says.
     pub(crate) fn affine(
         &self,
         builder: &mut CircuitBuilder<F, D>,
+        layout: MacLayout,
         constant: i64,
-        terms: impl IntoIterator<Item = (i64, Target)>,
+        terms: &[(i64, Target)],
     ) -> Target {
         let mut acc = builder.constant(field_of(constant));
-        for (w, u) in terms {
-            acc = builder.mul_const_add(field_of(w), u, acc);
+        match layout {
+            MacLayout::Arithmetic => {
+                for &(w, u) in terms {
+                    acc = builder.mul_const_add(field_of(w), u, acc);
+                }
+            }
+            MacLayout::WeightedSum(gate) => {
+                #[cfg(test)]
+                let gate =
+                    WeightedSumGate { faulty: matches!(self.fault, Some((_, Fault::WeightedSumOffByOne))), ..gate };
+                let zero = builder.zero();
+                for chunk in terms.chunks(gate.terms) {
+                    // The weights are the row's constants and the key under which operations
+                    // with the same weights share a row; a short chunk is padded with zero weights.
+                    let mut weights: Vec<F> = chunk.iter().map(|&(w, _)| field_of(w)).collect();
+                    weights.resize(gate.terms, F::ZERO);
+                    let (row, op) = builder.find_slot(gate, &weights, &weights);
+                    for j in 0..gate.terms {
+                        let x = chunk.get(j).map_or(zero, |&(_, u)| u);
+                        builder.connect(Target::wire(row, gate.wire_x(op, j)), x);
+                    }
+                    builder.connect(Target::wire(row, gate.wire_acc(op)), acc);
+                    acc = Target::wire(row, gate.wire_out(op));
+                }
+            }
         }
         acc
     }
@@ -109,10 +146,10 @@ impl Gadgets {
     /// Requantizes `acc`: returns `u = y + 128` with
     /// `y = clamp(zp + floor((acc·M + 2^(s-1)) / 2^s), lo, 127)`.
     ///
-    /// Witness: `y' = y - lo`, the clamp excess `d = z - y'` as magnitude `a` (bytes) and sign
-    /// `σ`, the remainder `r` (bytes). Constraints:
-    /// `acc·M + 2^(s-1) + (zp-lo)·2^s = (y' + d)·2^s + r`, `a·(1-σ)·(y' - (127-lo)) = 0`,
-    /// `a·σ·y' = 0`, `σ ∈ {0,1}`, `y' ∈ [0,255]`, `y' + lo + 128 ∈ [0,255]`.
+    /// One [`RequantizeGate`] operation (constraints in its module documentation) on a row shared
+    /// with the elements of the same fixed-point parameters. Witness: `y' = y - lo`, the clamp
+    /// excess `d = z - y'` as magnitude `a` (bytes) and sign `σ`, the remainder `r` (bytes);
+    /// `y'`, `u` and every byte are range checked here.
     pub(crate) fn requantize(
         &mut self,
         builder: &mut CircuitBuilder<F, D>,
@@ -122,54 +159,92 @@ impl Gadgets {
         lo: i8,
         layout: AffineLayout,
     ) -> ByteTarget {
-        let y_prime = self.new_byte(builder);
-        let sigma = builder.add_virtual_bool_target_safe();
-        let a_bytes: Vec<ByteTarget> = (0..layout.excess_bytes).map(|_| self.new_byte(builder)).collect();
-        let r_bytes: Vec<ByteTarget> = (0..layout.remainder_bytes).map(|_| self.new_byte(builder)).collect();
         let fault = self.take_fault();
+        let (gate, op, row) = self.requantize_slot(builder, requant, zero_point, lo, layout);
+        let wire = |w: usize| Target::wire(row, w);
+        builder.connect(wire(gate.wire_acc(op)), acc);
+        let y_prime = wire(gate.wire_y_prime(op));
+        let a_bytes: Vec<Target> = (0..gate.excess_bytes).map(|j| wire(gate.wire_excess(op, j))).collect();
+        let r_bytes: Vec<Target> = (0..gate.remainder_bytes).map(|j| wire(gate.wire_remainder(op, j))).collect();
+        for &t in [y_prime].iter().chain(&a_bytes).chain(&r_bytes) {
+            self.range_check_byte(builder, t);
+        }
         builder.add_simple_generator(RequantHint {
             acc,
             multiplier: requant.multiplier,
             shift: requant.shift,
             zero_point,
             lo,
-            y_prime: y_prime.0,
-            sigma: sigma.target,
-            a_bytes: a_bytes.iter().map(|b| b.0).collect(),
-            r_bytes: r_bytes.iter().map(|b| b.0).collect(),
+            y_prime,
+            sigma: wire(gate.wire_sigma(op)),
+            a_bytes,
+            r_bytes,
             #[cfg(test)]
             fault,
         });
         let _ = fault;
+        // u = y' + lo + 128 must be a byte too: y = y' + lo ≤ 127.
+        self.range_check_byte(builder, wire(gate.wire_output(op)))
+    }
 
-        let a = pack_bytes(builder, &a_bytes);
-        let r = pack_bytes(builder, &r_bytes);
-        // d = a - 2σa
-        let sigma_a = builder.mul(sigma.target, a);
-        let d = builder.arithmetic(-F::TWO, F::ONE, sigma.target, a, a);
-        // (a - σa)·(y' - H) = 0 and σa·y' = 0
-        let high = 127 - i64::from(lo);
-        let not_sigma_a = builder.sub(a, sigma_a);
-        let high_check = builder.arithmetic(F::ONE, -field_of(high), not_sigma_a, y_prime.0, not_sigma_a);
-        builder.assert_zero(high_check);
-        let low_check = builder.mul(sigma_a, y_prime.0);
-        builder.assert_zero(low_check);
-
+    /// The next free operation of a [`RequantizeGate`] row with these parameters:
+    /// `(gate, operation, row)`.
+    fn requantize_slot(
+        &mut self,
+        builder: &mut CircuitBuilder<F, D>,
+        requant: Requant,
+        zero_point: i8,
+        lo: i8,
+        layout: AffineLayout,
+    ) -> (RequantizeGate, usize, usize) {
+        let gate = RequantizeGate::new(layout.excess_bytes, layout.remainder_bytes, builder.config.num_routed_wires);
         let s = u32::from(requant.shift);
-        let two_s = F::from_canonical_u64(1u64 << s);
         let rounding = if s == 0 { 0 } else { 1i64 << (s - 1) };
         let offset = rounding + (i64::from(zero_point) - i64::from(lo)) * (1i64 << s);
-        // lhs = acc·M + offset; rhs = (y' + d)·2^s + r
-        let one = builder.one();
-        let offset = builder.constant(field_of(offset));
-        let lhs = builder.arithmetic(F::from_canonical_u32(requant.multiplier), F::ONE, acc, one, offset);
-        let z = builder.add(y_prime.0, d);
-        let rhs = builder.mul_const_add(two_s, z, r);
-        builder.connect(lhs, rhs);
+        let constants = [
+            F::from_canonical_u32(requant.multiplier),
+            field_of(offset),
+            F::from_canonical_u64(1u64 << s),
+            field_of(127 - i64::from(lo)),
+            field_of(i64::from(lo) + 128),
+        ];
+        let (row, op) = builder.find_slot(gate, &constants, &constants);
+        let used = self.requantize_rows.entry(row).or_insert((gate, requant, zero_point, lo, layout, 0));
+        used.5 += 1;
+        (gate, op, row)
+    }
 
-        // u = y' + lo + 128 must be a byte too: y = y' + lo ≤ 127.
-        let u = builder.add_const(y_prime.0, field_of(i64::from(lo) + 128));
-        self.range_check_byte(builder, u)
+    /// Completes the circuit's partly used [`RequantizeGate`] rows. An unused operation's
+    /// all-zero wires would not satisfy its constraints (the offset and `lo + 128` constants are
+    /// not zero), so each free operation requantizes a constant zero; nothing reads its output.
+    pub(crate) fn finish(&mut self, builder: &mut CircuitBuilder<F, D>) {
+        let partial: Vec<_> = self
+            .requantize_rows
+            .values()
+            .filter(|r| r.5 < r.0.num_ops)
+            .map(|&(g, rq, zp, lo, l, used)| (g, rq, zp, lo, l, used))
+            .collect();
+        let zero = builder.zero();
+        for (gate, requant, zero_point, lo, layout, used) in partial {
+            for _ in used..gate.num_ops {
+                let (gate, op, row) = self.requantize_slot(builder, requant, zero_point, lo, layout);
+                let wire = |w: usize| Target::wire(row, w);
+                builder.connect(wire(gate.wire_acc(op)), zero);
+                builder.add_simple_generator(RequantHint {
+                    acc: zero,
+                    multiplier: requant.multiplier,
+                    shift: requant.shift,
+                    zero_point,
+                    lo,
+                    y_prime: wire(gate.wire_y_prime(op)),
+                    sigma: wire(gate.wire_sigma(op)),
+                    a_bytes: (0..gate.excess_bytes).map(|j| wire(gate.wire_excess(op, j))).collect(),
+                    r_bytes: (0..gate.remainder_bytes).map(|j| wire(gate.wire_remainder(op, j))).collect(),
+                    #[cfg(test)]
+                    fault: None,
+                });
+            }
+        }
     }
 
     /// `max(inputs)`: `max - x_i ∈ [0, 255]` for every i and `Π (max - x_i) = 0`.

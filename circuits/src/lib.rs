@@ -12,6 +12,7 @@ pub mod commit;
 mod error;
 mod files;
 mod gadgets;
+mod gates;
 pub mod infer;
 mod lower;
 mod model;
@@ -20,7 +21,7 @@ pub mod testing;
 #[cfg(test)]
 mod tests;
 
-pub use circuit::{task_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS};
+pub use circuit::{task_config, task_config_with, PublicInputs, Segment, NUM_PUBLIC_INPUTS};
 pub use commit::{commit, Commitment};
 pub use error::{Error, Result};
 pub use files::{check_header, decode_plonky2_proof, hash_to_bytes, ModelFile, TaskProof, MODEL_MAGIC, PROOF_MAGIC};

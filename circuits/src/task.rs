@@ -297,8 +297,11 @@ impl TaskProver {
     #[cfg(test)]
     pub(crate) fn prove_with_fault(&self, input: &[i8], fault: (usize, crate::gadgets::Fault)) -> Result<TaskProof> {
         let segment = Segment::new(&self.model, 0..self.model.nodes.len());
-        let circuit =
-            SegmentCircuit::build(&self.model, segment, BuildOptions { bind_task: true, fault: Some(fault) })?;
+        let circuit = SegmentCircuit::build(
+            &self.model,
+            segment,
+            BuildOptions { bind_task: true, fault: Some(fault), ..Default::default() },
+        )?;
         let pw = circuit.witness(&[input], Some((&[1; 32], &[2; 20])))?;
         let proof = prove_circuit(&circuit.data, pw)?;
         Ok(TaskProof::new(self.model_id, proof.to_bytes()))

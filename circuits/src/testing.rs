@@ -103,3 +103,31 @@ pub fn tiny_model(seed: u64) -> QuantModel {
     model.validate().expect("tiny model is valid");
     model
 }
+
+/// A 3x3 convolution (1 → `c_out` channels, padding 1) over a `hw`x`hw` input followed by a
+/// separate Relu: big enough that its convolution is laid out in weighted-sum rows.
+pub fn conv_model(seed: u64, c_out: usize, hw: usize) -> QuantModel {
+    let mut rng = SplitMix64(seed);
+    let nodes = vec![
+        Node {
+            name: "conv".into(),
+            op: Op::Conv {
+                c_out,
+                kernel: [3, 3],
+                stride: [1, 1],
+                pads: [1, 1, 1, 1],
+                weights: weights(&mut rng, c_out * 9),
+                bias: (0..c_out).map(|c| 100 * c as i32 - 400).collect(),
+                requant: (0..c_out).map(|c| requant_for(0.002 + 0.0001 * c as f64, 400_000).expect("fits")).collect(),
+                relu: false,
+            },
+            inputs: vec![0],
+            shape: vec![c_out, hw, hw],
+            q: q(0.05, -3),
+        },
+        Node { name: "relu".into(), op: Op::Relu, inputs: vec![1], shape: vec![c_out, hw, hw], q: q(0.05, -3) },
+    ];
+    let model = QuantModel { name: "conv".into(), input_shape: vec![1, hw, hw], input_q: q(1.0 / 255.0, -128), nodes };
+    model.validate().expect("conv model is valid");
+    model
+}

@@ -201,6 +201,78 @@ fn max_constraints_reject_a_wrong_maximum() {
     }
 }
 
+/// The single-segment circuit of `model` with every affine node laid out as `layout`.
+fn circuit_with_layout(
+    model: &QuantModel,
+    layout: crate::gadgets::MacLayout,
+    fault: Option<Fault>,
+) -> crate::circuit::SegmentCircuit {
+    let segment = crate::Segment::new(model, 0..model.nodes.len());
+    let options = crate::circuit::BuildOptions { bind_task: true, layout: Some(layout), fault: fault.map(|f| (0, f)) };
+    crate::circuit::SegmentCircuit::build(model, segment, options).unwrap()
+}
+
+#[test]
+fn weighted_sum_layouts_compute_the_integer_inference_and_prove() {
+    use plonky2::field::types::PrimeField64;
+    use plonky2::iop::witness::Witness;
+    let model = tiny_model(18);
+    let x = random_input(&mut StdRng::seed_from_u64(19), model.input_len());
+    let trace = infer::run(&model, &x).unwrap();
+    // 1 term per operation (every chunk short), 8 (a 3x3 kernel split in two), 38 (whole rows).
+    for terms in [1, 8, 38] {
+        let gate = crate::gates::WeightedSumGate::new(terms, 80);
+        let circuit = circuit_with_layout(&model, crate::gadgets::MacLayout::WeightedSum(gate), None);
+        let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER))).unwrap();
+        let witness = plonky2::iop::generator::generate_partial_witness(
+            pw.clone(),
+            &circuit.data.prover_only,
+            &circuit.data.common,
+        )
+        .unwrap();
+        for (&t, targets) in &circuit.tensors {
+            let values: Vec<i8> =
+                targets.iter().map(|&v| ((witness.get_target(v).to_canonical_u64() as u8) ^ 0x80) as i8).collect();
+            assert_eq!(values, trace.tensors[t], "tensor {t} with {terms}-term operations");
+        }
+        let proof = crate::prove_circuit(&circuit.data, pw).unwrap();
+        circuit.data.verify(proof).unwrap();
+    }
+}
+
+#[test]
+fn weighted_sum_constraint_rejects_a_wrong_sum() {
+    use crate::gadgets::MacLayout;
+    let model = tiny_model(20);
+    let layout = MacLayout::WeightedSum(crate::gates::WeightedSumGate::new(11, 80));
+    let honest = circuit_with_layout(&model, layout, None);
+    let faulty = circuit_with_layout(&model, layout, Some(Fault::WeightedSumOffByOne));
+    // The faulty generator changes the witness, not the circuit.
+    assert_eq!(honest.data.verifier_only.circuit_digest, faulty.data.verifier_only.circuit_digest);
+    let x = random_input(&mut StdRng::seed_from_u64(21), model.input_len());
+    let pw = faulty.witness(&[&x], Some((&TASK, &PROVIDER))).unwrap();
+    match crate::prove_circuit(&faulty.data, pw) {
+        Err(Error::Proving(_)) => {}
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(proof) => assert!(honest.data.verify(proof).is_err(), "an off-by-one weighted sum produced a valid proof"),
+    }
+}
+
+#[test]
+fn layouts_pick_the_fewest_rows() {
+    use crate::gadgets::MacLayout;
+    // A 3x3 convolution with 16 output channels over 8x8: every channel's interior positions
+    // share one 9-weight chunk, so 11-term operations (6 per row) beat 20 MACs per row.
+    let model = crate::testing::conv_model(22, 16, 8);
+    match crate::circuit::choose_layout(&model, 0, 80) {
+        MacLayout::WeightedSum(g) => assert!(g.terms >= 9, "{g:?}"),
+        other => panic!("expected a weighted-sum layout, got {other:?}"),
+    }
+    // A single-term Relu is cheapest as arithmetic operations (20 per row).
+    let relu = model.nodes.iter().position(|n| matches!(n.op, Op::Relu)).unwrap();
+    assert_eq!(crate::circuit::choose_layout(&model, relu, 80), MacLayout::Arithmetic);
+}
+
 #[test]
 fn input_range_check_rejects_a_non_byte_input() {
     use plonky2::iop::witness::WitnessWrite;
