@@ -8,8 +8,10 @@
 #      aggregates them into one batch, wraps it into one Groth16 proof and settles it on-chain
 #   6. the poster fetches every output and checks it against the settled commitment; an
 #      auditor re-verifies the settled batch from calldata
+#   7. the provider daemon claims the pay of its settled tasks (TaskEscrow.claimSettled, which
+#      also releases their collateral)
 # The last stdout line is one JSON object (tasks_posted, tasks_settled, batches,
-# batch_verify_gas, settle_gas_per_task, wall_seconds, ...). Data lives under ./.tgrid; the
+# batch_verify_gas, settle_gas_per_task, provider_tasks_claimed, wall_seconds, ...). Data lives under ./.tgrid; the
 # Groth16 key (INSECURE: from a public seed) is set up on the first run, then reused from
 # ./.tgrid/keys. Environment: TASKS (default 8).
 set -euo pipefail
@@ -133,6 +135,16 @@ for root in $BATCH_ROOTS; do
   $V --json batch "$root" --rpc "$RPC" --deployment "$DATA/deployment.json" >> "$DATA/batches.jsonl"
 done
 
+step "provider: the daemon claims the pay of its settled tasks (and their collateral is released)"
+CLAIMED=0
+for _ in $(seq 120); do
+  STAKE=$($T --json stake status $PROVIDER)
+  CLAIMED=$(echo "$STAKE" | jget tasks_settled)
+  [[ $(echo "$STAKE" | jget claimable_tasks) -eq 0 && $CLAIMED -ge $SETTLED ]] && break
+  sleep 0.5
+done
+$T stake status $PROVIDER | sed 's/^/    /'
+
 step "summary"
 node -e '
 const fs = require("fs");
@@ -147,8 +159,9 @@ const summary = {
   settle_gas_per_task: Math.round(gas / settledTasks),
   batch_gas: batches.map(b => b.gas_used),
   insecure_devnet_key: batches.every(b => b.insecure_key),
+  provider_tasks_claimed: +process.argv[5],
   wall_seconds: Math.round(Date.now() / 1000) - +process.argv[4],
 };
 console.log(`${summary.tasks_settled}/${summary.tasks_posted} tasks settled in ${summary.batches} batch(es); verifyProof ${summary.batch_verify_gas} gas, ${summary.settle_gas_per_task} gas per task; ${summary.wall_seconds} s`);
 console.log(JSON.stringify(summary));
-' "$DATA/batches.jsonl" "$TASKS" "$SETTLED" "$STARTED"
+' "$DATA/batches.jsonl" "$TASKS" "$SETTLED" "$STARTED" "$CLAIMED"

@@ -37,15 +37,19 @@ alloy::sol! {
         event TaskAccepted(bytes32 indexed taskId, address indexed provider, uint256 collateral);
         event TaskSettled(bytes32 indexed taskId, bytes32 outputCommitment);
         event TaskExpired(bytes32 indexed taskId, address indexed provider, uint256 refund, uint256 slashedToPoster);
+        event TaskClaimed(bytes32 indexed taskId, address indexed provider, uint256 pay);
+        event SettlementClaimed(address indexed provider, uint256 tasks, uint256 paid, uint256 collateralReleased);
 
         function postTask(bytes32 modelId, bytes32 inputCommitment, uint256 payment, uint256 priorityFee, uint256 deadline) external returns (bytes32 taskId);
         function acceptTask(bytes32 taskId) external;
         function expireTask(bytes32 taskId) external;
         function cancelTask(bytes32 taskId) external;
+        function claimSettled(bytes32[] calldata taskIds) external returns (uint256 paid, uint256 collateralReleased);
         function setCollateralParameters(uint256 collateralBps, uint256 minCollateral) external;
         function setProtocolFee(uint256 protocolFeeBps) external;
         function setDeadlineBounds(uint256 minDelay, uint256 maxDelay) external;
         function task(bytes32 taskId) external view returns (Task memory);
+        function claimable(bytes32 taskId) external view returns (bool isClaimable, uint256 pay, uint256 collateral);
         function collateralFor(uint256 reward) external view returns (uint256);
         function deadlineBounds() external view returns (uint256 minDelay, uint256 maxDelay);
     }
@@ -94,7 +98,6 @@ alloy::sol! {
             uint96 locked;
             uint96 unbonding;
             uint40 unbondingReadyAt;
-            uint96 earnings;
             uint32 tasksSettled;
             uint32 tasksSlashed;
         }
@@ -102,7 +105,6 @@ alloy::sol! {
         function stake(uint256 amount) external;
         function requestUnbonding(uint256 amount) external;
         function withdraw() external returns (uint256 amount);
-        function claimEarnings() external returns (uint256 amount);
         function setMinStake(uint256 minStake) external;
         function setUnbondingDelay(uint256 unbondingDelay) external;
         function setSlashParameters(uint256 slashBps, uint256 posterShareBps) external;

@@ -7,6 +7,7 @@
 
 mod amount;
 pub mod bindings;
+mod claims;
 mod client;
 mod deployment;
 mod devnet;
@@ -14,6 +15,7 @@ mod error;
 pub mod governance;
 
 pub use amount::{format_tgrid, parse_tgrid};
+pub use claims::{claim_settled, claimable_tasks, ClaimableTask, Claimed, MAX_CLAIM_IDS, MAX_LOG_RANGE};
 pub use client::{chain_now, check_chain, parse_signer, reader, settled_output, signing, SettledOutput};
 pub use deployment::{Deployment, DEFAULT_DEPLOYMENT, DEFAULT_RPC_URL};
 pub use devnet::{advance_time, Devnet, DevnetConfig};

@@ -3,7 +3,8 @@
 //! the commitment the settlement recorded, and expire tasks whose provider missed the deadline
 //! (refund plus slash). DAO members delegate, propose parameter changes and model
 //! registrations, vote, queue and execute. Providers manage their stake: add, unbond, withdraw
-//! after the delay, and claim their earnings.
+//! after the delay, and claim the pay of their settled tasks (which also releases the tasks'
+//! collateral).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -61,7 +62,7 @@ enum Command {
     /// TGRID balances and transfers.
     #[command(subcommand)]
     Token(TokenCommand),
-    /// A provider's stake: status, add, unbond, withdraw, claim earnings.
+    /// A provider's stake: status, add, unbond, withdraw, claim the pay of settled tasks.
     #[command(subcommand)]
     Stake(StakeCommand),
     /// Local devnet helpers (refused on any chain but anvil's 31337).
@@ -215,7 +216,7 @@ enum TokenCommand {
 
 #[derive(Debug, Subcommand)]
 enum StakeCommand {
-    /// Bonded, locked and free stake, unbonding, earnings and reputation (default: the signer).
+    /// Bonded, locked and free stake, unbonding, claimable pay and reputation (default: the signer).
     Status { account: Option<String> },
     /// Stake more TGRID (approves the staking contract first if needed).
     Add {
@@ -229,8 +230,14 @@ enum StakeCommand {
     },
     /// Withdraw stake whose unbonding delay has passed.
     Withdraw,
-    /// Claim the earnings of settled tasks.
-    Claim,
+    /// Claim the pay of the signer's settled tasks (and release their collateral): all of them
+    /// (found from the chain's TaskAccepted events), or the given ones. Exit 2 when there is
+    /// nothing to claim.
+    Claim {
+        /// Only these tasks (0x + 64 hex digits each); each must be settled, unclaimed and
+        /// accepted by the signer.
+        task_ids: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -769,6 +776,11 @@ async fn stake(command: StakeCommand, ctx: &Ctx, out: Output) -> Result<()> {
                 None => ctx.me,
             };
             let a = account(who).await?;
+            let claimable =
+                tgrid_chain::claimable_tasks(&ctx.chain, ctx.deployment.escrow, ctx.deployment.start_block, who)
+                    .await?;
+            let pay = claimable.iter().fold(U256::ZERO, |sum, c| sum + c.pay);
+            let claim_releases = claimable.iter().fold(U256::ZERO, |sum, c| sum + c.collateral);
             let min = staking.minStake().call().await.context("Staking.minStake")?;
             let now = tgrid_chain::chain_now(&ctx.chain).await?;
             let (bonded, locked) = (U256::from(a.bonded), U256::from(a.locked));
@@ -785,18 +797,22 @@ async fn stake(command: StakeCommand, ctx: &Ctx, out: Output) -> Result<()> {
                     "unbonding": format_tgrid(U256::from(a.unbonding)),
                     "unbonding_ready_at": ready_at,
                     "withdrawable": withdrawable,
-                    "earnings": format_tgrid(U256::from(a.earnings)),
+                    "claimable": format_tgrid(pay),
+                    "claimable_tasks": claimable.len(),
+                    "claim_releases": format_tgrid(claim_releases),
                     "tasks_settled": a.tasksSettled,
                     "tasks_slashed": a.tasksSlashed,
                 }),
                 || {
                     let mut text = format!(
-                        "{who}\n  bonded    {} TGRID ({} locked as collateral, {} free; minimum {})\n  earnings  {} TGRID\n  tasks     {} settled, {} slashed",
+                        "{who}\n  bonded    {} TGRID ({} locked as collateral, {} free; minimum {})\n  claimable {} TGRID for {} settled task(s) (claiming releases {} TGRID of collateral)\n  tasks     {} settled and claimed, {} slashed",
                         format_tgrid(bonded),
                         format_tgrid(locked),
                         format_tgrid(free),
                         format_tgrid(min),
-                        format_tgrid(U256::from(a.earnings)),
+                        format_tgrid(pay),
+                        claimable.len(),
+                        format_tgrid(claim_releases),
                         a.tasksSettled,
                         a.tasksSlashed
                     );
@@ -886,17 +902,68 @@ async fn stake(command: StakeCommand, ctx: &Ctx, out: Output) -> Result<()> {
                 format!("withdrew {} TGRID", format_tgrid(v))
             })
         }
-        StakeCommand::Claim => {
-            let earnings = U256::from(account(ctx.me).await?.earnings);
-            if earnings.is_zero() {
-                return Err(bad_input(anyhow!("{} has no earnings to claim", ctx.me)));
-            }
-            let receipt = confirm("Staking.claimEarnings", staking.claimEarnings().send().await).await?;
-            out.emit(json!({"claimed": format_tgrid(earnings), "tx": receipt.transaction_hash.to_string()}), || {
-                format!("claimed {} TGRID of earnings", format_tgrid(earnings))
-            })
+        StakeCommand::Claim { task_ids } => {
+            let d = &ctx.deployment;
+            let ids = if task_ids.is_empty() {
+                let found = tgrid_chain::claimable_tasks(&ctx.chain, d.escrow, d.start_block, ctx.me).await?;
+                if found.is_empty() {
+                    return Err(bad_input(anyhow!(
+                        "nothing to claim: {} has no settled task whose pay it has not claimed",
+                        ctx.me
+                    )));
+                }
+                found.into_iter().map(|c| c.task_id).collect()
+            } else {
+                claimable_ids(&task_ids, ctx).await?
+            };
+            let claimed = tgrid_chain::claim_settled(&ctx.chain, d.escrow, &ids, tgrid_chain::MAX_CLAIM_IDS).await?;
+            let txs: Vec<String> = claimed.transactions.iter().map(|t| t.to_string()).collect();
+            out.emit(
+                json!({
+                    "tasks": claimed.tasks,
+                    "paid": format_tgrid(claimed.paid),
+                    "collateral_released": format_tgrid(claimed.collateral_released),
+                    "task_ids": ids.iter().map(|id| id.to_string()).collect::<Vec<_>>(),
+                    "transactions": txs,
+                }),
+                || {
+                    format!(
+                        "claimed {} settled task(s): paid {} TGRID, released {} TGRID of collateral\n  transaction(s): {}",
+                        claimed.tasks,
+                        format_tgrid(claimed.paid),
+                        format_tgrid(claimed.collateral_released),
+                        txs.join(", ")
+                    )
+                },
+            )
         }
     }
+}
+
+/// The given task ids, each checked to be a settled, unclaimed task of the signer (else bad input
+/// naming the task and why).
+async fn claimable_ids(task_ids: &[String], ctx: &Ctx) -> Result<Vec<B256>> {
+    let escrow = ITaskEscrow::new(ctx.deployment.escrow, &ctx.chain);
+    let mut ids: Vec<B256> = Vec::new();
+    for text in task_ids {
+        let id = task_id(text)?;
+        if ids.contains(&id) {
+            return Err(bad_input(anyhow!("task {id} is given twice")));
+        }
+        let t = escrow.task(id).call().await.context("TaskEscrow.task")?;
+        let c = escrow.claimable(id).call().await.context("TaskEscrow.claimable")?;
+        if t.status != ITaskEscrow::TaskStatus::Settled {
+            return Err(bad_input(anyhow!("task {id} is {:?}, not settled: nothing to claim", t.status)));
+        }
+        if t.provider != ctx.me {
+            return Err(bad_input(anyhow!("task {id} was accepted by {}, not {}", t.provider, ctx.me)));
+        }
+        if !c.isClaimable {
+            return Err(bad_input(anyhow!("task {id} is already claimed")));
+        }
+        ids.push(id);
+    }
+    Ok(ids)
 }
 
 async fn devnet(command: DevnetCommand, ctx: &Ctx, out: Output) -> Result<()> {

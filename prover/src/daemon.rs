@@ -1,7 +1,8 @@
 //! `tgrid-prover run`: the provider daemon. It keeps the provider staked, watches the escrow's
 //! `TaskPosted` events for the models it holds, accepts the tasks it can finish before their
 //! deadline (only once their input is available and matches the on-chain commitment), infers,
-//! proves, submits to the sequencer and follows each task until it settles.
+//! proves, submits to the sequencer, follows each task until it settles, and claims the pay of
+//! settled tasks (one `TaskEscrow.claimSettled` per poll round; setting `auto_claim`).
 //!
 //! Inputs come from a content-addressed store (a directory, or an HTTP URL) where posters publish
 //! `<input commitment>.json`; an accepted task's input is kept under `data_dir/inputs`.
@@ -38,7 +39,7 @@ pub const ENV_PREFIX: &str = "TGRID_PROVIDER_";
 const MAX_INPUT_BYTES: u64 = 64 << 20;
 
 /// Largest block range asked of the node in one `eth_getLogs`.
-const MAX_LOG_RANGE: u64 = 5_000;
+const MAX_LOG_RANGE: u64 = tgrid_chain::MAX_LOG_RANGE;
 
 /// Settings of the daemon: defaults for a local devnet, then the TOML file, then
 /// `TGRID_PROVIDER_<SETTING>` variables (lists comma-separated).
@@ -75,6 +76,11 @@ pub struct Settings {
     /// long after its deadline, with its proof and input files: the state file is rewritten at
     /// every step, so it must not grow with every task ever seen. The output files stay.
     pub prune_after_secs: u64,
+    /// Claim the pay of this provider's settled tasks automatically: one
+    /// `TaskEscrow.claimSettled` per poll round for the tasks that settled since (at most 200),
+    /// which also releases their collateral. When off, they stay claimable with
+    /// `tgrid stake claim` (and their collateral stays locked until then).
+    pub auto_claim: bool,
 }
 
 impl Default for Settings {
@@ -93,6 +99,7 @@ impl Default for Settings {
             initial_prove_estimate_secs: 120,
             poll_interval_ms: 1_000,
             prune_after_secs: 86_400,
+            auto_claim: true,
         }
     }
 }
@@ -124,8 +131,11 @@ pub enum TaskState {
     Proven,
     /// Acknowledged by the sequencer.
     Submitted,
-    /// Settled on-chain: paid.
+    /// Settled on-chain: its pay is fixed and waits in the escrow to be claimed.
     Settled,
+    /// Its pay was claimed (by this daemon, or elsewhere with the same key) and its collateral
+    /// released.
+    Claimed,
     /// Not taken or given up, with the reason.
     Skipped {
         /// Why.
@@ -168,15 +178,20 @@ impl State {
         }
     }
 
-    /// Forgets the tasks nothing more can happen to (settled, skipped, or seen and never
-    /// accepted) once their deadline is `retention` seconds past; returns their ids.
-    fn prune(&mut self, now: u64, retention: u64) -> Vec<B256> {
+    /// Forgets the tasks nothing more can happen to (claimed, skipped, seen and never accepted,
+    /// and settled ones too unless `claiming`: the daemon still owes them a claim) once their
+    /// deadline is `retention` seconds past; returns their ids.
+    fn prune(&mut self, now: u64, retention: u64, claiming: bool) -> Vec<B256> {
         let done: Vec<B256> = self
             .tasks
             .iter()
             .filter(|(_, r)| {
-                matches!(r.state, TaskState::Settled | TaskState::Skipped { .. } | TaskState::Seen)
-                    && r.deadline.saturating_add(retention) < now
+                let finished = match r.state {
+                    TaskState::Claimed | TaskState::Skipped { .. } | TaskState::Seen => true,
+                    TaskState::Settled => !claiming,
+                    TaskState::Accepted | TaskState::Proven | TaskState::Submitted => false,
+                };
+                finished && r.deadline.saturating_add(retention) < now
             })
             .map(|(id, _)| *id)
             .collect();
@@ -302,21 +317,25 @@ impl Daemon {
         let daemon = Self { settings, out, chain, deployment, me, http, models, state, state_path };
         daemon.ensure_stake().await?;
         let account = daemon.account().await?;
+        let unclaimed = daemon.state.tasks.values().filter(|r| r.state == TaskState::Settled).count();
         daemon.event(
             "ready",
             json!({
                 "provider": me.to_string(),
                 "models": daemon.models.iter().map(|(id, m)| json!({"model_id": id.to_string(), "name": m.name})).collect::<Vec<_>>(),
                 "bonded": tgrid_amount(U256::from(account.bonded)),
-                "earnings": tgrid_amount(U256::from(account.earnings)),
+                "locked": tgrid_amount(U256::from(account.locked)),
+                "unclaimed_tasks": unclaimed,
+                "auto_claim": daemon.settings.auto_claim,
                 "tasks_settled": account.tasksSettled,
                 "tasks_slashed": account.tasksSlashed,
             }),
             format!(
-                "provider {me} ready: {} model(s), bonded {} TGRID, unclaimed earnings {} TGRID, settled {} slashed {}",
+                "provider {me} ready: {} model(s), bonded {} TGRID ({} locked), {unclaimed} settled task(s) to claim{}, settled and claimed {} slashed {}",
                 daemon.models.len(),
                 tgrid_amount(U256::from(account.bonded)),
-                tgrid_amount(U256::from(account.earnings)),
+                tgrid_amount(U256::from(account.locked)),
+                if daemon.settings.auto_claim { "" } else { " (auto_claim off: tgrid stake claim)" },
                 account.tasksSettled,
                 account.tasksSlashed
             ),
@@ -380,7 +399,7 @@ impl Daemon {
     async fn round(&mut self) -> Result<()> {
         self.scan().await?;
         let now = tgrid_chain::chain_now(&self.chain).await?;
-        let pruned = self.state.prune(now, self.settings.prune_after_secs);
+        let pruned = self.state.prune(now, self.settings.prune_after_secs, self.settings.auto_claim);
         if !pruned.is_empty() {
             self.save()?;
             // After the state no longer names them; a file left behind by a crash is harmless.
@@ -410,7 +429,7 @@ impl Daemon {
                     TaskState::Accepted => self.prove(id, &record).await,
                     TaskState::Proven => self.submit(id, &record, now).await,
                     TaskState::Submitted => self.follow(id, &record, now).await,
-                    TaskState::Seen | TaskState::Settled | TaskState::Skipped { .. } => break,
+                    TaskState::Seen | TaskState::Settled | TaskState::Claimed | TaskState::Skipped { .. } => break,
                 };
                 if let Err(e) = step {
                     // A node or sequencer hiccup: the task stays where it is; retried next round.
@@ -422,6 +441,74 @@ impl Daemon {
                 }
             }
         }
+        if self.settings.auto_claim {
+            if let Err(e) = self.claim().await {
+                // The tasks stay Settled: claimed next round.
+                tracing::warn!("claiming settled tasks: {e:#}");
+            }
+        }
+        Ok(())
+    }
+
+    /// Claims the pay of the tasks that settled (earliest deadline first, at most
+    /// [`tgrid_chain::MAX_CLAIM_IDS`]) in one transaction. A task the escrow no longer lists as
+    /// claimable was claimed elsewhere with this key (`tgrid stake claim`) and is marked so.
+    async fn claim(&mut self) -> Result<()> {
+        let mut settled: Vec<(u64, B256)> = self
+            .state
+            .tasks
+            .iter()
+            .filter(|(_, r)| r.state == TaskState::Settled)
+            .map(|(id, r)| (r.deadline, *id))
+            .collect();
+        if settled.is_empty() {
+            return Ok(());
+        }
+        settled.sort();
+        let escrow = ITaskEscrow::new(self.deployment.escrow, &self.chain);
+        let (mut ids, mut elsewhere) = (Vec::new(), Vec::new());
+        for (_, id) in settled {
+            if ids.len() == tgrid_chain::MAX_CLAIM_IDS {
+                break;
+            }
+            if escrow.claimable(id).call().await.context("TaskEscrow.claimable")?.isClaimable {
+                ids.push(id);
+            } else {
+                tracing::info!(task = %id, "already claimed (elsewhere)");
+                elsewhere.push(id);
+            }
+        }
+        for id in elsewhere {
+            self.set(id, TaskState::Claimed)?;
+        }
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let claimed =
+            tgrid_chain::claim_settled(&self.chain, self.deployment.escrow, &ids, tgrid_chain::MAX_CLAIM_IDS).await?;
+        for id in &ids {
+            if let Some(r) = self.state.tasks.get_mut(id) {
+                r.state = TaskState::Claimed;
+            }
+        }
+        self.save()?;
+        let tx = claimed.transactions.first().map(|t| t.to_string()).unwrap_or_default();
+        self.event(
+            "claimed",
+            json!({
+                "tasks": claimed.tasks,
+                "task_ids": ids.iter().map(|id| id.to_string()).collect::<Vec<_>>(),
+                "paid": tgrid_amount(claimed.paid),
+                "collateral_released": tgrid_amount(claimed.collateral_released),
+                "tx": tx,
+            }),
+            format!(
+                "claimed {} settled task(s): paid {} TGRID, {} TGRID of collateral released (tx {tx})",
+                claimed.tasks,
+                tgrid_amount(claimed.paid),
+                tgrid_amount(claimed.collateral_released)
+            ),
+        );
         Ok(())
     }
 
@@ -679,21 +766,26 @@ impl Daemon {
         let task = ITaskEscrow::new(self.deployment.escrow, &self.chain).task(id).call().await?;
         match task.status {
             ITaskEscrow::TaskStatus::Settled => {
+                let c = ITaskEscrow::new(self.deployment.escrow, &self.chain)
+                    .claimable(id)
+                    .call()
+                    .await
+                    .context("TaskEscrow.claimable")?;
                 self.set(id, TaskState::Settled)?;
-                let account = self.account().await?;
                 self.event(
                     "settled",
                     json!({
                         "task_id": id.to_string(),
                         "reward": tgrid_amount(record.reward),
-                        "earnings": tgrid_amount(U256::from(account.earnings)),
-                        "tasks_settled": account.tasksSettled,
+                        "pay": tgrid_amount(c.pay),
+                        "claimable": c.isClaimable,
                     }),
                     format!(
-                        "task {} settled: earnings now {} TGRID over {} settled task(s)",
+                        "task {} settled: pay {} TGRID (reward {} minus the protocol fee), {}",
                         short(&id),
-                        tgrid_amount(U256::from(account.earnings)),
-                        account.tasksSettled
+                        tgrid_amount(c.pay),
+                        tgrid_amount(record.reward),
+                        if self.settings.auto_claim { "claimed this round" } else { "claim with tgrid stake claim" }
                     ),
                 );
                 Ok(())
@@ -755,13 +847,14 @@ mod tests {
         let mut s = State::default();
         let skipped = TaskState::Skipped { reason: "taken".into() };
         for (i, (deadline, state)) in [
-            (100, TaskState::Settled),
+            (100, TaskState::Claimed),
             (100, skipped.clone()),
             (100, TaskState::Seen),
             (100, TaskState::Accepted),
             (100, TaskState::Proven),
             (100, TaskState::Submitted),
-            (1_000, TaskState::Settled),
+            (100, TaskState::Settled),
+            (1_000, TaskState::Claimed),
             (1_000, skipped),
         ]
         .into_iter()
@@ -770,13 +863,17 @@ mod tests {
             s.tasks.insert(B256::repeat_byte(i as u8), record(deadline, state));
         }
         // At 150 with 100 s of retention nothing is old enough.
-        assert!(s.prune(150, 100).is_empty());
-        let pruned = s.prune(250, 100);
+        assert!(s.prune(150, 100, true).is_empty());
+        let pruned = s.prune(250, 100, true);
         assert_eq!(pruned, (0..3).map(B256::repeat_byte).collect::<Vec<_>>());
-        // Work still owed (or owed and late) stays whatever its age; recent tasks stay.
+        // Work still owed (or owed and late) stays whatever its age, a claim owed too; recent
+        // tasks stay.
         let left: Vec<TaskState> = s.tasks.values().map(|r| r.state.clone()).collect();
-        assert_eq!(left.len(), 5);
+        assert_eq!(left.len(), 6);
         assert!(left.contains(&TaskState::Accepted) && left.contains(&TaskState::Submitted));
+        assert!(left.contains(&TaskState::Settled));
+        // Without automatic claims a settled task is finished for the daemon.
+        assert_eq!(s.prune(250, 100, false), vec![B256::repeat_byte(6)]);
     }
 
     #[test]
@@ -790,6 +887,9 @@ mod tests {
         std::fs::write(&file, "models = [\"a.tgm\"]\nstake_tgrid = 5\n").unwrap();
         let s = Settings::load(Some(&file)).unwrap();
         assert_eq!(s.stake_tgrid, 5);
+        assert!(s.auto_claim, "claims are automatic by default");
+        std::fs::write(&file, "models = [\"a.tgm\"]\nauto_claim = false\n").unwrap();
+        assert!(!Settings::load(Some(&file)).unwrap().auto_claim);
         assert_eq!(s.models, vec![PathBuf::from("a.tgm")]);
     }
 }

@@ -85,14 +85,16 @@ enum Command {
         output: Option<PathBuf>,
     },
     /// Run the provider daemon: stake, watch posted tasks of the held models, accept what can be
-    /// finished before its deadline, prove, submit to the sequencer, follow until paid.
+    /// finished before its deadline, prove, submit to the sequencer, follow until settled, claim
+    /// the pay.
     ///
     /// Settings (defaults for a local devnet, then the file, then TGRID_PROVIDER_<SETTING>
     /// variables; lists comma-separated): rpc_url, deployment, private_key (default: anvil
     /// account 1, devnet only), models (.tgm files), inputs_dir or inputs_url (the input
     /// store: <input commitment>.json files), sequencer_url, data_dir, stake_tgrid, settle_margin_secs,
     /// initial_prove_estimate_secs, poll_interval_ms, prune_after_secs (finished tasks leave the
-    /// state file this long after their deadline).
+    /// state file this long after their deadline), auto_claim (default true: claim the pay of
+    /// settled tasks, one transaction per poll round; false: leave it to `tgrid stake claim`).
     Run {
         /// TOML settings file.
         #[arg(long)]

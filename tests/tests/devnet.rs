@@ -2,8 +2,9 @@
 //! the model owner compiles a bundled model, the DAO registers it and changes a parameter by
 //! vote, a provider daemon stakes, accepts, proves and submits, the sequencer service batches,
 //! wraps and settles, the task poster checks every output against the settled commitment (and
-//! catches a tampered one), an auditor re-verifies the batch from calldata, and a provider that
-//! lets its task expire is slashed.
+//! catches a tampered one), an auditor re-verifies the batch from calldata, a provider that
+//! lets its task expire is slashed, and the provider collects its pay: one task with
+//! `tgrid stake claim`, the rest by the restarted daemon's automatic claim.
 //!
 //! The wrap uses the INSECURE test FRI parameters and the INSECURE devnet Groth16 key (cached in
 //! target/tgrid-test-keys, shared with the sequencer's tests).
@@ -282,7 +283,11 @@ async fn every_role_end_to_end_on_anvil() {
     .into_iter()
     .map(|(k, v)| (format!("TGRID_PROVIDER_{k}"), v))
     .collect();
-    let provider = Service::start("tgrid-prover", &["--json", "run"], &provider_env, &work.path().join("provider.log"));
+    // First without automatic claims, so the pay waits for `tgrid stake claim` (below).
+    let mut manual_claims = provider_env.clone();
+    manual_claims.push(("TGRID_PROVIDER_AUTO_CLAIM".into(), "false".into()));
+    let provider =
+        Service::start("tgrid-prover", &["--json", "run"], &manual_claims, &work.path().join("provider.log"));
     let ready = provider.next_json(Duration::from_secs(120), "the provider's ready line");
     assert_eq!(ready["event"], "staked", "{ready}");
     let ready = provider.next_json(Duration::from_secs(60), "the provider's ready line");
@@ -300,6 +305,11 @@ async fn every_role_end_to_end_on_anvil() {
     }
     let count = |kind: &str| events.iter().filter(|e| e["event"] == kind).count();
     assert_eq!((count("accepted"), count("proven"), count("submitted")), (3, 3, 3), "{events:?}");
+    // Each task's pay is fixed at settlement: the 10.5 TGRID reward minus the 1 % protocol fee.
+    for e in events.iter().filter(|e| e["event"] == "settled") {
+        assert_eq!((e["pay"].as_str(), e["claimable"].as_bool()), (Some("10.395"), Some(true)), "{e}");
+    }
+    assert_eq!(count("claimed"), 0, "auto_claim is off: {events:?}");
     let skipped: Vec<&Value> = events.iter().filter(|e| e["event"] == "skipped").collect();
     assert_eq!(skipped.len(), 1, "{events:?}");
     assert_eq!(skipped[0]["task_id"], lazy_task);
@@ -389,30 +399,85 @@ async fn every_role_end_to_end_on_anvil() {
     let staking = IStaking::new(d.staking, &reader);
     let lazy_rep = staking.reputation(devnet.address(2)).call().await.unwrap();
     assert_eq!((lazy_rep.settled, lazy_rep.slashed), (U256::ZERO, U256::from(1u64)));
+    // The provider's three tasks are settled but not claimed: reputation counts claimed tasks.
     let rep = staking.reputation(devnet.address(1)).call().await.unwrap();
-    assert_eq!((rep.settled, rep.slashed), (U256::from(3u64), U256::ZERO));
+    assert_eq!((rep.settled, rep.slashed), (U256::ZERO, U256::ZERO));
     let status = json("tgrid", &["task", "status", &lazy_task], &env);
     assert_eq!(status["status"], "expired");
     drop(provider);
     drop(sequencer);
 
-    // The provider claims what it earned, then unbonds part of its stake and withdraws it once
-    // the unbonding delay has passed.
+    // The provider collects its pay: the settled tasks' collateral (10.5 each) stays locked until
+    // then. It claims one task with `tgrid`; the balance rises by exactly what was claimed.
     let provider_key = B256::from(devnet.signer(1).to_bytes()).to_string();
     let mut provider_cli = env.to_vec();
     provider_cli.push(("TGRID_PRIVATE_KEY", provider_key));
-    let stake = json("tgrid", &["stake", "status"], &provider_cli);
-    assert_eq!((stake["bonded"].as_str(), stake["locked"].as_str()), (Some("1000"), Some("0")), "{stake}");
-    assert_eq!(stake["tasks_settled"], 3);
-    let earnings = stake["earnings"].as_str().unwrap().to_string();
-    assert_ne!(earnings, "0", "{stake}");
-    let before = json("tgrid", &["token", "balance"], &provider_cli)["balance"].as_str().unwrap().to_string();
-    let claimed = json("tgrid", &["stake", "claim"], &provider_cli);
-    assert_eq!(claimed["claimed"], earnings.as_str());
-    let after = json("tgrid", &["token", "balance"], &provider_cli)["balance"].as_str().unwrap().to_string();
     let tgrid = |s: &str| tgrid_chain::parse_tgrid(s).unwrap();
-    assert_eq!(tgrid(&after), tgrid(&before) + tgrid(&earnings));
-    assert_eq!(run("tgrid", &["stake", "claim"], &provider_cli).status.code(), Some(2), "nothing left to claim");
+    let balance = || tgrid(json("tgrid", &["token", "balance"], &provider_cli)["balance"].as_str().unwrap());
+    let stake = json("tgrid", &["stake", "status"], &provider_cli);
+    assert_eq!((stake["bonded"].as_str(), stake["locked"].as_str()), (Some("1000"), Some("31.5")), "{stake}");
+    assert_eq!((stake["claimable"].as_str(), stake["claimable_tasks"].as_u64()), (Some("31.185"), Some(3)), "{stake}");
+    assert_eq!((stake["claim_releases"].as_str(), stake["tasks_settled"].as_u64()), (Some("31.5"), Some(0)), "{stake}");
+    let before = balance();
+    let one = json("tgrid", &["stake", "claim", &tasks[0].0], &provider_cli);
+    assert_eq!((one["tasks"].as_u64(), one["paid"].as_str()), (Some(1), Some("10.395")), "{one}");
+    assert_eq!(one["collateral_released"], "10.5", "{one}");
+    assert_eq!(one["transactions"].as_array().unwrap().len(), 1, "{one}");
+    let after_one = balance();
+    assert_eq!(after_one, before + tgrid(one["paid"].as_str().unwrap()));
+    let stake = json("tgrid", &["stake", "status"], &provider_cli);
+    assert_eq!((stake["locked"].as_str(), stake["claimable_tasks"].as_u64()), (Some("21"), Some(2)), "{stake}");
+    assert_eq!(stake["tasks_settled"], 1);
+    // The same task again, the lazy provider's expired task: refused as bad input, nothing sent.
+    let again = run("tgrid", &["stake", "claim", &tasks[0].0], &provider_cli);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("already claimed"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let foreign = run("tgrid", &["stake", "claim", &lazy_task], &provider_cli);
+    assert_eq!(foreign.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&foreign.stderr).contains("not settled"),
+        "{}",
+        String::from_utf8_lossy(&foreign.stderr)
+    );
+    assert_eq!(balance(), after_one);
+
+    // The daemon restarts with automatic claims (the default): it resumes from its state file and
+    // claims the two other tasks in one transaction, seeing that the first was claimed already.
+    let provider =
+        Service::start("tgrid-prover", &["--json", "run"], &provider_env, &work.path().join("provider-2.log"));
+    let ready = provider.next_json(Duration::from_secs(120), "the restarted provider's ready line");
+    assert_eq!((ready["event"].as_str(), ready["unclaimed_tasks"].as_u64()), (Some("ready"), Some(3)), "{ready}");
+    assert_eq!(ready["auto_claim"], true);
+    let claimed = loop {
+        let e = provider.next_json(Duration::from_secs(60), "the daemon's claim");
+        if e["event"] == "claimed" {
+            break e;
+        }
+    };
+    assert_eq!((claimed["tasks"].as_u64(), claimed["paid"].as_str()), (Some(2), Some("20.79")), "{claimed}");
+    assert_eq!(claimed["collateral_released"], "21", "{claimed}");
+    drop(provider);
+    let after = balance();
+    assert_eq!(after, after_one + tgrid("20.79"));
+    let stake = json("tgrid", &["stake", "status"], &provider_cli);
+    assert_eq!((stake["locked"].as_str(), stake["claimable"].as_str()), (Some("0"), Some("0")), "{stake}");
+    assert_eq!((stake["claimable_tasks"].as_u64(), stake["tasks_settled"].as_u64()), (Some(0), Some(3)), "{stake}");
+    let rep = staking.reputation(devnet.address(1)).call().await.unwrap();
+    assert_eq!((rep.settled, rep.slashed), (U256::from(3u64), U256::ZERO));
+    let nothing = run("tgrid", &["stake", "claim"], &provider_cli);
+    assert_eq!(nothing.status.code(), Some(2), "nothing left to claim");
+    assert!(
+        String::from_utf8_lossy(&nothing.stderr).contains("nothing to claim"),
+        "{}",
+        String::from_utf8_lossy(&nothing.stderr)
+    );
+
+    // Then it unbonds part of its stake (all of it free again) and withdraws it once the
+    // unbonding delay has passed.
     assert_eq!(run("tgrid", &["stake", "unbond", "1001"], &provider_cli).status.code(), Some(2), "over the free stake");
     let unbonding = json("tgrid", &["stake", "unbond", "400"], &provider_cli);
     assert_eq!(unbonding["unbonding"], "400");
@@ -426,7 +491,6 @@ async fn every_role_end_to_end_on_anvil() {
     assert_eq!(withdrawn["withdrawn"], "400");
     let stake = json("tgrid", &["stake", "status"], &provider_cli);
     assert_eq!((stake["bonded"].as_str(), stake["unbonding"].as_str()), (Some("600"), Some("0")), "{stake}");
-    let last = json("tgrid", &["token", "balance"], &provider_cli)["balance"].as_str().unwrap().to_string();
-    assert_eq!(tgrid(&last), tgrid(&after) + tgrid("400"));
+    assert_eq!(balance(), after + tgrid("400"));
     eprintln!("every role end to end: {:.0} s", started.elapsed().as_secs_f64());
 }
