@@ -28,26 +28,26 @@ setup-contracts:
 test-contracts: setup-contracts
 	@if [ -f foundry.toml ]; then node_modules/.bin/forge test; fi
 
-## Proving benchmarks on the fixtures (one JSON line per fixture). The dev profile already
-## builds plonky2 and the circuit crates at opt-level 3 (Cargo.toml), so it shares make test's build.
+## Proving benchmarks on the fixtures (one JSON line per fixture), in the release profile a
+## provider runs. Benchmarks build in release; `make test` keeps the dev profile.
 bench:
-	$(CARGO) build --locked -p tgrid-prover
-	target/debug/tgrid-prover bench fixtures/mlp fixtures/cnn fixtures/lenet
+	$(CARGO) build --release --locked -p tgrid-prover
+	target/release/tgrid-prover bench fixtures/mlp fixtures/cnn fixtures/lenet
 
 ## Aggregation benchmark: normalization, leaf and merge proofs alone, then a 64-task batch
-## end to end (about 30 minutes on 2 cores). One JSON object.
+## end to end (about 20 minutes on 2 cores). One JSON object.
 bench-aggregation:
-	$(CARGO) build --locked -p tgrid-sequencer
-	target/debug/tgrid-sequencer bench --tasks 64
+	$(CARGO) build --release --locked -p tgrid-sequencer
+	target/release/tgrid-sequencer bench --tasks 64
 
 ## Wrap benchmarks: BN254 Poseidon speed, the settle and BN254 final layers over a one-task
 ## batch (production and test FRI parameters), Groth16 setup and proving of a 2^20-constraint
-## circuit (INSECURE devnet setup). One JSON line each; about 8 minutes and 3 GB.
+## circuit (INSECURE devnet setup). One JSON line each; a few minutes and 3 GB.
 bench-wrap:
-	$(CARGO) build --locked -p tgrid-poseidon-bn254 -p tgrid-wrap -p tgrid-groth16 --examples
-	target/debug/examples/permutation_speed
-	target/debug/examples/wrap_timings
-	target/debug/examples/groth16_bench 1048576
+	$(CARGO) build --release --locked -p tgrid-poseidon-bn254 -p tgrid-wrap -p tgrid-groth16 --examples
+	target/release/examples/permutation_speed
+	target/release/examples/wrap_timings
+	target/release/examples/groth16_bench 1048576
 
 ## Sequencer ingest load harness (real anvil, tiny model, loopback): throughput of acknowledged
 ## submissions and acknowledgement latency at 50 requests/s. One JSON object; ~6 minutes.
