@@ -26,8 +26,16 @@ pub struct PoseidonParams<const T: usize> {
 /// a partial round `x ← M·S0(x + c)` on `x = P·z` becomes `z ← M''·S0(z + P⁻¹c)` where
 /// `M·P = diag(1, Q')·M''` and `M'' = [[a, vᵀ], [ŵ, I]]` is sparse: 2T-1 multiplications
 /// instead of T². The last `diag(1, Q')` is applied once after the partial rounds.
+///
+/// Only `state[0]` takes a constant in a partial round: the other elements bypass the S-box, so
+/// their constants are carried through the (identity) lower block of `M''` into the next round,
+/// and what is left after the last one is added, through `diag(1, Q')`, to the constants of the
+/// first full round that follows.
 struct SparsePartialRounds<const T: usize> {
-    constants: Vec<[Fr; T]>,
+    /// Per round: the constant added to `state[0]`.
+    constants: Vec<Fr>,
+    /// The constants of the first full round after the partial rounds, with the carried ones.
+    next_full_constants: [Fr; T],
     /// Per round: first row of `M''` (`a`, `vᵀ`).
     first_rows: Vec<[Fr; T]>,
     /// Per round: first column of `M''` below the diagonal (`ŵ`, index 0 unused).
@@ -47,7 +55,11 @@ impl<const T: usize> PoseidonParams<T> {
         let round_constants: Vec<[Fr; T]> = (0..rounds).map(|r| std::array::from_fn(|i| p.ark[r * T + i])).collect();
         let mds: [[Fr; T]; T] = std::array::from_fn(|i| std::array::from_fn(|j| p.mds[i][j]));
         let half = FULL_ROUNDS / 2;
-        let sparse = SparsePartialRounds::derive(&mds, &round_constants[half..half + p.partial_rounds]);
+        let sparse = SparsePartialRounds::derive(
+            &mds,
+            &round_constants[half..half + p.partial_rounds],
+            &round_constants[half + p.partial_rounds],
+        );
         Self { round_constants, mds, partial_rounds: p.partial_rounds, sparse }
     }
 
@@ -64,13 +76,10 @@ impl<const T: usize> PoseidonParams<T> {
             self.full_round(round, state);
         }
         let sparse = &self.sparse;
-        for ((constants, first_row), first_column) in
+        for ((constant, first_row), first_column) in
             sparse.constants.iter().zip(&sparse.first_rows).zip(&sparse.first_columns)
         {
-            for (x, c) in state.iter_mut().zip(constants) {
-                *x += c;
-            }
-            state[0] = sbox(state[0]);
+            state[0] = sbox(state[0] + constant);
             let x0 = state[0];
             state[0] = Fr::sum_of_products(first_row, state);
             for j in 1..T {
@@ -78,13 +87,19 @@ impl<const T: usize> PoseidonParams<T> {
             }
         }
         *state = mul(&sparse.closing, state);
-        for round in half + self.partial_rounds..rounds {
+        let next = half + self.partial_rounds;
+        self.full_round_with(&sparse.next_full_constants, state);
+        for round in next + 1..rounds {
             self.full_round(round, state);
         }
     }
 
     fn full_round(&self, round: usize, state: &mut [Fr; T]) {
-        for (x, c) in state.iter_mut().zip(&self.round_constants[round]) {
+        self.full_round_with(&self.round_constants[round], state);
+    }
+
+    fn full_round_with(&self, constants: &[Fr; T], state: &mut [Fr; T]) {
+        for (x, c) in state.iter_mut().zip(constants) {
             *x += c;
         }
         state.iter_mut().for_each(|x| *x = sbox(*x));
@@ -147,12 +162,24 @@ fn invert_lower_block<const T: usize>(m: &[[Fr; T]; T]) -> [[Fr; T]; T] {
 }
 
 impl<const T: usize> SparsePartialRounds<T> {
-    fn derive(mds: &[[Fr; T]; T], constants: &[[Fr; T]]) -> Self {
+    fn derive(mds: &[[Fr; T]; T], constants: &[[Fr; T]], next_full_constants: &[Fr; T]) -> Self {
         let identity: [[Fr; T]; T] = std::array::from_fn(|i| std::array::from_fn(|j| Fr::from(u64::from(i == j))));
         let mut p = identity; // x = P·z, P = diag(1, Q)
-        let mut out = Self { constants: vec![], first_rows: vec![], first_columns: vec![], closing: identity };
+        let mut out = Self {
+            constants: vec![],
+            next_full_constants: *next_full_constants,
+            first_rows: vec![],
+            first_columns: vec![],
+            closing: identity,
+        };
+        // Constants of elements 1.. not yet added: M''·(0, r) = (v·r, r), so they move on.
+        let mut carried = [Fr::ZERO; T];
         for c in constants {
-            out.constants.push(mul(&invert_lower_block(&p), c));
+            let mut c = mul(&invert_lower_block(&p), c);
+            for (x, y) in c.iter_mut().zip(&carried) {
+                *x += y;
+            }
+            out.constants.push(c[0]);
             let a = mat_mul(mds, &p);
             // M·P = diag(1, Â)·M'' with M'' = [[a00, a0j], [Â⁻¹·a_j0, I]].
             let mut next = identity;
@@ -163,13 +190,19 @@ impl<const T: usize> SparsePartialRounds<T> {
             let column: [Fr; T] = std::array::from_fn(|i| if i == 0 { Fr::ZERO } else { a[i][0] });
             out.first_columns.push(mul(&next_inv, &column));
             out.first_rows.push(a[0]);
+            carried = c;
+            carried[0] = (1..T).map(|j| a[0][j] * c[j]).sum();
             p = next;
         }
         out.closing = p;
+        for (x, y) in out.next_full_constants.iter_mut().zip(mul(&out.closing, &carried)) {
+            *x += y;
+        }
         out
     }
 }
 
+#[inline(always)]
 fn sbox(x: Fr) -> Fr {
     let x2 = x.square();
     x2.square() * x
