@@ -5,6 +5,7 @@
 //! covers the whole model also binds the task: its public inputs are [`PublicInputs`].
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
 use std::ops::Range;
 
 use plonky2::field::types::{Field, PrimeField64};
@@ -115,24 +116,29 @@ const WEIGHTED_SUM_TERMS: [usize; 6] = [8, 11, 14, 18, 24, 38];
 /// Counted exactly per chunk, estimated for arithmetic rows (which share rows by weight value
 /// across the whole circuit).
 pub(crate) fn choose_layout(model: &QuantModel, node: usize, routed_wires: usize) -> MacLayout {
-    let mut weights: Vec<Vec<i64>> = Vec::new();
+    // Per width: operations per distinct weight chunk, keyed by a fingerprint of the chunk so a
+    // large layer's weights are not copied. A collision can only misjudge the layout (and
+    // deterministically, so the verifier's rebuild agrees); every layout proves the same sum.
+    let mut ops_per_chunk: Vec<HashMap<u64, usize>> = vec![HashMap::new(); WEIGHTED_SUM_TERMS.len()];
+    let mut macs = 0usize;
     for_each_element(model, node, |_, e| {
         if let Element::Affine { terms, .. } = e {
-            weights.push(terms.iter().map(|t| t.weight).collect());
-        }
-    });
-    let macs: usize = weights.iter().map(Vec::len).sum();
-    let arithmetic_rows = macs.div_ceil(20);
-    let mut best = (arithmetic_rows, MacLayout::Arithmetic);
-    for terms in WEIGHTED_SUM_TERMS {
-        let gate = WeightedSumGate::new(terms, routed_wires);
-        let mut ops_per_chunk: HashMap<&[i64], usize> = HashMap::new();
-        for w in &weights {
-            for chunk in w.chunks(terms) {
-                *ops_per_chunk.entry(chunk).or_default() += 1;
+            macs += terms.len();
+            for (counts, width) in ops_per_chunk.iter_mut().zip(WEIGHTED_SUM_TERMS) {
+                for chunk in terms.chunks(width) {
+                    let mut h = std::hash::DefaultHasher::new();
+                    for t in chunk {
+                        t.weight.hash(&mut h);
+                    }
+                    *counts.entry(h.finish()).or_default() += 1;
+                }
             }
         }
-        let rows = ops_per_chunk.values().map(|ops| ops.div_ceil(gate.num_ops)).sum();
+    });
+    let mut best = (macs.div_ceil(20), MacLayout::Arithmetic);
+    for (counts, width) in ops_per_chunk.iter().zip(WEIGHTED_SUM_TERMS) {
+        let gate = WeightedSumGate::new(width, routed_wires);
+        let rows = counts.values().map(|ops| ops.div_ceil(gate.num_ops)).sum();
         if rows < best.0 {
             best = (rows, MacLayout::WeightedSum(gate));
         }

@@ -426,11 +426,20 @@ impl TaskVerifier {
 
     /// Checks a proof; on success returns its public inputs (bound to this model).
     pub fn verify(&self, proof: &TaskProof) -> Result<PublicInputs> {
-        self.verify_decoded(proof).map(|(publics, _)| publics)
+        let (publics, decoded) = self.decode(proof)?;
+        self.check(decoded)?;
+        Ok(publics)
     }
 
     /// As [`verify`](Self::verify), also returning the decoded plonky2 proof (for recursion).
     pub fn verify_decoded(&self, proof: &TaskProof) -> Result<(PublicInputs, ProofWithPublicInputs<F, C, D>)> {
+        let (publics, decoded) = self.decode(proof)?;
+        self.check(decoded.clone())?;
+        Ok((publics, decoded))
+    }
+
+    /// Decodes a proof of this model (bounded by the circuit's shape) and its public inputs.
+    fn decode(&self, proof: &TaskProof) -> Result<(PublicInputs, ProofWithPublicInputs<F, C, D>)> {
         if proof.model_id != self.model_id {
             return Err(Error::InvalidProof(format!(
                 "the proof is for model 0x{}, not 0x{}",
@@ -443,9 +452,12 @@ impl TaskVerifier {
         if publics.model_id != self.model_id {
             return Err(Error::InvalidProof("the proof's model id public input does not match".into()));
         }
-        self.verifier
-            .verify(decoded.clone())
-            .map_err(|e| Error::InvalidProof(format!("plonky2 verification failed: {e}")))?;
         Ok((publics, decoded))
+    }
+
+    /// plonky2's verification; it takes the proof by value, and [`verify`](Self::verify) has no
+    /// further use for it, so only [`verify_decoded`](Self::verify_decoded) copies it.
+    fn check(&self, decoded: ProofWithPublicInputs<F, C, D>) -> Result<()> {
+        self.verifier.verify(decoded).map_err(|e| Error::InvalidProof(format!("plonky2 verification failed: {e}")))
     }
 }
