@@ -131,7 +131,7 @@ step "auditor: re-verify every settled batch from its calldata"
 BATCH_ROOTS=$(for entry in "${TASK_IDS[@]}"; do $V --json task "${entry%%:*}" --rpc "$RPC" --deployment "$DATA/deployment.json" | jget batch_root; done | sort -u)
 : > "$DATA/batches.jsonl"
 for root in $BATCH_ROOTS; do
-  $V batch "$root" --rpc "$RPC" --deployment "$DATA/deployment.json" | head -8
+  $V batch "$root" --rpc "$RPC" --deployment "$DATA/deployment.json" | sed -n "1,8p"
   $V --json batch "$root" --rpc "$RPC" --deployment "$DATA/deployment.json" >> "$DATA/batches.jsonl"
 done
 

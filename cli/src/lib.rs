@@ -27,6 +27,17 @@ pub fn bad_input(e: impl Into<anyhow::Error>) -> anyhow::Error {
     anyhow::Error::new(BadInput(e.into()))
 }
 
+/// Writes `line` and a newline to stdout. A reader that has gone away (`| head`) ends the process
+/// quietly with the status a SIGPIPE would give (141) instead of `println!`'s panic.
+pub fn print_stdout(line: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{line}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+        other => Ok(other?),
+    }
+}
+
 /// Text or JSON output.
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
@@ -37,12 +48,8 @@ pub struct Output {
 impl Output {
     /// Prints `value` as one JSON line, or the text.
     pub fn emit(&self, value: serde_json::Value, text: impl FnOnce() -> String) -> Result<()> {
-        if self.json {
-            println!("{}", serde_json::to_string(&value)?);
-        } else {
-            println!("{}", text());
-        }
-        Ok(())
+        let line = if self.json { serde_json::to_string(&value)? } else { text() };
+        print_stdout(&line)
     }
 
     /// Prints the error and exits: 2 for bad input, 1 for anything else.

@@ -12,7 +12,7 @@ use serde_json::json;
 use tgrid_aggregation::registry::hex32;
 use tgrid_aggregation::{BatchFile, Normalizer, RegistryFile, RegistryFileEntry};
 use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
-use tgrid_cli::{bad_input, Output};
+use tgrid_cli::{bad_input, print_stdout, Output};
 use tgrid_sequencer::{Aggregator, Step};
 use tgrid_settlement_proof::{BatchWrapper, KeySource, Stage};
 use tgrid_wrap::FinalFri;
@@ -177,10 +177,7 @@ fn main() {
             let (source, fri) = key.source();
             show_key(&source, fri, &out)
         }
-        Command::Openapi => {
-            println!("{}", tgrid_sequencer::service::api::openapi_json());
-            Ok(())
-        }
+        Command::Openapi => print_stdout(&tgrid_sequencer::service::api::openapi_json()),
     };
     out.exit_with(result)
 }
@@ -225,8 +222,7 @@ fn run_service(config: Option<&Path>, print_settings: bool) -> Result<()> {
     if print_settings {
         let mut shown = serde_json::to_value(&settings)?;
         shown["private_key"] = json!("(hidden)");
-        println!("{}", serde_json::to_string_pretty(&shown)?);
-        return Ok(());
+        return print_stdout(&serde_json::to_string_pretty(&shown)?);
     }
     if settings.key_is_insecure() {
         eprintln!(

@@ -11,7 +11,7 @@ use serde_json::json;
 use tgrid_aggregation::registry::hex32;
 use tgrid_aggregation::{AggregationCircuits, BatchFile, RegistryFile};
 use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
-use tgrid_cli::{bad_input, Output};
+use tgrid_cli::{bad_input, print_stdout, Output};
 use tgrid_settlement_proof::SettlementProofFile;
 
 mod onchain;
@@ -153,18 +153,17 @@ fn verify_task(proof_path: &Path, model_path: &Path, json: bool) -> Result<()> {
         "seconds": started.elapsed().as_secs_f64(),
     });
     if json {
-        println!("{value}");
+        print_stdout(&value.to_string())
     } else {
-        println!(
+        print_stdout(&format!(
             "valid task proof\n  task id            {}\n  provider           {}\n  model id           {}\n  input commitment   {}\n  output commitment  {}",
             value["task_id"].as_str().unwrap_or_default(),
             value["provider"].as_str().unwrap_or_default(),
             value["model_id"].as_str().unwrap_or_default(),
             value["input_commitment"].as_str().unwrap_or_default(),
             value["output_commitment"].as_str().unwrap_or_default()
-        );
+        ))
     }
-    Ok(())
 }
 
 fn verify_batch(batch_path: &Path, registry_path: &Path, json: bool) -> Result<()> {
@@ -189,18 +188,17 @@ fn verify_batch(batch_path: &Path, registry_path: &Path, json: bool) -> Result<(
         "seconds": started.elapsed().as_secs_f64(),
     });
     if json {
-        println!("{value}");
+        print_stdout(&value.to_string())
     } else {
-        println!(
-            "valid batch proof\n  batch root     {}\n  registry root  {}\n  tasks          {}\n  public input   {}",
+        print_stdout(&format!(
+            "valid batch proof\n  batch root     {}\n  registry root  {}\n  tasks          {}\n  public input   {}\n{}",
             hex32(&verified.batch_root),
             hex32(&verified.registry_root),
             verified.leaves.len(),
-            hex32(&verified.public_input)
-        );
-        print!("{}", leaves_text(&verified.leaves));
+            hex32(&verified.public_input),
+            leaves_text(&verified.leaves).trim_end()
+        ))
     }
-    Ok(())
 }
 
 fn leaves_json(leaves: &[tgrid_aggregation::TaskLeaf]) -> Vec<serde_json::Value> {
