@@ -35,7 +35,7 @@ bench:
 	target/release/tgrid-prover bench fixtures/mlp fixtures/cnn fixtures/lenet
 
 ## Aggregation benchmark: normalization, leaf and merge proofs alone, then a 64-task batch
-## end to end (about 20 minutes on 2 cores). One JSON object.
+## end to end (about 13 minutes on 2 cores, release build). One JSON object.
 bench-aggregation:
 	$(CARGO) build --release --locked -p tgrid-sequencer
 	target/release/tgrid-sequencer bench --tasks 64
