@@ -232,3 +232,15 @@ fn wrap_and_check(d: &Path, batch: &Path, verified_batch: &serde_json::Value) {
     std::fs::write(&junk, b"\x00\x01 not json").unwrap();
     assert_eq!(verify(&junk).status.code(), Some(2));
 }
+
+/// A reader that has gone away (`tgrid-sequencer openapi | head -1` once head exits) ends the
+/// command quietly with the status a SIGPIPE gives, not with a panic about a broken pipe.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = sequencer().arg("openapi").stdout(writer).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+}
