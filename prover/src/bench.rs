@@ -16,8 +16,7 @@ pub(crate) fn run(fixtures: &[String], max_segment_rows: usize, in_process: bool
     if in_process {
         let [dir] = fixtures else { bail!("--in-process takes exactly one fixture") };
         let line = one(Path::new(dir), max_segment_rows)?;
-        println!("{line}");
-        return Ok(());
+        return tgrid_cli::print_stdout(&line);
     }
     let exe = std::env::current_exe().context("cannot locate tgrid-prover")?;
     for dir in fixtures {
@@ -28,7 +27,7 @@ pub(crate) fn run(fixtures: &[String], max_segment_rows: usize, in_process: bool
         if !output.status.success() {
             bail!("benchmark of {dir} failed: {}", String::from_utf8_lossy(&output.stderr).trim());
         }
-        print!("{}", String::from_utf8_lossy(&output.stdout));
+        tgrid_cli::print_stdout(String::from_utf8_lossy(&output.stdout).trim_end())?;
     }
     Ok(())
 }

@@ -345,11 +345,9 @@ impl Daemon {
 
     /// One line on stdout per event: text, or one JSON object with `--json`.
     fn event(&self, kind: &str, mut fields: serde_json::Value, text: String) {
-        if self.out.json {
-            fields["event"] = json!(kind);
-            println!("{fields}");
-        } else {
-            println!("{text}");
+        fields["event"] = json!(kind);
+        if let Err(e) = self.out.emit(fields, || text) {
+            tracing::warn!(error = %e, "cannot write an event to stdout");
         }
     }
 

@@ -76,23 +76,20 @@ pub(crate) fn run(tasks: usize, model_paths: &[PathBuf]) -> Result<()> {
     let verified = aggregator.circuits().verify_batch(&batch, &aggregator.registry().root())?;
     anyhow::ensure!(verified.leaves.len() == tasks, "the batch lost tasks");
 
-    println!(
-        "{}",
-        json!({
-            "models": models.len(),
-            "normalizer_build_seconds": normalizer_build_seconds,
-            "aggregation_circuits_build_seconds": circuits_build_seconds,
-            "normalize_seconds": median(normalize),
-            "leaf_seconds": median(leaf),
-            "merge_seconds": median(merge),
-            "steps_peak_rss_mib": steps_peak_rss_mib,
-            "batch_tasks": tasks,
-            "task_proofs_seconds": task_prove_seconds,
-            "batch_seconds": batch_seconds,
-            "batch_seconds_per_task": batch_seconds / tasks as f64,
-            "batch_proof_bytes": batch.proof.len(),
-            "peak_rss_mib": peak_rss_mib(),
-        })
-    );
-    Ok(())
+    let report = json!({
+        "models": models.len(),
+        "normalizer_build_seconds": normalizer_build_seconds,
+        "aggregation_circuits_build_seconds": circuits_build_seconds,
+        "normalize_seconds": median(normalize),
+        "leaf_seconds": median(leaf),
+        "merge_seconds": median(merge),
+        "steps_peak_rss_mib": steps_peak_rss_mib,
+        "batch_tasks": tasks,
+        "task_proofs_seconds": task_prove_seconds,
+        "batch_seconds": batch_seconds,
+        "batch_seconds_per_task": batch_seconds / tasks as f64,
+        "batch_proof_bytes": batch.proof.len(),
+        "peak_rss_mib": peak_rss_mib(),
+    });
+    tgrid_cli::print_stdout(&report.to_string())
 }

@@ -248,7 +248,9 @@ fn run_service(config: Option<&Path>, print_settings: bool) -> Result<()> {
         });
         service::run(settings, stop, |addr| {
             // One line on stdout when the API is up: scripts and tests wait for it.
-            println!("{}", json!({ "listening": addr.to_string() }));
+            if let Err(e) = print_stdout(&json!({ "listening": addr.to_string() }).to_string()) {
+                tracing::warn!(error = %e, "cannot announce the listening address on stdout");
+            }
         })
         .await
     })?;

@@ -11,7 +11,7 @@ use serde_json::json;
 use tgrid_aggregation::registry::hex32;
 use tgrid_aggregation::{AggregationCircuits, BatchFile, RegistryFile};
 use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
-use tgrid_cli::{bad_input, print_stdout, Output};
+use tgrid_cli::{bad_input, Output};
 use tgrid_settlement_proof::SettlementProofFile;
 
 mod onchain;
@@ -106,12 +106,12 @@ fn main() {
     let result = match cli.command {
         Command::Task { proof, model, output, chain } => match (&chain.rpc, model) {
             (Some(rpc), _) => onchain::audit_task(&proof, rpc, &chain.deployment, output.as_deref(), &out),
-            (None, Some(model)) => verify_task(Path::new(&proof), &model, out.json),
+            (None, Some(model)) => verify_task(Path::new(&proof), &model, &out),
             (None, None) => unreachable!("clap requires --model without --rpc"),
         },
         Command::Batch { batch, registry, vk, keys_dir, chain } => match (&chain.rpc, registry) {
             (Some(rpc), _) => onchain::audit_batch(&batch, rpc, &chain.deployment, vk.as_deref(), &keys_dir, &out),
-            (None, Some(registry)) => verify_batch(Path::new(&batch), &registry, out.json),
+            (None, Some(registry)) => verify_batch(Path::new(&batch), &registry, &out),
             (None, None) => unreachable!("clap requires --registry without --rpc"),
         },
         Command::Groth16 { proof, vk, keys_dir } => verify_groth16(&proof, vk.as_deref(), &keys_dir, &out),
@@ -124,7 +124,7 @@ fn read(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)
 }
 
-fn verify_task(proof_path: &Path, model_path: &Path, json: bool) -> Result<()> {
+fn verify_task(proof_path: &Path, model_path: &Path, out: &Output) -> Result<()> {
     let started = Instant::now();
     let file = ModelFile::from_bytes(&read(model_path)?)
         .with_context(|| format!("{} is not a usable compiled model", model_path.display()))
@@ -152,21 +152,18 @@ fn verify_task(proof_path: &Path, model_path: &Path, json: bool) -> Result<()> {
         "output_commitment": publics.output_commitment.to_hex(),
         "seconds": started.elapsed().as_secs_f64(),
     });
-    if json {
-        print_stdout(&value.to_string())
-    } else {
-        print_stdout(&format!(
-            "valid task proof\n  task id            {}\n  provider           {}\n  model id           {}\n  input commitment   {}\n  output commitment  {}",
-            value["task_id"].as_str().unwrap_or_default(),
-            value["provider"].as_str().unwrap_or_default(),
-            value["model_id"].as_str().unwrap_or_default(),
-            value["input_commitment"].as_str().unwrap_or_default(),
-            value["output_commitment"].as_str().unwrap_or_default()
-        ))
-    }
+    let text = format!(
+        "valid task proof\n  task id            {}\n  provider           {}\n  model id           {}\n  input commitment   {}\n  output commitment  {}",
+        value["task_id"].as_str().unwrap_or_default(),
+        value["provider"].as_str().unwrap_or_default(),
+        value["model_id"].as_str().unwrap_or_default(),
+        value["input_commitment"].as_str().unwrap_or_default(),
+        value["output_commitment"].as_str().unwrap_or_default()
+    );
+    out.emit(value, || text)
 }
 
-fn verify_batch(batch_path: &Path, registry_path: &Path, json: bool) -> Result<()> {
+fn verify_batch(batch_path: &Path, registry_path: &Path, out: &Output) -> Result<()> {
     let started = Instant::now();
     let registry = RegistryFile::load(registry_path).map_err(bad_input)?.registry().map_err(bad_input)?;
     let batch = BatchFile::from_bytes(&read(batch_path)?)
@@ -187,18 +184,16 @@ fn verify_batch(batch_path: &Path, registry_path: &Path, json: bool) -> Result<(
         "leaves": leaves,
         "seconds": started.elapsed().as_secs_f64(),
     });
-    if json {
-        print_stdout(&value.to_string())
-    } else {
-        print_stdout(&format!(
+    out.emit(value, || {
+        format!(
             "valid batch proof\n  batch root     {}\n  registry root  {}\n  tasks          {}\n  public input   {}\n{}",
             hex32(&verified.batch_root),
             hex32(&verified.registry_root),
             verified.leaves.len(),
             hex32(&verified.public_input),
             leaves_text(&verified.leaves).trim_end()
-        ))
-    }
+        )
+    })
 }
 
 fn leaves_json(leaves: &[tgrid_aggregation::TaskLeaf]) -> Vec<serde_json::Value> {
