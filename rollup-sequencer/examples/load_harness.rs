@@ -8,6 +8,7 @@
 //! Every acknowledgement is the full ingest: proof verified, chain state read, record flushed.
 //! The pipeline runs too (it proves a leaf for every acknowledged task), as in production.
 //! Prints one JSON object. Bounded: at most `--tasks` requests, each with a 30 s timeout.
+//! stderr marks the start of each phase, so a profiler can be attached to the burst alone.
 //!
 //!   cargo run --release --locked -p tgrid-sequencer --example load_harness -- --tasks 400
 
@@ -226,6 +227,7 @@ fn main() -> Result<()> {
         let (burst, paced) = bodies.split_at(bodies.len() / 2);
 
         // Phase 1: as fast as `concurrency` clients go.
+        eprintln!("phase 1: {} results from {} concurrent clients", burst.len(), args.concurrency);
         let started = Instant::now();
         let limit = Arc::new(tokio::sync::Semaphore::new(args.concurrency));
         let mut handles = Vec::new();
@@ -245,6 +247,7 @@ fn main() -> Result<()> {
         let burst_seconds = started.elapsed().as_secs_f64();
 
         // Phase 2: paced.
+        eprintln!("phase 2: {} results at {} per second", paced.len(), args.rate);
         let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / args.rate as f64));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
         let started = Instant::now();
