@@ -81,22 +81,30 @@ impl PublicInputs {
     }
 }
 
-/// The base configuration of every task and segment circuit: plonky2's standard recursion
-/// configuration with zero knowledge (hides the input and all intermediate activations), FRI
-/// folding by 4 instead of 16. plonky2 blinds with random rows in proportion to the values a
-/// proof opens, which grow with the folding arity: arity 16 pads even a tiny circuit to 2^14
-/// rows (12 s to build), arity 4 to 2^12 (measured in docs/BENCHMARKS.md).
-pub fn task_config() -> CircuitConfig {
+/// The configuration of the join circuits that chain a cut model's segments (recursive
+/// verifiers, hence plonky2's full-width `PoseidonGate` for Merkle paths): plonky2's standard
+/// recursion configuration with zero knowledge (hides the input and all intermediate
+/// activations), FRI folding by 4 instead of 16. plonky2 blinds with random rows in proportion
+/// to the values a proof opens, which grow with the folding arity: arity 16 pads even a tiny
+/// circuit to 2^14 rows (12 s to build), arity 4 to 2^12 (measured in docs/BENCHMARKS.md).
+pub fn join_config() -> CircuitConfig {
     let mut config = CircuitConfig::standard_recursion_zk_config();
     config.fri_config.reduction_strategy = FriReductionStrategy::ConstantArityBits(2, 2);
     config
 }
 
-/// [`task_config`] with room in the row constants for the circuit's custom gates: the five
-/// fixed-point constants of a [`crate::gates::RequantizeGate`] and the weights of its widest
-/// [`WeightedSumGate`] (`weighted_sum_terms`).
-pub fn task_config_with(weighted_sum_terms: usize) -> CircuitConfig {
-    let mut config = task_config();
+/// Wires of a segment circuit: the 80 routed wires its gates use, plus the two more that the
+/// narrow Poseidon rows need ([`crate::gates::PoseidonHeadGate`]). plonky2's `PoseidonGate` would
+/// force 135 on every row.
+pub const SEGMENT_WIRES: usize = crate::gates::HEAD_WIRES;
+
+/// The configuration of a segment circuit (every task circuit of a model that fits one segment):
+/// [`join_config`] narrowed to [`SEGMENT_WIRES`] wires, with room in the row constants for the
+/// circuit's custom gates: the five fixed-point constants of a [`crate::gates::RequantizeGate`]
+/// and the weights of its widest [`WeightedSumGate`] (`weighted_sum_terms`).
+pub fn segment_config(weighted_sum_terms: usize) -> CircuitConfig {
+    let mut config = join_config();
+    config.num_wires = SEGMENT_WIRES;
     config.num_constants = weighted_sum_terms.max(REQUANTIZE_CONSTANTS);
     config
 }
@@ -228,7 +236,7 @@ impl BuildOptions {
 impl SegmentCircuit {
     /// Builds the circuit of `segment`.
     pub(crate) fn build(model: &QuantModel, segment: Segment, options: BuildOptions) -> Result<Self> {
-        let routed_wires = task_config().num_routed_wires;
+        let routed_wires = segment_config(0).num_routed_wires;
         #[allow(unused_mut)]
         let mut layouts: Vec<MacLayout> =
             segment.nodes.clone().map(|i| choose_layout(model, i, routed_wires)).collect();
@@ -237,7 +245,7 @@ impl SegmentCircuit {
             layouts.fill(layout);
         }
         let widest = layouts.iter().map(|l| if let MacLayout::WeightedSum(g) = l { g.terms } else { 0 }).max();
-        let mut builder = CircuitBuilder::<F, D>::new(task_config_with(widest.unwrap_or(0)));
+        let mut builder = CircuitBuilder::<F, D>::new(segment_config(widest.unwrap_or(0)));
         let mut gadgets = Gadgets::new(&mut builder);
         #[cfg(test)]
         {

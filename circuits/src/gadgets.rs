@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use plonky2::field::types::{Field, Field64, PrimeField64};
 use plonky2::hash::hash_types::HashOutTarget;
-use plonky2::hash::poseidon::PoseidonHash;
 use plonky2::iop::generator::{GeneratedValues, SimpleGenerator};
 use plonky2::iop::target::Target;
 use plonky2::iop::witness::{PartitionWitness, Witness, WitnessWrite};
@@ -22,7 +21,7 @@ use crate::commit::BYTES_PER_ELEMENT;
 use crate::gates::{RequantizeGate, WeightedSumGate};
 use crate::lower::AffineLayout;
 use crate::model::Requant;
-use crate::{D, F};
+use crate::{TgridPoseidonHash, D, F};
 
 /// How an affine element's multiply-accumulates are laid out in rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -285,7 +284,7 @@ pub(crate) fn commit_bytes(builder: &mut CircuitBuilder<F, D>, values: &[ByteTar
     for chunk in values.chunks(BYTES_PER_ELEMENT) {
         elements.push(pack_bytes(builder, chunk));
     }
-    builder.hash_n_to_hash_no_pad::<PoseidonHash>(elements)
+    builder.hash_n_to_hash_no_pad::<TgridPoseidonHash>(elements)
 }
 
 /// A signed integer as a field element.

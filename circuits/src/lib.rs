@@ -13,6 +13,7 @@ mod error;
 mod files;
 mod gadgets;
 mod gates;
+mod hash;
 pub mod infer;
 mod lower;
 mod model;
@@ -21,10 +22,12 @@ pub mod testing;
 #[cfg(test)]
 mod tests;
 
-pub use circuit::{task_config, task_config_with, PublicInputs, Segment, NUM_PUBLIC_INPUTS};
+pub use circuit::{join_config, segment_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS, SEGMENT_WIRES};
 pub use commit::{commit, Commitment};
 pub use error::{Error, Result};
 pub use files::{check_header, decode_plonky2_proof, hash_to_bytes, ModelFile, TaskProof, MODEL_MAGIC, PROOF_MAGIC};
+pub use gates::{PoseidonHeadGate, PoseidonTailGate};
+pub use hash::{TgridPoseidonConfig, TgridPoseidonHash};
 pub use lower::{requant_for, window_indices};
 pub use model::{numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, MAX_MACS, MAX_TENSOR_LEN};
 pub use task::{prove_circuit, CircuitStats, SegmentPlan, TaskProver, TaskVerifier};
@@ -33,5 +36,6 @@ pub use task::{prove_circuit, CircuitStats, SegmentPlan, TaskProver, TaskVerifie
 pub type F = plonky2::field::goldilocks_field::GoldilocksField;
 /// Extension degree used by every circuit.
 pub const D: usize = 2;
-/// plonky2 configuration of task circuits (Poseidon over Goldilocks).
-pub type C = plonky2::plonk::config::PoseidonGoldilocksConfig;
+/// plonky2 configuration of every circuit: Poseidon over Goldilocks, narrow in task circuits
+/// ([`TgridPoseidonConfig`]).
+pub type C = TgridPoseidonConfig;

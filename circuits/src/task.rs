@@ -15,7 +15,7 @@ use plonky2::plonk::prover::prove;
 use plonky2::util::timing::TimingTree;
 use serde::{Deserialize, Serialize};
 
-use crate::circuit::{task_config, BuildOptions, PublicInputs, Segment, SegmentCircuit};
+use crate::circuit::{join_config, BuildOptions, PublicInputs, Segment, SegmentCircuit};
 use crate::error::{Error, Result};
 use crate::files::TaskProof;
 use crate::infer::{self, Trace};
@@ -323,7 +323,7 @@ impl JoinCircuit {
         seg: &VerifierCircuitData<F, C, D>,
         last: bool,
     ) -> Result<Self> {
-        let mut builder = CircuitBuilder::<F, D>::new(task_config());
+        let mut builder = CircuitBuilder::<F, D>::new(join_config());
         let prev_t = builder.add_virtual_proof_with_pis(&prev.common);
         let prev_vd = builder.constant_verifier_data(&prev.verifier_only);
         builder.verify_proof::<C>(&prev_t, &prev_vd, &prev.common);

@@ -66,6 +66,24 @@ fn percentile(sorted_ms: &[f64], p: f64) -> f64 {
     sorted_ms[rank.clamp(1, sorted_ms.len()) - 1]
 }
 
+/// `(sum, count)` of each stage of `tgrid_sequencer_ingest_stage_seconds` in a Prometheus text
+/// exposition.
+fn stage_sums(metrics: &str) -> std::collections::BTreeMap<String, (f64, f64)> {
+    let mut out = std::collections::BTreeMap::new();
+    for line in metrics.lines() {
+        let Some(rest) = line.strip_prefix("tgrid_sequencer_ingest_stage_seconds_") else { continue };
+        let Some((kind, rest)) = rest.split_once("{stage=\"") else { continue };
+        let Some((stage, value)) = rest.split_once("\"} ") else { continue };
+        let Ok(value) = value.trim().parse::<f64>() else { continue };
+        match kind {
+            "sum" => out.entry(stage.to_string()).or_insert((0.0, 0.0)).0 = value,
+            "count" => out.entry(stage.to_string()).or_insert((0.0, 0.0)).1 = value,
+            _ => {}
+        }
+    }
+    out
+}
+
 fn main() -> Result<()> {
     let args = args()?;
     tracing_subscriber::fmt().with_env_filter("warn,gr1cs=off").with_writer(std::io::stderr).init();
@@ -227,6 +245,7 @@ fn main() -> Result<()> {
         let (burst, paced) = bodies.split_at(bodies.len() / 2);
 
         // Phase 1: as fast as `concurrency` clients go.
+        let stages_before = stage_sums(&http.get(&metrics).send().await?.text().await?);
         eprintln!("phase 1: {} results from {} concurrent clients", burst.len(), args.concurrency);
         let started = Instant::now();
         let limit = Arc::new(tokio::sync::Semaphore::new(args.concurrency));
@@ -245,6 +264,16 @@ fn main() -> Result<()> {
             phase1.push(h.await?);
         }
         let burst_seconds = started.elapsed().as_secs_f64();
+        let stages_after = stage_sums(&http.get(&metrics).send().await?.text().await?);
+        // Mean milliseconds per acknowledged result in each ingest stage, over the burst alone.
+        let burst_stages: serde_json::Map<String, serde_json::Value> = stages_after
+            .iter()
+            .map(|(stage, &(sum, count))| {
+                let (sum0, count0) = stages_before.get(stage).copied().unwrap_or((0.0, 0.0));
+                let mean_ms = if count > count0 { (sum - sum0) / (count - count0) * 1e3 } else { f64::NAN };
+                (stage.clone(), json!(mean_ms))
+            })
+            .collect();
 
         // Phase 2: paced.
         eprintln!("phase 2: {} results at {} per second", paced.len(), args.rate);
@@ -288,6 +317,7 @@ fn main() -> Result<()> {
         s1["concurrency"] = json!(args.concurrency);
         s1["seconds"] = json!(burst_seconds);
         s1["acknowledged_per_sec"] = json!(acked1 as f64 / burst_seconds);
+        s1["mean_stage_ms"] = json!(burst_stages);
         let (_, mut s2) = summarize(&phase2);
         s2["rate_per_sec"] = json!(args.rate);
         s2["seconds"] = json!(paced_seconds);

@@ -493,5 +493,16 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let text = r.text().await.unwrap();
     assert!(text.contains("tgrid_sequencer_settled_tasks_total"), "{text}");
     assert!(text.contains("tgrid_sequencer_gas_per_task"), "{text}");
+    // Every acknowledged result went through each ingest stage once.
+    for stage in ["decode", "verify_queue", "verify", "chain", "store"] {
+        let count = format!("tgrid_sequencer_ingest_stage_seconds_count{{stage=\"{stage}\"}} ");
+        let n: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix(count.as_str()))
+            .unwrap_or_else(|| panic!("no {stage} stage count in {text}"))
+            .parse()
+            .unwrap();
+        assert!(n >= 1, "{stage}: {n}");
+    }
     drop(seq);
 }

@@ -158,7 +158,7 @@ fn standard_gates() -> &'static [GateRef<F, D>] {
     GATES.get_or_init(|| {
         let mut gates: Vec<GateRef<F, D>> = vec![GateRef::new(NoopGate), GateRef::new(PoseidonGate::<F, D>::new())];
         gates.push(GateRef::new(BaseSumGate::<2>::new_from_config::<F>(&aggregation_config())));
-        for inner_config in [tgrid_circuits::task_config(), aggregation_config()] {
+        for inner_config in [tgrid_circuits::join_config(), aggregation_config()] {
             let mut inner = CircuitBuilder::<F, D>::new(inner_config);
             inner.add_virtual_public_input();
             // As large as the smallest real inner circuit, so FRI folds with the full arity.

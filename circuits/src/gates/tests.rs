@@ -117,3 +117,236 @@ fn requantize_constraints_each_reject_the_witness_that_breaks_them() {
     w[gate.wire_output(0)] += FE::ONE;
     assert_eq!(nonzero(&w, &c), vec![4]);
 }
+
+mod poseidon {
+    use plonky2::hash::hashing::PlonkyPermutation;
+    use plonky2::hash::poseidon::{Poseidon, PoseidonHash, PoseidonPermutation, SPONGE_WIDTH};
+    use plonky2::iop::target::Target;
+    use plonky2::iop::witness::{PartialWitness, WitnessWrite};
+    use plonky2::plonk::circuit_builder::CircuitBuilder;
+    use plonky2::plonk::circuit_data::CircuitConfig;
+    use plonky2::plonk::config::{AlgebraicHasher, Hasher};
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::gates::poseidon::{
+        head_witness, tail_witness, wire_full_sbox, wire_input, wire_output, wire_partial_sbox, TAIL_WIRES,
+    };
+    use crate::gates::{permute_rows, PoseidonHeadGate, PoseidonTailGate, HEAD_WIRES};
+    use crate::{segment_config, TgridPoseidonHash, SEGMENT_WIRES};
+
+    fn random_state(rng: &mut impl Rng) -> [F; SPONGE_WIDTH] {
+        std::array::from_fn(|_| F::from_noncanonical_u64(rng.gen()))
+    }
+
+    #[test]
+    fn poseidon_gates_are_low_degree_and_their_evaluations_agree() {
+        test_low_degree::<F, _, D>(PoseidonHeadGate::default());
+        test_low_degree::<F, _, D>(PoseidonTailGate::default());
+        test_eval_fns::<F, C, _, D>(PoseidonHeadGate::default()).unwrap();
+        test_eval_fns::<F, C, _, D>(PoseidonTailGate::default()).unwrap();
+    }
+
+    #[test]
+    fn the_two_rows_compute_plonky2_poseidon() {
+        assert_eq!(HEAD_WIRES, 82);
+        assert_eq!(TAIL_WIRES, 60);
+        assert_eq!(SEGMENT_WIRES, HEAD_WIRES);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        for _ in 0..200 {
+            let input = random_state(&mut rng);
+            let head = head_witness(input);
+            let middle: [F; SPONGE_WIDTH] = std::array::from_fn(|i| head[wire_output(i)]);
+            let tail = tail_witness(middle);
+            let output: [F; SPONGE_WIDTH] = std::array::from_fn(|i| tail[wire_output(i)]);
+            assert_eq!(output, F::poseidon(input));
+        }
+    }
+
+    fn nonzero<G: Gate<F, D>>(gate: &G, wires: &[FE]) -> Vec<usize> {
+        eval(gate, wires, &[]).iter().enumerate().filter(|(_, c)| **c != FE::ZERO).map(|(i, _)| i).collect()
+    }
+
+    /// Every wire is bound: on the honest witness every constraint is zero, and changing any one
+    /// wire (an input, an S-box input, an output) makes at least one constraint non-zero; a
+    /// changed S-box input or output breaks its own constraint.
+    #[test]
+    fn each_poseidon_constraint_rejects_a_changed_wire() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        let input = random_state(&mut rng);
+        let head: Vec<FE> = head_witness(input).iter().map(|&x| <FE as FieldExtension<D>>::from_basefield(x)).collect();
+        let middle: [F; SPONGE_WIDTH] =
+            std::array::from_fn(|i| <FE as FieldExtension<D>>::to_basefield_array(&head[wire_output(i)])[0]);
+        let tail: Vec<FE> =
+            tail_witness(middle).iter().map(|&x| <FE as FieldExtension<D>>::from_basefield(x)).collect();
+        let head_gate = PoseidonHeadGate::default();
+        let tail_gate = PoseidonTailGate::default();
+        assert_eq!(nonzero(&head_gate, &head), Vec::<usize>::new());
+        assert_eq!(nonzero(&tail_gate, &tail), Vec::<usize>::new());
+
+        // The constraint each head wire has (beyond the inputs), in evaluation order.
+        let mut head_own = vec![None; HEAD_WIRES];
+        let mut k = 0;
+        for r in 1..4 {
+            for i in 0..SPONGE_WIDTH {
+                head_own[wire_full_sbox(r, i)] = Some(k);
+                k += 1;
+            }
+        }
+        for r in 0..22 {
+            head_own[wire_partial_sbox(r)] = Some(k);
+            k += 1;
+        }
+        for i in 0..SPONGE_WIDTH {
+            head_own[wire_output(i)] = Some(k);
+            k += 1;
+        }
+        assert_eq!(k, Gate::<F, D>::num_constraints(&head_gate));
+        for w in 0..HEAD_WIRES {
+            let mut bad = head.clone();
+            bad[w] += FE::ONE;
+            let broken = nonzero(&head_gate, &bad);
+            assert!(!broken.is_empty(), "head wire {w}");
+            if let Some(own) = head_own[w] {
+                assert!(broken.contains(&own), "head wire {w}: {broken:?}");
+            } else {
+                assert!(w < wire_input(SPONGE_WIDTH), "head wire {w} has no constraint of its own");
+            }
+        }
+
+        let mut tail_own = vec![None; TAIL_WIRES];
+        let mut k = 0;
+        for r in 1..4 {
+            for i in 0..SPONGE_WIDTH {
+                tail_own[wire_full_sbox(r, i)] = Some(k);
+                k += 1;
+            }
+        }
+        for i in 0..SPONGE_WIDTH {
+            tail_own[wire_output(i)] = Some(k);
+            k += 1;
+        }
+        assert_eq!(k, Gate::<F, D>::num_constraints(&tail_gate));
+        for w in 0..TAIL_WIRES {
+            let mut bad = tail.clone();
+            bad[w] += FE::ONE;
+            let broken = nonzero(&tail_gate, &bad);
+            assert!(!broken.is_empty(), "tail wire {w}");
+            if let Some(own) = tail_own[w] {
+                assert!(broken.contains(&own), "tail wire {w}: {broken:?}");
+            }
+        }
+    }
+
+    /// A narrow circuit (no room for `PoseidonGate`) that permutes `inputs` with the given rows.
+    fn narrow_permutation(
+        head: PoseidonHeadGate,
+        tail: PoseidonTailGate,
+    ) -> (plonky2::plonk::circuit_data::CircuitData<F, C, D>, [Target; SPONGE_WIDTH]) {
+        let config = CircuitConfig { zero_knowledge: false, ..segment_config(0) };
+        let mut b = CircuitBuilder::<F, D>::new(config);
+        let inputs: [Target; SPONGE_WIDTH] = std::array::from_fn(|_| b.add_virtual_target());
+        let out = permute_rows(&mut b, inputs, head, tail);
+        b.register_public_inputs(&out);
+        (b.build::<C>(), inputs)
+    }
+
+    #[test]
+    fn a_narrow_circuit_proves_the_permutation() {
+        let (data, inputs) = narrow_permutation(PoseidonHeadGate::default(), PoseidonTailGate::default());
+        assert!(data.common.config.num_wires < 135);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let input = random_state(&mut rng);
+        let mut pw = PartialWitness::new();
+        for (&t, &x) in inputs.iter().zip(&input) {
+            pw.set_target(t, x).unwrap();
+        }
+        let proof = data.prove(pw).unwrap();
+        assert_eq!(proof.public_inputs, F::poseidon(input).to_vec());
+        data.verify(proof.clone()).unwrap();
+
+        // A wide recursive verifier (plonky2's PoseidonGate) checks the narrow proof.
+        let mut outer = CircuitBuilder::<F, D>::new(CircuitConfig::standard_recursion_config());
+        let pt = outer.add_virtual_proof_with_pis(&data.common);
+        let vd = outer.constant_verifier_data(&data.verifier_only);
+        outer.verify_proof::<C>(&pt, &vd, &data.common);
+        let outer = outer.build::<C>();
+        let mut pw = PartialWitness::new();
+        pw.set_proof_with_pis_target(&pt, &proof).unwrap();
+        outer.verify(outer.prove(pw).unwrap()).unwrap();
+    }
+
+    /// A prover who writes any one wrong value into a head or tail row (the generator's fault;
+    /// the circuit is the honest one) gets no valid proof.
+    #[test]
+    fn a_wrong_value_in_any_kind_of_poseidon_wire_is_rejected() {
+        let faults: [(&str, Option<usize>, Option<usize>); 5] = [
+            ("head full-round S-box input", Some(wire_full_sbox(2, 5)), None),
+            ("head partial-round S-box input", Some(wire_partial_sbox(11)), None),
+            ("head output", Some(wire_output(7)), None),
+            ("tail full-round S-box input", None, Some(wire_full_sbox(3, 0))),
+            ("tail output", None, Some(wire_output(11))),
+        ];
+        let (honest, _) = narrow_permutation(PoseidonHeadGate::default(), PoseidonTailGate::default());
+        for (what, head_fault, tail_fault) in faults {
+            let (data, inputs) =
+                narrow_permutation(PoseidonHeadGate { fault: head_fault }, PoseidonTailGate { fault: tail_fault });
+            assert_eq!(data.verifier_only.circuit_digest, honest.verifier_only.circuit_digest, "{what}");
+            let mut pw = PartialWitness::new();
+            for (i, &t) in inputs.iter().enumerate() {
+                pw.set_target(t, F::from_canonical_usize(i)).unwrap();
+            }
+            let verified = crate::prove_circuit(&data, pw)
+                .and_then(|p| honest.verify(p).map_err(|e| crate::Error::InvalidProof(e.to_string())));
+            assert!(verified.is_err(), "{what}: a faulty witness verified");
+        }
+    }
+
+    /// The hasher: plonky2's hashes in narrow and wide circuits, the swap of a Merkle step
+    /// included, with the narrow rows only where `PoseidonGate` does not fit.
+    #[test]
+    fn the_hasher_matches_plonky2_poseidon_in_narrow_and_wide_circuits() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(6);
+        for (config, narrow) in [
+            (CircuitConfig { zero_knowledge: false, ..segment_config(0) }, true),
+            (CircuitConfig::standard_recursion_config(), false),
+        ] {
+            let mut b = CircuitBuilder::<F, D>::new(config);
+            let message = b.add_virtual_targets(19);
+            let hash = b.hash_n_to_hash_no_pad::<TgridPoseidonHash>(message.clone());
+            b.register_public_inputs(&hash.elements);
+            // permute_swapped with a witnessed swap bit, both ways.
+            let state: [Target; SPONGE_WIDTH] = std::array::from_fn(|_| b.add_virtual_target());
+            let swap = b.add_virtual_bool_target_safe();
+            let out = TgridPoseidonHash::permute_swapped(PoseidonPermutation::new(state), swap, &mut b);
+            b.register_public_inputs(out.as_ref());
+            let data = b.build::<C>();
+            let narrow_rows = data.common.gates.iter().any(|g| g.0.id() == "tgrid::PoseidonHeadGate");
+            assert_eq!(narrow_rows, narrow);
+
+            for swapped in [false, true] {
+                let values: Vec<F> = (0..19).map(|_| F::from_noncanonical_u64(rng.gen())).collect();
+                let s = random_state(&mut rng);
+                let mut pw = PartialWitness::new();
+                for (&t, &v) in message.iter().zip(&values) {
+                    pw.set_target(t, v).unwrap();
+                }
+                for (&t, &v) in state.iter().zip(&s) {
+                    pw.set_target(t, v).unwrap();
+                }
+                pw.set_bool_target(swap, swapped).unwrap();
+                let proof = data.prove(pw).unwrap();
+                data.verify(proof.clone()).unwrap();
+                let mut expected_in = s;
+                if swapped {
+                    for i in 0..4 {
+                        expected_in.swap(i, i + 4);
+                    }
+                }
+                let mut expected = PoseidonHash::hash_no_pad(&values).elements.to_vec();
+                expected.extend(F::poseidon(expected_in));
+                assert_eq!(proof.public_inputs, expected, "narrow {narrow}, swapped {swapped}");
+            }
+        }
+    }
+}

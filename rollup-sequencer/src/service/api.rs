@@ -17,6 +17,7 @@ use tgrid_circuits::{commit, TaskProof};
 use utoipa::{OpenApi, ToSchema};
 
 use crate::service::chain::task_binding;
+use crate::service::metrics::{IngestStage, Metrics};
 use crate::service::store::{BatchState, TaskRecord, TaskState};
 use crate::service::{unix_now, Shared};
 
@@ -251,6 +252,32 @@ async fn submit(
     }
 }
 
+/// The time of each ingest stage of one submission; recorded only once it is acknowledged, so
+/// the histograms describe the path a valid result takes.
+struct StageClock {
+    last: Instant,
+    laps: Vec<(IngestStage, f64)>,
+}
+
+impl StageClock {
+    fn start() -> Self {
+        Self { last: Instant::now(), laps: Vec::with_capacity(5) }
+    }
+
+    /// Ends `stage` now.
+    fn lap(&mut self, stage: IngestStage) {
+        let now = Instant::now();
+        self.laps.push((stage, (now - self.last).as_secs_f64()));
+        self.last = now;
+    }
+
+    fn record(&self, metrics: &Metrics) {
+        for &(stage, seconds) in &self.laps {
+            metrics.observe_stage(stage, seconds);
+        }
+    }
+}
+
 /// Removes the task from the in-flight set when the check ends, however it ends.
 struct InFlight<'a>(&'a Shared, [u8; 32]);
 
@@ -277,6 +304,7 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         return Err(ApiError::conflict("a submission for this task is being checked; retry"));
     }
     let _guard = InFlight(shared, task_id);
+    let mut stages = StageClock::start();
 
     let proof_hex =
         request.proof.strip_prefix("0x").ok_or_else(|| ApiError::bad_request("proof lacks the 0x prefix"))?;
@@ -298,14 +326,18 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         }
     }
 
+    stages.lap(IngestStage::Decode);
+
     // The proof: the CPU-heavy part runs off the async workers, a few at a time.
     let permit = shared.verify_slots.acquire().await.map_err(ApiError::unavailable)?;
+    stages.lap(IngestStage::VerifyQueue);
     let aggregator = shared.aggregator.clone();
     let leaf: TaskLeaf = tokio::task::spawn_blocking(move || aggregator.check(&proof))
         .await
         .map_err(ApiError::unavailable)?
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_proof", e.to_string()))?;
     drop(permit);
+    stages.lap(IngestStage::Verify);
     if leaf.task_id != task_id {
         return Err(ApiError::rejected(format!(
             "the proof is for task {}, not {}",
@@ -332,6 +364,7 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     let chain = &shared.chain;
     let (task, now, active) = tokio::try_join!(chain.task(&task_id), chain.now(), chain.model_active(&leaf.model_id))
         .map_err(ApiError::unavailable)?;
+    stages.lap(IngestStage::Chain);
     match task.status {
         TaskStatus::Accepted => {}
         TaskStatus::Settled => return Err(ApiError::conflict(format!("task {} is already settled", request.task_id))),
@@ -378,6 +411,8 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     };
     shared.store.insert_result(&task_id, &record, &proof_bytes, &request.output).map_err(ApiError::unavailable)?;
     shared.store.flush().await.map_err(ApiError::unavailable)?;
+    stages.lap(IngestStage::Store);
+    stages.record(&shared.metrics);
     shared.metrics.queue_depth.inc();
     tracing::info!(task = %record.task_id, provider = %record.provider, "result acknowledged");
     Ok(view(shared, record, false))

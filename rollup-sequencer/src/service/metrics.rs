@@ -1,6 +1,8 @@
 //! Prometheus metrics served at `/metrics`.
 
-use prometheus::{Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
 
 /// The service's metrics.
 #[derive(Clone, Debug)]
@@ -12,6 +14,8 @@ pub struct Metrics {
     pub submissions: IntCounterVec,
     /// Time from request to acknowledgement.
     pub ack_seconds: Histogram,
+    /// Time of each ingest stage of an acknowledged submission ([`IngestStage`]).
+    pub ingest_stage_seconds: HistogramVec,
     /// Time from a batch opening to its settlement.
     pub batch_seconds: Histogram,
     /// Tasks settled on-chain.
@@ -40,6 +44,16 @@ impl Metrics {
                 .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5]),
         )
         .expect("metric");
+        let ingest_stage_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "tgrid_sequencer_ingest_stage_seconds",
+                "time of each stage of an acknowledged submission: decode, verify_queue (waiting for a \
+                 proof-checking slot), verify, chain (escrow reads), store (write and flush)",
+            )
+            .buckets(vec![0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0]),
+            &["stage"],
+        )
+        .expect("metric");
         let batch_seconds = Histogram::with_opts(
             HistogramOpts::new("tgrid_sequencer_batch_seconds", "time from a batch opening to its settlement")
                 .buckets(vec![10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 3600.0]),
@@ -65,6 +79,7 @@ impl Metrics {
             Box::new(pipeline_ready.clone()),
             Box::new(submissions.clone()),
             Box::new(ack_seconds.clone()),
+            Box::new(ingest_stage_seconds.clone()),
             Box::new(batch_seconds.clone()),
             Box::new(settled_tasks.clone()),
             Box::new(gas_per_task.clone()),
@@ -78,6 +93,7 @@ impl Metrics {
             queue_depth,
             submissions,
             ack_seconds,
+            ingest_stage_seconds,
             batch_seconds,
             settled_tasks,
             gas_per_task,
@@ -87,11 +103,44 @@ impl Metrics {
         }
     }
 
+    /// Records how long an acknowledged submission spent in `stage`.
+    pub fn observe_stage(&self, stage: IngestStage, seconds: f64) {
+        self.ingest_stage_seconds.with_label_values(&[stage.label()]).observe(seconds);
+    }
+
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut buf = Vec::new();
         TextEncoder::new().encode(&self.registry.gather(), &mut buf).expect("text encoding");
         String::from_utf8(buf).expect("the text format is UTF-8")
+    }
+}
+
+/// The stages of [`crate::service`]'s ingest of one submission, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IngestStage {
+    /// Hex and proof decoding, output commitment, duplicate lookup.
+    Decode,
+    /// Waiting for one of the proof-checking slots (one per core).
+    VerifyQueue,
+    /// The task proof's verification.
+    Verify,
+    /// The escrow and registry reads.
+    Chain,
+    /// The record's write and the flush to disk.
+    Store,
+}
+
+impl IngestStage {
+    /// The `stage` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            IngestStage::Decode => "decode",
+            IngestStage::VerifyQueue => "verify_queue",
+            IngestStage::Verify => "verify",
+            IngestStage::Chain => "chain",
+            IngestStage::Store => "store",
+        }
     }
 }
 
