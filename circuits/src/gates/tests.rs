@@ -179,61 +179,27 @@ mod poseidon {
             std::array::from_fn(|i| <FE as FieldExtension<D>>::to_basefield_array(&head[wire_output(i)])[0]);
         let tail: Vec<FE> =
             tail_witness(middle).iter().map(|&x| <FE as FieldExtension<D>>::from_basefield(x)).collect();
-        let head_gate = PoseidonHeadGate::default();
-        let tail_gate = PoseidonTailGate::default();
-        assert_eq!(nonzero(&head_gate, &head), Vec::<usize>::new());
-        assert_eq!(nonzero(&tail_gate, &tail), Vec::<usize>::new());
+        let full_sbox = (1..4).flat_map(|r| (0..SPONGE_WIDTH).map(move |i| wire_full_sbox(r, i)));
+        let outputs = (0..SPONGE_WIDTH).map(wire_output);
+        let head_order = full_sbox.clone().chain((0..22).map(wire_partial_sbox)).chain(outputs.clone());
+        assert_every_wire_binds("head", &PoseidonHeadGate::default(), &head, head_order.collect());
+        assert_every_wire_binds("tail", &PoseidonTailGate::default(), &tail, full_sbox.chain(outputs).collect());
+    }
 
-        // The constraint each head wire has (beyond the inputs), in evaluation order.
-        let mut head_own = vec![None; HEAD_WIRES];
-        let mut k = 0;
-        for r in 1..4 {
-            for i in 0..SPONGE_WIDTH {
-                head_own[wire_full_sbox(r, i)] = Some(k);
-                k += 1;
-            }
-        }
-        for r in 0..22 {
-            head_own[wire_partial_sbox(r)] = Some(k);
-            k += 1;
-        }
-        for i in 0..SPONGE_WIDTH {
-            head_own[wire_output(i)] = Some(k);
-            k += 1;
-        }
-        assert_eq!(k, Gate::<F, D>::num_constraints(&head_gate));
-        for w in 0..HEAD_WIRES {
-            let mut bad = head.clone();
+    /// `witness` satisfies `gate`; `order[k]` is the wire constraint `k` compares against, one per
+    /// constraint. Changing any wire alone breaks a constraint, that wire's own if it has one;
+    /// only the inputs have none.
+    fn assert_every_wire_binds<G: Gate<F, D>>(name: &str, gate: &G, witness: &[FE], order: Vec<usize>) {
+        assert_eq!(nonzero(gate, witness), Vec::<usize>::new(), "{name}");
+        assert_eq!(order.len(), gate.num_constraints(), "{name}");
+        for w in 0..witness.len() {
+            let mut bad = witness.to_vec();
             bad[w] += FE::ONE;
-            let broken = nonzero(&head_gate, &bad);
-            assert!(!broken.is_empty(), "head wire {w}");
-            if let Some(own) = head_own[w] {
-                assert!(broken.contains(&own), "head wire {w}: {broken:?}");
-            } else {
-                assert!(w < wire_input(SPONGE_WIDTH), "head wire {w} has no constraint of its own");
-            }
-        }
-
-        let mut tail_own = vec![None; TAIL_WIRES];
-        let mut k = 0;
-        for r in 1..4 {
-            for i in 0..SPONGE_WIDTH {
-                tail_own[wire_full_sbox(r, i)] = Some(k);
-                k += 1;
-            }
-        }
-        for i in 0..SPONGE_WIDTH {
-            tail_own[wire_output(i)] = Some(k);
-            k += 1;
-        }
-        assert_eq!(k, Gate::<F, D>::num_constraints(&tail_gate));
-        for w in 0..TAIL_WIRES {
-            let mut bad = tail.clone();
-            bad[w] += FE::ONE;
-            let broken = nonzero(&tail_gate, &bad);
-            assert!(!broken.is_empty(), "tail wire {w}");
-            if let Some(own) = tail_own[w] {
-                assert!(broken.contains(&own), "tail wire {w}: {broken:?}");
+            let broken = nonzero(gate, &bad);
+            assert!(!broken.is_empty(), "{name} wire {w}");
+            match order.iter().position(|&o| o == w) {
+                Some(own) => assert!(broken.contains(&own), "{name} wire {w}: {broken:?}"),
+                None => assert!(w < wire_input(SPONGE_WIDTH), "{name} wire {w} has no constraint of its own"),
             }
         }
     }
