@@ -26,12 +26,13 @@ pub enum Error {
     #[error("proving failed: {0}")]
     Proving(String),
     /// Reading or writing a file.
-    #[error("{path}: {source}")]
+    // The cause is in the message, not a `#[source]`: an error chain would print it twice.
+    #[error("{path}: {cause}")]
     Io {
         /// The file.
         path: String,
         /// The cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 

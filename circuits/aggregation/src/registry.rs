@@ -209,13 +209,14 @@ impl RegistryFile {
     /// Reads and validates a registry file: every entry parses, no model appears twice, and the
     /// recorded root matches the entries.
     pub fn load(path: &Path) -> Result<Self> {
-        let io = |source| Error::Io { path: path.display().to_string(), source };
+        let io = |cause| Error::Io { path: path.display().to_string(), cause };
         let meta = std::fs::metadata(path).map_err(io)?;
         if meta.len() > MAX_REGISTRY_FILE_BYTES {
             return Err(Error::Format(format!("{}: registry file larger than 64 MiB", path.display())));
         }
-        let text = std::fs::read_to_string(path).map_err(io)?;
-        let mut file: RegistryFile = serde_json::from_str(&text)
+        // Bytes, not a string: a binary file is "not a registry file", not an I/O error.
+        let bytes = std::fs::read(path).map_err(io)?;
+        let mut file: RegistryFile = serde_json::from_slice(&bytes)
             .map_err(|e| Error::Format(format!("{}: not a registry file: {e}", path.display())))?;
         file.base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         if file.depth != REGISTRY_DEPTH {
@@ -267,7 +268,7 @@ impl RegistryFile {
 
     /// Writes the file atomically (temporary file, then rename).
     pub fn save(&self, path: &Path) -> Result<()> {
-        let io = |source| Error::Io { path: path.display().to_string(), source };
+        let io = |cause| Error::Io { path: path.display().to_string(), cause };
         let text = serde_json::to_string_pretty(self).expect("serializable") + "\n";
         let tmp = path.with_extension("json.tmp");
         std::fs::write(&tmp, text).map_err(io)?;

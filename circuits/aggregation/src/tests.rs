@@ -124,6 +124,16 @@ fn registry_file_round_trips_and_detects_a_stale_root() {
     assert!(matches!(RegistryFile::load(&path), Err(Error::Registry(_))));
     std::fs::write(&path, "{\"root\": 1}").unwrap();
     assert!(matches!(RegistryFile::load(&path), Err(Error::Format(_))));
+    // Binary bytes are a malformed registry, not an I/O failure.
+    std::fs::write(&path, [0xC3u8, 0x28, 0xFF, 0x00, 0x9F]).unwrap();
+    let err = RegistryFile::load(&path).unwrap_err();
+    assert!(matches!(err, Error::Format(_)) && err.to_string().contains("not a registry file"), "{err}");
+    // A missing file names the path and its cause once, also through an error chain.
+    std::fs::remove_file(&path).unwrap();
+    let err = RegistryFile::load(&path).unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+    let chained = format!("{:#}", anyhow::Error::new(err));
+    assert_eq!(chained.matches("No such file").count(), 1, "{chained}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

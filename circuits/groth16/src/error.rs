@@ -24,12 +24,13 @@ pub enum Error {
         reason: String,
     },
     /// Reading or writing a key file failed.
-    #[error("{path}: {source}")]
+    // The cause is in the message, not a `#[source]`: an error chain would print it twice.
+    #[error("{path}: {cause}")]
     Io {
         /// The file.
         path: String,
         /// The cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 

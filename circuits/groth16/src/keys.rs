@@ -25,7 +25,7 @@ pub fn insecure_devnet_setup<C: ConstraintSynthesizer<Fr>>(circuit: C, seed: u64
 const KEY_MAGIC: &[u8; 8] = b"TGRIDG16";
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io { path: path.display().to_string(), source }
+    move |cause| Error::Io { path: path.display().to_string(), cause }
 }
 
 /// Writes `pk` to `path` (magic, sha256 of the body, uncompressed body), atomically.

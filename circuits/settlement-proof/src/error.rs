@@ -25,18 +25,19 @@ pub enum Error {
     #[error("key mismatch: {0}")]
     KeyMismatch(String),
     /// Reading or writing a file failed.
-    #[error("{path}: {source}")]
+    // The cause is in the message, not a `#[source]`: an error chain would print it twice.
+    #[error("{path}: {cause}")]
     Io {
         /// The file.
         path: String,
         /// The cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
 impl Error {
     pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self + '_ {
-        move |source| Self::Io { path: path.display().to_string(), source }
+        move |cause| Self::Io { path: path.display().to_string(), cause }
     }
 }
 
