@@ -54,7 +54,16 @@ impl Deployment {
     /// Reads and checks a deployment file.
     pub fn load(path: &Path) -> Result<Self> {
         let fail = |reason: String| Error::Deployment { path: path.display().to_string(), reason };
-        let len = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?.len();
+        let len = std::fs::metadata(path)
+            .map_err(|e| match e.kind() {
+                // The usual first-run mistake: say what writes the file.
+                std::io::ErrorKind::NotFound => fail(format!(
+                    "{e}; the contracts' deploy script writes it (`make demo` deploys to a local anvil); \
+                     for another chain, set --deployment or the `deployment` setting to its file"
+                )),
+                _ => fail(e.to_string()),
+            })?
+            .len();
         if len > MAX_DEPLOYMENT_BYTES {
             return Err(fail(format!("{len} bytes, more than the {MAX_DEPLOYMENT_BYTES} a deployment file can be")));
         }
@@ -133,6 +142,8 @@ mod tests {
         std::fs::write(&path, vec![b' '; MAX_DEPLOYMENT_BYTES as usize + 1]).unwrap();
         let err = Deployment::load(&path).unwrap_err().to_string();
         assert!(err.contains("more than"), "{err}");
+        let err = Deployment::load(&dir.join("missing.json")).unwrap_err().to_string();
+        assert!(err.contains("missing.json") && err.contains("--deployment"), "{err}");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
