@@ -24,6 +24,7 @@ use tgrid_chain::bindings::{ISettlement, IStaking, ITaskEscrow, IERC20};
 use tgrid_chain::{advance_time, Devnet, DevnetConfig};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, ModelFile, QuantModel, SegmentPlan, TaskProver, TaskVerifier};
+use tgrid_sequencer::service::chain::Chain;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tgrid-sequencer");
 type Http = alloy::transports::http::reqwest::Client;
@@ -251,6 +252,18 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     }
     let short = post_task(10, now + 700, true).await; // expires before it is submitted
     let unaccepted = post_task(11, now + 86_400, false).await;
+
+    // The batch check reads many tasks at once: each comes back in the order asked, as the escrow
+    // sees it.
+    let sequencer_key = format!("0x{}", hex::encode(devnet.signer(0).to_bytes()));
+    let chain = Chain::connect(&devnet.rpc_url(), d.clone(), &sequencer_key).await.unwrap();
+    let asked = [tasks[2].0, unaccepted.0, tasks[0].0, B256::repeat_byte(7), short.0];
+    let read = chain.tasks(&asked.map(|t| t.0)).await.unwrap();
+    use ITaskEscrow::TaskStatus::{Accepted, None as Unknown, Posted};
+    assert_eq!(read.iter().map(|t| t.status).collect::<Vec<_>>(), [Accepted, Posted, Accepted, Unknown, Accepted]);
+    assert_eq!(read[0].provider, provider_addr);
+    assert_eq!(read[4].deadline, now + 700);
+    assert_eq!(read[0], chain.task(&tasks[2].0 .0).await.unwrap());
 
     // The provider proves its tasks (and a few results that must be refused).
     let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();

@@ -8,11 +8,16 @@ use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::rpc::types::TransactionRequest;
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
+use futures::stream::{self, StreamExt, TryStreamExt};
 use tgrid_aggregation::TaskLeaf;
 use tgrid_chain::bindings::{IModelRegistry, ISettlement, ITaskEscrow, TaskLeaf as SolLeaf};
 use tgrid_chain::Deployment;
 
 use crate::service::ServiceError;
+
+/// Reads in flight at once when many tasks are read: enough to hide a remote node's round trip,
+/// few enough to stay inside a hosted node's rate limits.
+const CONCURRENT_READS: usize = 16;
 
 /// What ingest needs to know about a task on-chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -123,6 +128,13 @@ impl Chain {
             .await
             .map_err(|e| rpc("TaskEscrow.task", e))?;
         Ok(ChainTask { status: t.status, deadline: t.deadline.to::<u64>(), provider: t.provider, binding: t.binding })
+    }
+
+    /// Tasks as the escrow sees them, in the order of `task_ids`. Read [`CONCURRENT_READS`] at a
+    /// time: a batch of a thousand tasks read one after the other from a remote node would take
+    /// a thousand round trips.
+    pub async fn tasks(&self, task_ids: &[[u8; 32]]) -> Result<Vec<ChainTask>, ServiceError> {
+        stream::iter(task_ids).map(|id| self.task(id)).buffered(CONCURRENT_READS).try_collect().await
     }
 
     /// Whether the registry lists the model as active.

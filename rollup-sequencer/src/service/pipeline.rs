@@ -306,10 +306,10 @@ impl Worker {
         let chain = &self.shared.chain;
 
         // The chain decides: tasks settled meanwhile, expired or cancelled leave the batch.
-        let now = self.rt.block_on(chain.now())?;
+        let task_ids: Vec<[u8; 32]> = leaves.iter().map(|leaf| leaf.task_id).collect();
+        let (now, tasks) = self.rt.block_on(async { tokio::try_join!(chain.now(), chain.tasks(&task_ids)) })?;
         let mut outcomes = Vec::new();
-        for leaf in &leaves {
-            let t = self.rt.block_on(chain.task(&leaf.task_id))?;
+        for (leaf, t) in leaves.iter().zip(&tasks) {
             let id = format!("0x{}", hex::encode(leaf.task_id));
             if t.status == TaskStatus::Settled {
                 outcomes.push((leaf.task_id, TaskState::Settled { batch: None, tx: None }));
@@ -457,12 +457,9 @@ impl Worker {
             }
             warn!(batch = record.id, nonce, mined_nonce, txs = ?txs, "no receipt for our transactions but the nonce is used");
             // The nonce went to a transaction we do not know (e.g. a reorg): ask the escrow.
-            let mut all_settled = true;
-            for t in &record.tasks {
-                let status = self.rt.block_on(chain.task(&parse32(t)?))?.status;
-                all_settled &= status == TaskStatus::Settled;
-            }
-            if all_settled {
+            let task_ids = record.tasks.iter().map(|t| parse32(t)).collect::<Result<Vec<_>>>()?;
+            let tasks = self.rt.block_on(chain.tasks(&task_ids))?;
+            if tasks.iter().all(|t| t.status == TaskStatus::Settled) {
                 let last = txs.last().cloned().unwrap_or_default();
                 self.settle(record, last, 0, 0)?;
             } else {
