@@ -78,6 +78,7 @@ alloy::sol! {
         struct Model {
             bytes32 circuitDigest;
             uint40 registeredAt;
+            uint40 deregisteredAt;
             bool active;
             string uri;
         }

@@ -38,6 +38,8 @@ pub struct Deployment {
     pub escrow: Address,
     /// Settlement.
     pub settlement: Address,
+    /// TaskMarket (version 2: signed orders, deposit books, bonds, permissionless settlement).
+    pub market: Address,
     /// The Groth16 verifier Settlement calls.
     pub verifier: Address,
     /// Identifier of the verifier's key (contains "insecure" for a devnet key).
@@ -82,6 +84,7 @@ impl Deployment {
             ("staking", d.staking),
             ("escrow", d.escrow),
             ("settlement", d.settlement),
+            ("market", d.market),
             ("verifier", d.verifier),
         ];
         if let Some((name, _)) = contracts.iter().find(|(_, a)| a.is_zero()) {
@@ -108,6 +111,7 @@ mod tests {
         "staking":"0xDc64a140Aa3E981100a9becA4E685f962f0cF6C9",
         "escrow":"0x5FC8d32690cc91D4c39d9d3abcBD16989F875707",
         "settlement":"0x0165878A594ca255338adfa4d48449f69242Eb8F",
+        "market":"0x2279B7A0a67DB372996a5FaB50D91eAA73d2eBe6",
         "verifier":"0xa513E6E4b8f2a923D98304ec87F64353C4D5C853",
         "verifyingKeyId":"wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet",
         "sequencer":"0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",

@@ -24,11 +24,13 @@ interface IModelRegistry {
     /// @notice A registered model.
     /// @param circuitDigest Digest of the model's normalized circuit.
     /// @param registeredAt Registration timestamp.
+    /// @param deregisteredAt Deregistration timestamp (0 while active).
     /// @param active False once deregistered.
     /// @param uri Where the compiled model and its metadata are published.
     struct Model {
         bytes32 circuitDigest;
         uint40 registeredAt;
+        uint40 deregisteredAt;
         bool active;
         string uri;
     }

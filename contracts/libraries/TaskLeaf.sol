@@ -121,6 +121,36 @@ library TaskLeafLib {
         if (!ok) revert TaskLeafSha256Failed();
     }
 
+    /// @notice The RFC 6962 root (see {batchRoot}) of already hashed leaves. Overwrites `hashes`.
+    /// @param hashes The leaf hashes, in order (non-empty); used as the working buffer.
+    /// @return root The batch root.
+    function rootOfLeafHashes(bytes32[] memory hashes) internal view returns (bytes32 root) {
+        uint256 n = hashes.length;
+        if (n == 0) revert TaskLeafEmptyBatch();
+        bool ok = true;
+        assembly ("memory-safe") {
+            let buf := add(hashes, 0x20)
+            let scratch := mload(0x40) // 65 bytes of scratch past the free memory pointer
+            mstore8(scratch, 0x01)
+            for {} gt(n, 1) {} {
+                let half := shr(1, n)
+                for { let i := 0 } lt(i, half) { i := add(i, 1) } {
+                    let pair := add(buf, shl(6, i))
+                    mstore(add(scratch, 1), mload(pair))
+                    mstore(add(scratch, 0x21), mload(add(pair, 0x20)))
+                    ok := and(ok, staticcall(gas(), 0x02, scratch, 65, add(buf, shl(5, i)), 0x20))
+                }
+                if and(n, 1) {
+                    mstore(add(buf, shl(5, half)), mload(add(buf, shl(5, sub(n, 1)))))
+                    half := add(half, 1)
+                }
+                n := half
+            }
+            root := mload(buf)
+        }
+        if (!ok) revert TaskLeafSha256Failed();
+    }
+
     /// @notice `uint256(sha256(batchRoot ‖ registryRoot ‖ uint64(taskCount))) & (2^253 - 1)`.
     /// @param root The batch root.
     /// @param registryRoot The registry root the batch was proven against.

@@ -63,6 +63,7 @@ contract ModelRegistry is IModelRegistry, Ownable {
         Model storage m = _models[modelId];
         if (!m.active) revert ModelRegistryModelNotActive(modelId);
         m.active = false;
+        m.deregisteredAt = uint40(block.timestamp);
         emit ModelDeregistered(modelId);
         _setRoot(newRoot);
     }

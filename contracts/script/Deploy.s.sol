@@ -18,6 +18,8 @@ import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
 import {IModelRegistry} from "../interfaces/IModelRegistry.sol";
 import {IStaking} from "../interfaces/IStaking.sol";
 import {ITaskEscrow} from "../interfaces/ITaskEscrow.sol";
+import {ITaskMarket} from "../interfaces/market/ITaskMarket.sol";
+import {TaskMarket} from "../market/TaskMarket.sol";
 
 /// @notice What every generated verifier exposes besides `IGroth16Verifier`.
 interface IKeyedGroth16Verifier is IGroth16Verifier {
@@ -77,6 +79,7 @@ contract Deploy is Script {
         uint256 maxDeadlineDelay;
         uint256 maxBatchSize;
         address verifier; // an already deployed generated verifier (zero: deploy the devnet wrap verifier)
+        ITaskMarket.Parameters market; // the market's parameters (verifier and treasury filled in by `deploy`)
     }
 
     /// @notice The deployed contracts.
@@ -89,6 +92,7 @@ contract Deploy is Script {
         TaskEscrow escrow;
         Settlement settlement;
         IKeyedGroth16Verifier verifier;
+        TaskMarket market;
     }
 
     /// @notice Deploys to the chain of `--rpc-url` and writes the addresses JSON.
@@ -156,6 +160,15 @@ contract Deploy is Script {
         c.minDeadlineDelay = 10 minutes;
         c.maxDeadlineDelay = 30 days;
         c.maxBatchSize = 256;
+        c.market.maxBatchSize = 256;
+        c.market.protocolFeeBps = 100;
+        c.market.settlerShareBps = 2_000;
+        c.market.selfSettlementWindow = 1 hours;
+        c.market.maxDeadlineDelay = 7 days;
+        c.market.disputeWindow = 1 days;
+        c.market.depositUnlockDelay = 8 days;
+        c.market.unbondingDelay = 8 days;
+        c.market.minPayment = 1e18;
     }
 
     /// @notice Deploys and wires everything; every call is made by `c.admin`, which ends with no
@@ -207,6 +220,10 @@ contract Deploy is Script {
             IGroth16Verifier(address(d.verifier)),
             c.maxBatchSize
         );
+        c.market.verifier = address(d.verifier);
+        c.market.treasury = treasury;
+        d.market = new TaskMarket(c.admin, IERC20(address(d.token)), IModelRegistry(address(d.registry)), c.market);
+        if (c.sequencer != address(0)) d.market.setSequencer(c.sequencer, true);
         d.staking.bindEscrow(address(d.escrow));
         d.escrow.bindSettlement(address(d.settlement));
         if (c.sequencer != address(0)) d.settlement.setSequencer(c.sequencer, true);
@@ -215,6 +232,7 @@ contract Deploy is Script {
         d.staking.transferOwnership(address(d.timelock));
         d.escrow.transferOwnership(address(d.timelock));
         d.settlement.transferOwnership(address(d.timelock));
+        d.market.transferOwnership(address(d.timelock));
         d.timelock.renounceRole(d.timelock.DEFAULT_ADMIN_ROLE(), c.admin);
     }
 
@@ -233,6 +251,7 @@ contract Deploy is Script {
         vm.serializeAddress(k, "staking", address(d.staking));
         vm.serializeAddress(k, "escrow", address(d.escrow));
         vm.serializeAddress(k, "settlement", address(d.settlement));
+        vm.serializeAddress(k, "market", address(d.market));
         vm.serializeAddress(k, "verifier", address(d.verifier));
         vm.serializeString(k, "verifyingKeyId", d.verifier.VERIFYING_KEY_ID());
         vm.serializeAddress(k, "sequencer", c.sequencer);

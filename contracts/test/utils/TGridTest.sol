@@ -12,6 +12,7 @@ import {Staking} from "../../staking/Staking.sol";
 import {TaskEscrow} from "../../escrow/TaskEscrow.sol";
 import {Settlement} from "../../settlement/Settlement.sol";
 import {Groth16Verifier} from "../../verifier/Groth16Verifier.sol";
+import {TaskMarket} from "../../market/TaskMarket.sol";
 import {ITaskEscrow} from "../../interfaces/ITaskEscrow.sol";
 import {TaskLeaf} from "../../libraries/TaskLeaf.sol";
 
@@ -28,6 +29,7 @@ abstract contract TGridTest is Test {
     TaskEscrow internal escrow;
     Settlement internal settlement;
     Groth16Verifier internal verifier;
+    TaskMarket internal market;
 
     address internal sequencer = makeAddr("sequencer");
     address internal poster = makeAddr("poster");
@@ -71,6 +73,7 @@ abstract contract TGridTest is Test {
         escrow = d.escrow;
         settlement = d.settlement;
         verifier = Groth16Verifier(address(d.verifier));
+        market = d.market;
 
         address[4] memory actors = [poster, poster2, provider, provider2];
         for (uint256 i = 0; i < actors.length; ++i) {
@@ -78,6 +81,7 @@ abstract contract TGridTest is Test {
             vm.startPrank(actors[i]);
             token.approve(address(escrow), type(uint256).max);
             token.approve(address(staking), type(uint256).max);
+            token.approve(address(market), type(uint256).max);
             vm.stopPrank();
         }
         vm.label(address(token), "TGRID");
@@ -88,6 +92,7 @@ abstract contract TGridTest is Test {
         vm.label(address(escrow), "TaskEscrow");
         vm.label(address(settlement), "Settlement");
         vm.label(address(verifier), "Groth16Verifier");
+        vm.label(address(market), "TaskMarket");
     }
 
     // ------------------------------------------------------------------ helpers
