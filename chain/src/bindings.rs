@@ -69,6 +69,136 @@ alloy::sol! {
         function setVerifier(address verifier) external;
     }
 
+    /// contracts/libraries/OrderLib.sol: the order a poster signs (EIP-712, see `market::order`).
+    #[derive(Debug, Default, PartialEq, Eq, Hash)]
+    struct Order {
+        address poster;
+        address provider;
+        bytes32 modelId;
+        bytes32 inputCommitment;
+        uint96 payment;
+        uint96 collateral;
+        uint40 deadline;
+        uint64 nonce;
+        uint16 slashBps;
+        uint16 posterShareBps;
+    }
+
+    /// contracts/libraries/OrderLib.sol: a provider's acceptance of an order (EIP-712).
+    #[derive(Debug, Default, PartialEq, Eq, Hash)]
+    struct Acceptance {
+        bytes32 order;
+    }
+
+    /// contracts/interfaces/market/*.sol, flattened (ITaskMarket is IDeposits, IBonds,
+    /// ISettleBatch, IDisputes).
+    #[sol(rpc, all_derives)]
+    interface ITaskMarket {
+        struct Book { uint96 remaining; uint96 perOrderMax; uint24 capacity; uint40 unlockAt; }
+        struct Bond { uint96 bonded; uint96 unbonding; uint40 unbondingReadyAt; }
+        struct Earner { uint96 earnings; uint32 tasksSettled; uint32 tasksSlashed; }
+        struct BookRef { address poster; uint32 book; }
+        struct OrderTerms { uint96 payment; uint96 collateral; uint16 slashBps; uint16 posterShareBps; }
+        struct BatchHeader { BookRef[] books; address[] providers; bytes32[] models; OrderTerms[] terms; }
+        struct SettlementLeaf { uint256 meta; bytes32 inputCommitment; bytes32 outputCommitment; bytes32 r; bytes32 vs; }
+        struct Parameters {
+            address verifier;
+            uint256 maxBatchSize;
+            uint256 protocolFeeBps;
+            uint256 settlerShareBps;
+            uint256 selfSettlementWindow;
+            uint256 maxDeadlineDelay;
+            uint256 disputeWindow;
+            uint256 depositUnlockDelay;
+            uint256 unbondingDelay;
+            uint256 minPayment;
+            address treasury;
+        }
+        enum SkipReason { BadPosterSignature, NonceUsed, DeadlinePassed, SequencerPriority }
+        enum UnpaidReason { IndexOutOfBook, PaymentAboveBookMax, BookEmpty }
+
+        event BookOpened(address indexed poster, uint32 indexed book, uint256 capacity, uint256 perOrderMax);
+        event BookClosed(address indexed poster, uint32 indexed book, uint256 unlockAt);
+        event BookWithdrawn(address indexed poster, uint32 indexed book, uint256 amount);
+        event NoncesCancelled(address indexed poster, uint64[] nonces);
+        event Staked(address indexed provider, uint256 amount, uint256 bonded);
+        event UnbondingRequested(address indexed provider, uint256 amount, uint256 unbonding, uint256 readyAt);
+        event StakeWithdrawn(address indexed provider, uint256 amount);
+        event OrderUnpaid(bytes32 indexed orderHash, UnpaidReason reason);
+        event OrderSkipped(bytes32 indexed orderHash, SkipReason reason);
+        event BatchSettled(bytes32 indexed batchRoot, bytes32 indexed registryRoot, address indexed settler, uint256 taskCount, uint256 paidCount, uint256 providerPay, uint256 fees, uint256 publicInput);
+        event OrderDisputed(bytes32 indexed orderHash, address indexed poster, address indexed provider, uint256 slashed, uint256 toPoster);
+        event EarningsWithdrawn(address indexed account, uint256 amount);
+        event FeesSwept(address indexed treasury, uint256 amount);
+
+        error MarketInvalidBook(uint256 capacity, uint256 perOrderMax);
+        error MarketUnknownBook(address poster, uint32 book);
+        error MarketBookClosing(address poster, uint32 book, uint256 unlockAt);
+        error MarketBookLocked(address poster, uint32 book, uint256 unlockAt);
+        error MarketEmptyList();
+        error MarketZeroAmount();
+        error MarketAmountTooLarge(uint256 amount);
+        error MarketInsufficientBond(address provider, uint256 bonded, uint256 needed);
+        error MarketNothingToWithdraw(address provider);
+        error MarketUnbondingNotReady(address provider, uint256 readyAt);
+        error MarketEmptyBatch();
+        error MarketBatchTooLarge(uint256 count, uint256 maxBatchSize);
+        error MarketUnknownRegistryRoot(bytes32 registryRoot, bytes32 currentRoot);
+        error MarketRegistryRootExpired(bytes32 registryRoot, uint256 acceptedUntil);
+        error MarketInvalidProof(uint256 publicInput);
+        error MarketMalformedLeaf(uint256 index);
+        error MarketMalformedBookTable(uint256 index);
+        error MarketMalformedProviderTable(uint256 index);
+        error MarketBadPosterSignature(bytes32 orderHash);
+        error MarketBadAcceptance(bytes32 orderHash, address provider);
+        error MarketNotNamedProvider(bytes32 orderHash, address named, address provider);
+        error MarketDeadlineNotPassed(bytes32 orderHash, uint256 deadline);
+        error MarketDisputeWindowClosed(bytes32 orderHash, uint256 closedAt);
+        error MarketOrderClosed(address poster, uint64 nonce);
+        error MarketPaymentBelowMinimum(uint256 payment, uint256 minPayment);
+        error MarketInvalidTerms(bytes32 orderHash);
+        error MarketModelNotServable(bytes32 modelId);
+        error MarketZeroAddress();
+        error MarketNotAContract(address verifier);
+        error MarketInvalidBps(uint256 bps, uint256 maxBps);
+        error MarketInvalidMaxBatchSize(uint256 maxBatchSize);
+        error MarketInvalidSelfSettlementWindow(uint256 window);
+        error MarketInvalidDelays(uint256 maxDeadlineDelay, uint256 disputeWindow, uint256 depositUnlockDelay, uint256 unbondingDelay);
+        error OwnableUnauthorizedAccount(address account);
+        error ReentrancyGuardReentrantCall();
+        error TaskLeafSha256Failed();
+
+        function openBook(uint256 capacity, uint256 perOrderMax) external returns (uint32 book);
+        function closeBook(uint32 book) external;
+        function withdrawBook(uint32 book) external returns (uint256 amount);
+        function cancelNonces(uint64[] calldata nonces) external;
+        function book(address poster, uint32 book) external view returns (Book memory);
+        function bookCount(address poster) external view returns (uint256);
+        function nonceUsed(address poster, uint64 nonce) external view returns (bool);
+        function stake(uint256 amount) external;
+        function requestUnbonding(uint256 amount) external;
+        function withdrawStake() external returns (uint256 amount);
+        function bond(address provider) external view returns (Bond memory);
+        function settleBatch(BatchHeader calldata header, SettlementLeaf[] calldata leaves, bytes32 registryRoot, uint256[8] calldata proof) external returns (bytes32 batchRoot, uint256 publicInput, uint256 paidCount);
+        function computePublicInput(BatchHeader calldata header, SettlementLeaf[] calldata leaves, bytes32 registryRoot) external view returns (bytes32 batchRoot, uint256 publicInput, bytes32[] memory orderHashes);
+        function dispute(Order calldata order, bytes calldata posterSignature, address provider, bytes calldata acceptanceSignature) external returns (uint256 slashed, uint256 toPoster);
+        function withdrawEarnings() external returns (uint256 amount);
+        function sweepFees() external returns (uint256 amount);
+        function setSequencer(address account, bool allowed) external;
+        function setVerifier(address verifier) external;
+        function setMaxBatchSize(uint256 maxBatchSize) external;
+        function setFees(uint256 protocolFeeBps, uint256 settlerShareBps) external;
+        function setSelfSettlementWindow(uint256 window) external;
+        function setDelays(uint256 maxDeadlineDelay, uint256 disputeWindow, uint256 depositUnlockDelay, uint256 unbondingDelay) external;
+        function setMinPayment(uint256 minPayment) external;
+        function hashOrder(Order calldata order) external view returns (bytes32);
+        function hashAcceptance(bytes32 orderHash) external view returns (bytes32);
+        function earner(address account) external view returns (Earner memory);
+        function isSequencer(address account) external view returns (bool);
+        function parameters() external view returns (Parameters memory);
+        function accruedFees() external view returns (uint256);
+    }
+
     /// contracts/interfaces/IModelRegistry.sol
     #[sol(rpc)]
     interface IModelRegistry {

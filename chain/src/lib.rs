@@ -13,6 +13,7 @@ mod deployment;
 mod devnet;
 mod error;
 pub mod governance;
+pub mod market;
 
 pub use amount::{format_tgrid, parse_tgrid};
 pub use claims::{claim_settled, claimable_tasks, ClaimableTask, Claimed, MAX_CLAIM_IDS, MAX_LOG_RANGE};
@@ -21,3 +22,4 @@ pub use deployment::{Deployment, DEFAULT_DEPLOYMENT, DEFAULT_RPC_URL};
 pub use devnet::{advance_time, Devnet, DevnetConfig};
 pub use error::{Error, Result};
 pub use governance::{confirm, Governance, Proposal};
+pub use market::order_outcome;

@@ -1,0 +1,12 @@
+//! The task market (version 2, `contracts/market/`): signed orders and acceptances, the
+//! settlement calldata, the accounts and transactions, and where an order ended up.
+
+pub mod batch;
+pub mod ledger;
+pub mod order;
+pub mod status;
+
+pub use batch::{BatchError, SettleCall, SettlementBatch, SettlementItem};
+pub use ledger::{market_error, Market, Sent};
+pub use order::{Acceptance, MarketDomain, Order, OrderError, SignedOrder};
+pub use status::{order_outcome, OrderOutcome};
