@@ -4,9 +4,11 @@
 pub mod batch;
 pub mod ledger;
 pub mod order;
+pub mod relay;
 pub mod status;
 
 pub use batch::{BatchError, SettleCall, SettlementBatch, SettlementItem};
 pub use ledger::{market_error, Market, Sent};
 pub use order::{Acceptance, MarketDomain, Order, OrderError, SignedOrder};
+pub use relay::{OrderView, RelayClient, RelayError, RelayState, ResultSubmission};
 pub use status::{order_outcome, OrderOutcome};

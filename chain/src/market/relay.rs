@@ -1,0 +1,202 @@
+//! The order relay's wire format and a client for it. The sequencer serves one relay (any other
+//! service may serve the same API): posters publish signed orders, providers list open orders by
+//! model and record their signed acceptance, and everyone reads an order's state.
+//!
+//! | method and path | body | answer |
+//! | --- | --- | --- |
+//! | `POST /v1/orders` | [`SignedOrder`] | 201 [`OrderView`] (200 if already listed) |
+//! | `GET /v1/orders?model=0x..&state=open&limit=N` | | `[OrderView]`, nearest deadline first |
+//! | `GET /v1/orders/{hash}` | | [`OrderView`] |
+//! | `POST /v1/orders/{hash}/acceptance` | [`Acceptance`] | 200 [`OrderView`] |
+//!
+//! Results (`POST /v1/results`, [`ResultSubmission`]) go to the sequencer that batches them; an
+//! output is published (`GET /v1/tasks/{hash}/output`, [`OutputView`]) once its order settled.
+//! Refusals carry [`ErrorBody`].
+
+use std::time::Duration;
+
+use alloy::primitives::B256;
+use alloy::transports::http::reqwest;
+use serde::{Deserialize, Serialize};
+
+use crate::market::order::{Acceptance, SignedOrder};
+
+/// Where an order stands in the relay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelayState {
+    /// Listed, nobody accepted it yet.
+    Open,
+    /// A provider's acceptance is recorded.
+    Accepted,
+    /// The sequencer holds a verified result for it.
+    Delivered,
+    /// It settled on-chain (or its nonce was otherwise used).
+    Closed,
+    /// Its deadline passed unsettled.
+    Expired,
+}
+
+/// An order as the relay lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OrderView {
+    /// Its hash (task id).
+    pub hash: B256,
+    /// The signed order.
+    pub signed: SignedOrder,
+    /// The acceptance recorded, if any.
+    pub acceptance: Option<Acceptance>,
+    /// Where it stands.
+    pub state: RelayState,
+}
+
+/// A provider's result: the proof of a signed order it accepted, with the output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResultSubmission {
+    /// The signed order (its hash is the task id the proof binds).
+    pub order: SignedOrder,
+    /// The provider's acceptance of it.
+    pub acceptance: Acceptance,
+    /// The int8 output tensor (flat); its commitment must be the proof's output commitment.
+    pub output: Vec<i8>,
+    /// The task proof file (.tgp), 0x-prefixed hex.
+    pub proof: String,
+}
+
+/// A published output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputView {
+    /// Task id (order hash).
+    pub task_id: String,
+    /// Output commitment (proven in the task proof).
+    pub output_commitment: String,
+    /// The int8 output tensor.
+    pub output: Vec<i8>,
+}
+
+/// Error body of every refused request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// Stable machine-readable code.
+    pub error: String,
+    /// What is wrong, for a human.
+    pub reason: String,
+}
+
+/// What a relay or sequencer call can end in.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    /// The service could not be reached or answered garbage: worth retrying.
+    #[error("{url}: {reason}")]
+    Unreachable {
+        /// The URL.
+        url: String,
+        /// What happened.
+        reason: String,
+    },
+    /// The service refused the request.
+    #[error("{url} answered {status}: {reason}")]
+    Refused {
+        /// The URL.
+        url: String,
+        /// HTTP status.
+        status: u16,
+        /// Stable code from the error body (empty if none).
+        code: String,
+        /// The reason given.
+        reason: String,
+    },
+}
+
+impl RelayError {
+    /// HTTP status of a refusal.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Refused { status, .. } => Some(*status),
+            Self::Unreachable { .. } => None,
+        }
+    }
+}
+
+/// A client of one relay / sequencer base URL.
+#[derive(Clone, Debug)]
+pub struct RelayClient {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl RelayClient {
+    /// A client of `base_url` (e.g. `http://127.0.0.1:8080`) whose requests time out after `timeout`.
+    pub fn new(base_url: &str, timeout: Duration) -> Result<Self, RelayError> {
+        let http = reqwest::Client::builder().timeout(timeout).build().map_err(|e| RelayError::Unreachable {
+            url: base_url.to_string(),
+            reason: e.to_string(),
+        })?;
+        Ok(Self { base: base_url.trim_end_matches('/').to_string(), http })
+    }
+
+    /// The base URL.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    async fn call<T: serde::de::DeserializeOwned>(&self, request: reqwest::RequestBuilder, url: String) -> Result<T, RelayError> {
+        let unreachable = |reason: String| RelayError::Unreachable { url: url.clone(), reason };
+        let response = request.send().await.map_err(|e| unreachable(e.to_string()))?;
+        let status = response.status();
+        let bytes = response.bytes().await.map_err(|e| unreachable(e.to_string()))?;
+        if status.is_success() {
+            return serde_json::from_slice(&bytes).map_err(|e| unreachable(format!("unexpected answer: {e}")));
+        }
+        let (code, reason) = match serde_json::from_slice::<ErrorBody>(&bytes) {
+            Ok(body) => (body.error, body.reason),
+            Err(_) => (String::new(), String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).into_owned()),
+        };
+        Err(RelayError::Refused { url, status: status.as_u16(), code, reason })
+    }
+
+    /// Publishes a signed order.
+    pub async fn post_order(&self, order: &SignedOrder) -> Result<OrderView, RelayError> {
+        let url = format!("{}/v1/orders", self.base);
+        self.call(self.http.post(&url).json(order), url).await
+    }
+
+    /// Orders of `model` in `state`, nearest deadline first, at most `limit`.
+    pub async fn orders(&self, model: B256, state: RelayState, limit: usize) -> Result<Vec<OrderView>, RelayError> {
+        let state = serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let url = format!("{}/v1/orders?model={model}&state={state}&limit={limit}", self.base);
+        self.call(self.http.get(&url), url).await
+    }
+
+    /// One order (a 404 is `Refused` with status 404).
+    pub async fn order(&self, hash: B256) -> Result<OrderView, RelayError> {
+        let url = format!("{}/v1/orders/{hash}", self.base);
+        self.call(self.http.get(&url), url).await
+    }
+
+    /// Records a provider's acceptance of an order.
+    pub async fn accept(&self, acceptance: &Acceptance) -> Result<OrderView, RelayError> {
+        let url = format!("{}/v1/orders/{}/acceptance", self.base, acceptance.order_hash);
+        self.call(self.http.post(&url).json(acceptance), url).await
+    }
+
+    /// Submits a result (answer: the sequencer's task view, as JSON).
+    pub async fn submit_result(&self, result: &ResultSubmission) -> Result<serde_json::Value, RelayError> {
+        let url = format!("{}/v1/results", self.base);
+        self.call(self.http.post(&url).json(result), url).await
+    }
+
+    /// A task's status at the sequencer (JSON task view).
+    pub async fn task(&self, hash: B256) -> Result<serde_json::Value, RelayError> {
+        let url = format!("{}/v1/tasks/{hash}", self.base);
+        self.call(self.http.get(&url), url).await
+    }
+
+    /// A settled task's published output.
+    pub async fn output(&self, hash: B256) -> Result<OutputView, RelayError> {
+        let url = format!("{}/v1/tasks/{hash}/output", self.base);
+        self.call(self.http.get(&url), url).await
+    }
+}
