@@ -213,7 +213,11 @@ alloy::sol! {
             string uri;
         }
 
+        #[derive(Debug, PartialEq, Eq)]
+        enum RootStatus { Unknown, Current, Grace, Expired }
+
         function model(bytes32 modelId) external view returns (Model memory);
+        function rootStatus(bytes32 root) external view returns (RootStatus status, uint256 acceptedUntil);
         function registryRoot() external view returns (bytes32);
         function isModelActive(bytes32 modelId) external view returns (bool);
         function modelCount() external view returns (uint256);

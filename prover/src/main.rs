@@ -1,8 +1,10 @@
 //! `tgrid-prover`: the provider's tool. Compiles ONNX models to int8 models and circuits, runs
-//! the integer inference, commits inputs, proves tasks, and benchmarks the fixtures.
+//! the integer inference, commits inputs, proves tasks, settles its own results, runs the
+//! provider daemon, and benchmarks the fixtures.
 
 mod bench;
 mod daemon;
+mod settle;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -84,17 +86,57 @@ enum Command {
         #[arg(long)]
         output: Option<PathBuf>,
     },
-    /// Run the provider daemon: stake, watch posted tasks of the held models, accept what can be
-    /// finished before its deadline, prove, submit to the sequencer, follow until settled, claim
-    /// the pay.
+    /// Settle this provider's own results on-chain, without a sequencer: aggregate and wrap the
+    /// proofs of signed orders it proved, then send one TaskMarket.settleBatch from its account
+    /// (permissionless within each order's self-settlement window).
+    Settle {
+        /// A signed order (JSON: as `tgrid order post` writes it, or as the relay lists it);
+        /// repeated, in the same order as --proof.
+        #[arg(long = "order", required = true)]
+        orders: Vec<PathBuf>,
+        /// The proof (.tgp) of the --order at the same position.
+        #[arg(long = "proof", required = true)]
+        proofs: Vec<PathBuf>,
+        /// Compiled models (.tgm) of the orders.
+        #[arg(long = "model", required = true)]
+        models: Vec<PathBuf>,
+        /// Ethereum JSON-RPC endpoint.
+        #[arg(long, env = "TGRID_RPC_URL", default_value = tgrid_chain::DEFAULT_RPC_URL)]
+        rpc: String,
+        /// Deployment file written by Deploy.s.sol.
+        #[arg(long, env = "TGRID_DEPLOYMENT", default_value = tgrid_chain::DEFAULT_DEPLOYMENT)]
+        deployment: PathBuf,
+        /// The provider's key (default: anvil account 1, on a local anvil only).
+        #[arg(long, env = "TGRID_PRIVATE_KEY")]
+        private_key: Option<String>,
+        /// The ceremony's Groth16 proving key of the wrap circuit.
+        #[arg(long, conflicts_with = "insecure_devnet_key")]
+        proving_key: Option<PathBuf>,
+        /// INSECURE: the devnet key set up from a public seed (cached in --keys-dir); devnets only.
+        #[arg(long)]
+        insecure_devnet_key: bool,
+        /// Where the INSECURE devnet key is cached.
+        #[arg(long, default_value = ".tgrid/keys")]
+        keys_dir: PathBuf,
+        /// FRI parameters of the wrap's final layer (the deployed verifier's).
+        #[arg(long, value_enum, default_value = "production")]
+        fri: FriArg,
+    },
+    /// Run the provider daemon: bond, find open orders of the held models in the relay, accept
+    /// by signature what can be finished and settled before its deadline, prove, submit to the
+    /// sequencer, follow each order on-chain, settle itself what the sequencer did not settle in
+    /// time, withdraw earnings.
     ///
     /// Settings (defaults for a local devnet, then the file, then TGRID_PROVIDER_<SETTING>
     /// variables; lists comma-separated): rpc_url, deployment, private_key (default: anvil
     /// account 1, devnet only), models (.tgm files), inputs_dir or inputs_url (the input
-    /// store: <input commitment>.json files), sequencer_url, data_dir, stake_tgrid, settle_margin_secs,
-    /// initial_prove_estimate_secs, poll_interval_ms, prune_after_secs (finished tasks leave the
-    /// state file this long after their deadline), auto_claim (default true: claim the pay of
-    /// settled tasks, one transaction per poll round; false: leave it to `tgrid stake claim`).
+    /// store: <input commitment>.json files), sequencer_url (relay and sequencer), data_dir,
+    /// stake_tgrid, settle_margin_secs (time an accepted order must leave after proving),
+    /// self_settle (default true) and self_settle_before_secs (settle unsettled orders this long
+    /// before their deadline), wrap_key ({kind = "file", path = ".."} or, INSECURE, {kind =
+    /// "insecure-devnet", path = ".tgrid/keys"}), wrap_fri (production | insecure-test),
+    /// min_payment_tgrid, initial_prove_estimate_secs, poll_interval_ms, prune_after_secs,
+    /// auto_withdraw (default true: withdraw earnings after orders settle).
     Run {
         /// TOML settings file.
         #[arg(long)]
@@ -285,6 +327,25 @@ fn run(command: Command, out: &Output) -> Result<()> {
                 },
             )
         }
+        Command::Settle {
+            orders,
+            proofs,
+            models,
+            rpc,
+            deployment,
+            private_key,
+            proving_key,
+            insecure_devnet_key,
+            keys_dir,
+            fri,
+        } => {
+            let key = match (proving_key, insecure_devnet_key) {
+                (Some(p), false) => settle::WrapKeySetting::File(p),
+                (None, true) => settle::WrapKeySetting::InsecureDevnet(keys_dir),
+                _ => return Err(bad_input(anyhow::anyhow!("give --proving-key FILE or (devnets) --insecure-devnet-key"))),
+            };
+            settle_command(orders, proofs, models, &rpc, &deployment, private_key, key, fri, out)
+        }
         Command::Run { config, print_settings } => {
             let mut settings = daemon::Settings::load(config.as_deref()).map_err(bad_input)?;
             if print_settings {
@@ -299,6 +360,94 @@ fn run(command: Command, out: &Output) -> Result<()> {
             bench::run(&fixtures, max_segment_rows, in_process)
         }
     }
+}
+
+/// FRI parameters of the wrap's final layer.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum FriArg {
+    /// 100 conjectured bits: what a real verifier expects.
+    Production,
+    /// INSECURE: 10 bits, for tests only.
+    InsecureTest,
+}
+
+/// Reads a signed order: `tgrid order post`'s file, or an order as the relay lists it.
+fn read_signed_order(path: &Path) -> Result<tgrid_chain::market::SignedOrder> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?;
+    if let Ok(signed) = serde_json::from_slice::<tgrid_chain::market::SignedOrder>(&bytes) {
+        return Ok(signed);
+    }
+    serde_json::from_slice::<tgrid_chain::market::OrderView>(&bytes)
+        .map(|v| v.signed)
+        .map_err(|e| bad_input(anyhow::anyhow!("{} is not a signed order: {e}", path.display())))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn settle_command(
+    orders: Vec<PathBuf>,
+    proofs: Vec<PathBuf>,
+    models: Vec<PathBuf>,
+    rpc: &str,
+    deployment: &Path,
+    private_key: Option<String>,
+    key: settle::WrapKeySetting,
+    fri: FriArg,
+    out: &Output,
+) -> Result<()> {
+    if orders.len() != proofs.len() {
+        return Err(bad_input(anyhow::anyhow!("{} --order but {} --proof: give them in pairs", orders.len(), proofs.len())));
+    }
+    let deployment = tgrid_chain::Deployment::load(deployment).map_err(bad_input)?;
+    let key_hex = private_key.unwrap_or_else(|| daemon::ANVIL_KEY_1.to_string());
+    let signer = tgrid_chain::parse_signer(&key_hex).map_err(bad_input)?;
+    let me = signer.address();
+    let domain = tgrid_chain::market::MarketDomain::of(&deployment);
+    let files = models.iter().map(|p| load_model(p)).collect::<Result<Vec<_>>>()?;
+    let mut results = Vec::new();
+    for (o, p) in orders.iter().zip(&proofs) {
+        let signed = read_signed_order(o)?;
+        let hash = signed.verify(&domain).map_err(|e| bad_input(anyhow::anyhow!("{}: {e}", o.display())))?;
+        let bytes = std::fs::read(p).with_context(|| format!("cannot read {}", p.display())).map_err(bad_input)?;
+        let proof = tgrid_circuits::TaskProof::from_bytes(&bytes)
+            .with_context(|| format!("{} is not a task proof", p.display()))
+            .map_err(bad_input)?;
+        tracing::debug!(order = %hash, proof = %p.display(), "to settle");
+        results.push(settle::OwnResult { order: signed, proof });
+    }
+    let fri = match fri {
+        FriArg::Production => tgrid_wrap::FinalFri::PRODUCTION,
+        FriArg::InsecureTest => tgrid_wrap::FinalFri::INSECURE_TEST,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    runtime.block_on(async move {
+        let chain = tgrid_chain::signing(rpc, signer)?;
+        tgrid_chain::check_chain(&chain, rpc, &deployment).await?;
+        let bar = out.spinner("building the aggregation and wrap circuits, loading the key");
+        let settler = std::sync::Arc::new(settle::SelfSettler::build(&chain, &deployment, &files, &key, fri).await?);
+        bar.set_message(format!("aggregating and wrapping {} proof(s)", results.len()));
+        let settled = settler.settle(&chain, &deployment, me, results).await;
+        bar.finish_and_clear();
+        let settled = settled?;
+        out.emit(
+            json!({
+                "tx": settled.transaction.to_string(),
+                "gas_used": settled.gas_used,
+                "prove_seconds": settled.prove_seconds,
+                "skipped": settled.skipped.iter().map(|(h, r)| json!({"task_id": h.to_string(), "reason": r})).collect::<Vec<_>>(),
+                "unpaid": settled.unpaid.iter().map(|(h, r)| json!({"task_id": h.to_string(), "reason": r})).collect::<Vec<_>>(),
+            }),
+            || {
+                format!(
+                    "settled in tx {} ({} gas, {:.0} s of proving); skipped {}, unpaid {}",
+                    settled.transaction,
+                    settled.gas_used,
+                    settled.prove_seconds,
+                    settled.skipped.len(),
+                    settled.unpaid.len()
+                )
+            },
+        )
+    })
 }
 
 /// Reads the first sample of an EZKL input file and quantizes it for the model.

@@ -18,13 +18,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy::network::EthereumWallet;
-use alloy::primitives::{FixedBytes, B256, U256};
+use alloy::primitives::{Address, B256, U256};
 use alloy::providers::{Provider, ProviderBuilder};
-use alloy::sol_types::SolEvent;
 use anyhow::{Context, Result};
 use serde_json::json;
 use tgrid_aggregation::{Normalizer, RegistryFile, RegistryFileEntry};
-use tgrid_chain::bindings::{IStaking, ITaskEscrow, IERC20};
+use tgrid_chain::bindings::IERC20;
+use tgrid_chain::market::{Acceptance, Market, MarketDomain, Order, SignedOrder};
 use tgrid_chain::{Devnet, DevnetConfig};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, ModelFile, SegmentPlan, TaskProver, TaskVerifier};
@@ -123,47 +123,42 @@ fn main() -> Result<()> {
     let url: alloy::transports::http::reqwest::Url = devnet.rpc_url().parse()?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
 
-    // Providers stake; the poster posts every task; provider i % P accepts task i.
+    // Providers bond; the poster opens one book and signs every order; provider i % P accepts
+    // order i (signatures only: nothing on-chain per order).
     let started = Instant::now();
-    let tasks: Vec<(B256, Vec<i8>, usize)> = runtime.block_on(async {
-        let wallet =
-            |i: usize| ProviderBuilder::new().wallet(EthereumWallet::from(devnet.signer(i))).connect_http(url.clone());
+    let domain = MarketDomain::of(&d);
+    let poster_key = devnet.signer(0);
+    let tasks: Vec<(SignedOrder, Acceptance, Vec<i8>, usize)> = runtime.block_on(async {
+        let wallet = |i: usize| {
+            ProviderBuilder::new().wallet(EthereumWallet::from(devnet.signer(i))).connect_http(url.clone()).erased()
+        };
         let admin = wallet(0);
         let token = IERC20::new(d.token, &admin);
         for p in 1..=args.providers {
             token.transfer(devnet.address(p), ether(100_000)).send().await?.get_receipt().await?;
-            let w = wallet(p);
-            IERC20::new(d.token, &w).approve(d.staking, ether(100_000)).send().await?.get_receipt().await?;
-            IStaking::new(d.staking, &w).stake(ether(100_000)).send().await?.get_receipt().await?;
+            Market::new(&d, wallet(p)).stake(devnet.address(p), ether(100_000)).await?;
         }
-        token.approve(d.escrow, ether(10) * U256::from(args.tasks)).send().await?.get_receipt().await?;
+        let book = Market::new(&d, admin.clone()).open_book(poster_key.address(), args.tasks as u32, ether(10)).await?.value;
         let now = admin.get_block_by_number(Default::default()).await?.context("no block")?.header.timestamp;
-        let escrow = ITaskEscrow::new(d.escrow, &admin);
-        let providers: Vec<_> = (1..=args.providers).map(wallet).collect();
         let mut tasks = Vec::new();
         for i in 0..args.tasks {
             let input = random_input(i as u64, model.input_len());
-            let receipt = escrow
-                .postTask(
-                    FixedBytes(model_id),
-                    FixedBytes(commit(&input).0),
-                    ether(10),
-                    U256::ZERO,
-                    U256::from(now + 86_400),
-                )
-                .send()
-                .await?
-                .get_receipt()
-                .await?;
-            let posted = receipt
-                .inner
-                .logs()
-                .iter()
-                .find_map(|l| ITaskEscrow::TaskPosted::decode_log(&l.inner).ok())
-                .context("TaskPosted")?;
+            let order = Order {
+                poster: poster_key.address(),
+                provider: Address::ZERO,
+                model_id: B256::from(model_id),
+                input_commitment: B256::from(commit(&input).0),
+                payment: 10 * 10u128.pow(18),
+                collateral: 10 * 10u128.pow(18),
+                deadline: now + 86_400,
+                nonce: Order::nonce_of(book, i as u32),
+                slash_bps: 5_000,
+                poster_share_bps: 5_000,
+            };
+            let signed = SignedOrder::sign(order, &poster_key, &domain)?;
             let p = i % args.providers;
-            ITaskEscrow::new(d.escrow, &providers[p]).acceptTask(posted.taskId).send().await?.get_receipt().await?;
-            tasks.push((posted.taskId, input, p + 1));
+            let acceptance = Acceptance::sign(signed.hash(&domain), &devnet.signer(p + 1), &domain)?;
+            tasks.push((signed, acceptance, input, p + 1));
         }
         anyhow::Ok(tasks)
     })?;
@@ -173,13 +168,14 @@ fn main() -> Result<()> {
     let started = Instant::now();
     let prover = TaskProver::new(model.clone(), plan)?;
     let mut bodies = Vec::with_capacity(tasks.len());
-    for (n, (task, input, p)) in tasks.iter().enumerate() {
+    for (n, (order, acceptance, input, p)) in tasks.iter().enumerate() {
         let provider = devnet.address(*p);
+        let task = order.hash(&domain);
         let (proof, trace, _) = prover.prove(input, task.0, provider.0 .0, &mut |_, _, _| {})?;
         bodies.push(
             json!({
-                "task_id": task.to_string(),
-                "provider": provider.to_string(),
+                "order": order,
+                "acceptance": acceptance,
                 "output": trace.output(),
                 "proof": format!("0x{}", hex::encode(proof.to_bytes())),
             })

@@ -1,6 +1,8 @@
-//! `tgrid-sequencer run` against a real anvil with the real contracts: providers' results are
-//! checked, acknowledged, batched, proven (aggregation, wrap, Groth16) and settled on-chain;
-//! bad submissions are refused with their reason; the process is killed with SIGKILL while a
+//! `tgrid-sequencer run` against a real anvil with the real contracts: the relay lists signed
+//! orders (refusing forged, equivocating or unbacked ones) and records acceptances (the first
+//! provider wins; a bond too small for its acceptances is refused); providers' results are
+//! checked, acknowledged, batched, proven (aggregation, wrap, Groth16) and settled on-chain by
+//! the permissionless TaskMarket; bad submissions are refused with their reason; the process is killed with SIGKILL while a
 //! batch is proving, in the middle of an ingest, while a task waits in the open batch, and
 //! between sending the settlement transaction and its receipt, and after each restart every
 //! acknowledged result settles exactly once; a settlement reorganized away before its
@@ -15,12 +17,14 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use alloy::network::EthereumWallet;
-use alloy::primitives::{Address, FixedBytes, B256, U256};
+use alloy::primitives::{Address, B256, U256};
 use alloy::providers::{Provider, ProviderBuilder};
+use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolEvent;
 use serde_json::{json, Value};
 use tgrid_aggregation::{Normalizer, RegistryFile, RegistryFileEntry};
-use tgrid_chain::bindings::{ISettlement, IStaking, ITaskEscrow, IERC20};
+use tgrid_chain::bindings::{ITaskMarket, IERC20};
+use tgrid_chain::market::{Acceptance, Market, MarketDomain, Order, SignedOrder};
 use tgrid_chain::{advance_time, Devnet, DevnetConfig};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, ModelFile, QuantModel, SegmentPlan, TaskProver, TaskVerifier};
@@ -120,8 +124,12 @@ impl Drop for Sequencer {
 }
 
 async fn post(http: &Http, url: &str, body: String) -> (u16, Value) {
+    post_to(http, &format!("{url}/v1/results"), body).await
+}
+
+async fn post_to(http: &Http, url: &str, body: String) -> (u16, Value) {
     let r = http
-        .post(format!("{url}/v1/results"))
+        .post(url)
         .header("content-type", "application/json")
         .body(body)
         .send()
@@ -187,6 +195,10 @@ fn half_sent_post(api: &str, body: &str) -> std::net::TcpStream {
     tcp
 }
 
+fn admin_address(devnet: &Devnet) -> Address {
+    devnet.address(0)
+}
+
 struct Submission {
     task: B256,
     body: Value,
@@ -209,87 +221,89 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let d = devnet.deployment().clone();
     assert_eq!(d.verifying_key_id, key_id);
     let url: alloy::transports::http::reqwest::Url = devnet.rpc_url().parse().unwrap();
-    let wallet =
-        |i: usize| ProviderBuilder::new().wallet(EthereumWallet::from(devnet.signer(i))).connect_http(url.clone());
-    let (admin, provider, poster) = (wallet(0), wallet(1), wallet(2));
-    let provider_addr = devnet.address(1);
-
-    // The provider stakes; the poster funds tasks.
-    let token = IERC20::new(d.token, &admin);
-    token.transfer(provider_addr, ether(1_000)).send().await.unwrap().get_receipt().await.unwrap();
-    token.transfer(devnet.address(2), ether(1_000)).send().await.unwrap().get_receipt().await.unwrap();
-    IERC20::new(d.token, &provider).approve(d.staking, ether(1_000)).send().await.unwrap().get_receipt().await.unwrap();
-    IStaking::new(d.staking, &provider).stake(ether(1_000)).send().await.unwrap().get_receipt().await.unwrap();
-    IERC20::new(d.token, &poster).approve(d.escrow, ether(1_000)).send().await.unwrap().get_receipt().await.unwrap();
-
-    let escrow_poster = ITaskEscrow::new(d.escrow, &poster);
-    let escrow_provider = ITaskEscrow::new(d.escrow, &provider);
-    let now = admin.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap().header.timestamp;
-    let post_task = async |seed: u64, deadline: u64, accept: bool| {
-        let input = random_input(seed, model.input_len());
-        let receipt = escrow_poster
-            .postTask(FixedBytes(model_id), FixedBytes(commit(&input).0), ether(10), U256::ZERO, U256::from(deadline))
-            .send()
-            .await
-            .unwrap()
-            .get_receipt()
-            .await
-            .unwrap();
-        let posted = receipt
-            .inner
-            .logs()
-            .iter()
-            .find_map(|l| ITaskEscrow::TaskPosted::decode_log(&l.inner).ok())
-            .expect("TaskPosted");
-        if accept {
-            escrow_provider.acceptTask(posted.taskId).send().await.unwrap().get_receipt().await.unwrap();
-        }
-        (posted.taskId, input)
+    let wallet = |i: usize| {
+        ProviderBuilder::new().wallet(EthereumWallet::from(devnet.signer(i))).connect_http(url.clone()).erased()
     };
-    let mut tasks = Vec::new();
-    for seed in 0..4 {
-        tasks.push(post_task(seed, now + 86_400, true).await);
-    }
-    let short = post_task(10, now + 700, true).await; // expires before it is submitted
-    let unaccepted = post_task(11, now + 86_400, false).await;
+    let admin = wallet(0);
+    let (provider_key, poster_key, other_key) = (devnet.signer(1), devnet.signer(2), devnet.signer(3));
+    let provider_addr = provider_key.address();
+    let domain = MarketDomain::of(&d);
 
-    // The batch check reads many tasks at once: each comes back in the order asked, as the escrow
-    // sees it.
+    // The provider bonds; the poster opens a deposit book of 16 orders of at most 10 TGRID.
+    let token = IERC20::new(d.token, &admin);
+    for who in [provider_addr, poster_key.address()] {
+        token.transfer(who, ether(1_000)).send().await.unwrap().get_receipt().await.unwrap();
+    }
+    Market::new(&d, wallet(1)).stake(provider_addr, ether(1_000)).await.unwrap();
+    let book = Market::new(&d, wallet(2)).open_book(poster_key.address(), 16, ether(10)).await.unwrap().value;
+
+    let now = admin.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap().header.timestamp;
+    let order_of = |seed: u64, deadline: u64| -> (SignedOrder, Vec<i8>) {
+        let input = random_input(seed, model.input_len());
+        let order = Order {
+            poster: poster_key.address(),
+            provider: Address::ZERO,
+            model_id: B256::from(model_id),
+            input_commitment: B256::from(commit(&input).0),
+            payment: 10 * 10u128.pow(18),
+            collateral: 20 * 10u128.pow(18),
+            deadline,
+            nonce: Order::nonce_of(book, seed as u32),
+            slash_bps: 5_000,
+            poster_share_bps: 5_000,
+        };
+        (SignedOrder::sign(order, &poster_key, &domain).unwrap(), input)
+    };
+    let accept = |signed: &SignedOrder, key: &PrivateKeySigner| Acceptance::sign(signed.hash(&domain), key, &domain).unwrap();
+    let orders: Vec<(SignedOrder, Vec<i8>)> = (0..4).map(|seed| order_of(seed, now + 86_400)).collect();
+    let short = order_of(10, now + 700); // expires before it is submitted
+    let forged = {
+        let (mut signed, input) = order_of(11, now + 86_400);
+        signed.order.payment -= 1; // the poster never signed this
+        (signed, input)
+    };
+
+    // The batch check reads many nonces at once: each comes back in the order asked.
     let sequencer_key = format!("0x{}", hex::encode(devnet.signer(0).to_bytes()));
     let chain = Chain::connect(&devnet.rpc_url(), d.clone(), &sequencer_key).await.unwrap();
-    let asked = [tasks[2].0, unaccepted.0, tasks[0].0, B256::repeat_byte(7), short.0];
-    let read = chain.tasks(&asked.map(|t| t.0)).await.unwrap();
-    use ITaskEscrow::TaskStatus::{Accepted, None as Unknown, Posted};
-    assert_eq!(read.iter().map(|t| t.status).collect::<Vec<_>>(), [Accepted, Posted, Accepted, Unknown, Accepted]);
-    assert_eq!(read[0].provider, provider_addr);
-    assert_eq!(read[4].deadline, now + 700);
-    assert_eq!(read[0], chain.task(&tasks[2].0 .0).await.unwrap());
+    Market::new(&d, wallet(2)).cancel(vec![Order::nonce_of(book, 12)]).await.unwrap();
+    let poster_addr = poster_key.address();
+    let asked = [(poster_addr, Order::nonce_of(book, 1)), (poster_addr, Order::nonce_of(book, 12)), (admin_address(&devnet), 5)];
+    assert_eq!(chain.nonces_used(&asked).await.unwrap(), vec![false, true, false]);
 
-    // The provider proves its tasks (and a few results that must be refused).
+    // The provider proves its orders (and a few results that must be refused).
     let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
-    let prove = |task: B256, input: &[i8], provider: Address| {
-        let (proof, trace, _) = prover.prove(input, task.0, provider.0 .0, &mut |_, _, _| {}).unwrap();
+    let prove = |signed: &SignedOrder, input: &[i8], key: &PrivateKeySigner| {
+        let task = signed.hash(&domain);
+        let (proof, trace, _) = prover.prove(input, task.0, key.address().0 .0, &mut |_, _, _| {}).unwrap();
         Submission {
             task,
             body: json!({
-                "task_id": task.to_string(),
-                "provider": provider.to_string(),
+                "order": signed,
+                "acceptance": accept(signed, key),
                 "output": trace.output(),
                 "proof": format!("0x{}", hex::encode(proof.to_bytes())),
             }),
         }
     };
-    let good: Vec<Submission> = tasks.iter().map(|(t, input)| prove(*t, input, provider_addr)).collect();
-    let expired = prove(short.0, &short.1, provider_addr);
-    let not_accepted = prove(unaccepted.0, &unaccepted.1, provider_addr);
-    let wrong_provider = prove(tasks[0].0, &tasks[0].1, devnet.address(3));
+    let good: Vec<Submission> = orders.iter().map(|(o, input)| prove(o, input, &provider_key)).collect();
+    let expired = prove(&short.0, &short.1, &provider_key);
+    let forged_submission = prove(&forged.0, &forged.1, &provider_key);
+    let someone_else = prove(&orders[0].0, &orders[0].1, &other_key);
+    let mismatched_provider = {
+        // Proven for provider 3, accepted by provider 1.
+        let mut body = someone_else.body.clone();
+        body["acceptance"] = json!(accept(&orders[0].0, &provider_key));
+        body
+    };
     let other_model = {
         let other = TaskProver::new(tiny_model(2), SegmentPlan::default()).unwrap();
         let input = random_input(0, other.model().input_len());
-        let (proof, trace, _) = other.prove(&input, tasks[1].0 .0, provider_addr.0 .0, &mut |_, _, _| {}).unwrap();
+        let task = orders[1].0.hash(&domain);
+        let (proof, trace, _) = other.prove(&input, task.0, provider_addr.0 .0, &mut |_, _, _| {}).unwrap();
         json!({
-            "task_id": tasks[1].0.to_string(),
-            "provider": provider_addr.to_string(),
+            "order": orders[1].0,
+            "acceptance": accept(&orders[1].0, &provider_key),
             "output": trace.output(),
             "proof": format!("0x{}", hex::encode(proof.to_bytes())),
         })
@@ -324,6 +338,41 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     assert_eq!(code, 200);
     assert!(doc["paths"]["/v1/results"]["post"].is_object(), "{doc}");
 
+    // The relay: orders are listed once checked, one per nonce; the first acceptance wins.
+    let (code, v) = post_to(&http, &format!("{api}/v1/orders"), json!(orders[0].0).to_string()).await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(v["state"], "open");
+    let (code, _) = post_to(&http, &format!("{api}/v1/orders"), json!(orders[0].0).to_string()).await;
+    assert_eq!(code, 200, "listing twice is idempotent");
+    let (code, v) = post_to(&http, &format!("{api}/v1/orders"), json!(forged.0).to_string()).await;
+    assert_eq!((code, v["error"].as_str()), (422, Some("bad_signature")), "{v}");
+    let equivocation = {
+        let mut o = orders[0].0.order.clone();
+        o.input_commitment = B256::repeat_byte(9);
+        SignedOrder::sign(o, &poster_key, &domain).unwrap()
+    };
+    let (code, v) = post_to(&http, &format!("{api}/v1/orders"), json!(equivocation).to_string()).await;
+    assert_eq!(code, 409, "another order for a listed nonce: {v}");
+    let unbacked = {
+        let mut o = orders[0].0.order.clone();
+        o.nonce = Order::nonce_of(book, 99); // beyond the book's 16 orders
+        SignedOrder::sign(o, &poster_key, &domain).unwrap()
+    };
+    let (code, v) = post_to(&http, &format!("{api}/v1/orders"), json!(unbacked).to_string()).await;
+    assert_eq!(code, 422, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("capacity"), "{v}");
+    let (code, listed) = get(&http, &format!("{api}/v1/orders?model={}&state=open", B256::from(model_id))).await;
+    assert_eq!(code, 200);
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    let acceptance_url = format!("{api}/v1/orders/{}/acceptance", good[0].task);
+    // Provider 3 has no bond: its acceptance would not be backed.
+    let (code, v) = post_to(&http, &acceptance_url, json!(accept(&orders[0].0, &other_key)).to_string()).await;
+    assert_eq!(code, 422, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("bond"), "{v}");
+    let (code, v) = post_to(&http, &acceptance_url, json!(accept(&orders[0].0, &provider_key)).to_string()).await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["state"], "accepted");
+
     // Bad input: refused with a reason, never stored.
     let (code, v) = post(&http, &api, "{not json".into()).await;
     assert_eq!(code, 400, "{v}");
@@ -340,12 +389,14 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let (code, v) = post(&http, &api, wrong_output.to_string()).await;
     assert_eq!(code, 422, "{v}");
     assert!(v["reason"].as_str().unwrap().contains("output"), "{v}");
-    let (code, v) = post(&http, &api, wrong_provider.body.to_string()).await;
-    assert_eq!(code, 422, "{v}");
+    let (code, v) = post(&http, &api, someone_else.body.to_string()).await;
+    assert_eq!(code, 409, "the relay recorded provider 1's acceptance first: {v}");
     assert!(v["reason"].as_str().unwrap().contains("accepted by"), "{v}");
-    let (code, v) = post(&http, &api, not_accepted.body.to_string()).await;
+    let (code, v) = post(&http, &api, mismatched_provider.to_string()).await;
     assert_eq!(code, 422, "{v}");
-    assert!(v["reason"].as_str().unwrap().contains("Posted"), "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("binds provider"), "{v}");
+    let (code, v) = post(&http, &api, forged_submission.body.to_string()).await;
+    assert_eq!((code, v["error"].as_str()), (422, Some("bad_signature")), "{v}");
     let (code, v) = post(&http, &api, other_model.to_string()).await;
     assert_eq!(code, 422, "{v}");
     assert!(v["reason"].as_str().unwrap().contains("registry"), "{v}");
@@ -353,7 +404,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let (code, v) = post(&http, &api, expired.body.to_string()).await;
     assert_eq!(code, 422, "{v}");
     assert!(v["reason"].as_str().unwrap().contains("deadline"), "{v}");
-    for s in [&good[0], &good[1], &expired, &not_accepted] {
+    for s in [&good[0], &good[1], &expired, &forged_submission] {
         let (code, _) = get(&http, &format!("{api}/v1/tasks/{}", s.task)).await;
         assert_eq!(code, 404, "a refused submission must not be stored");
     }
@@ -367,9 +418,10 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let (code, v) = post(&http, &api, good[0].body.to_string()).await;
     assert_eq!(code, 200, "{v}");
     assert_eq!(v["duplicate"], true);
-    let (code, out) = get(&http, &format!("{api}/v1/tasks/{}/output", good[1].task)).await;
-    assert_eq!(code, 200);
-    assert_eq!(out["output"], good[1].body["output"]);
+    // An output is published only once its order settled (a poster could otherwise read it and
+    // cancel the order).
+    let (code, _) = get(&http, &format!("{api}/v1/tasks/{}/output", good[1].task)).await;
+    assert_eq!(code, 404);
 
     // Crash 1: SIGKILL while the batch is proving; the restarted service proves it again.
     wait_for_status(&http, &api, good[0].task, "proving", Duration::from_secs(600)).await;
@@ -378,6 +430,11 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let api = seq.url.clone();
     let settled = wait_for_status(&http, &api, good[0].task, "settled", Duration::from_secs(900)).await;
     let batch_id = settled["batch"].as_u64().unwrap();
+    let (code, out) = get(&http, &format!("{api}/v1/tasks/{}/output", good[1].task)).await;
+    assert_eq!(code, 200);
+    assert_eq!(out["output"], good[1].body["output"]);
+    let (_, relayed) = get(&http, &format!("{api}/v1/orders/{}", good[1].task)).await;
+    assert_eq!(relayed["state"], "closed", "a delivered order unknown to the relay is recorded: {relayed}");
 
     // Crash 2a: SIGKILL in the middle of an ingest (half the body received): nothing is
     // acknowledged, so nothing may be stored; the provider sends it again after the restart.
@@ -458,16 +515,18 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(metrics.lines().any(|l| l == "tgrid_sequencer_resent_transactions_total 1"), "{metrics}");
 
-    // Exactly once: every acknowledged task settled on-chain, three batches, no more.
-    for s in &good {
-        let t = ITaskEscrow::new(d.escrow, &admin).task(s.task).call().await.unwrap();
-        assert_eq!(t.status, ITaskEscrow::TaskStatus::Settled, "task {}", s.task);
+    // Exactly once: every acknowledged order settled and paid on-chain, three batches, no more.
+    let market = Market::new(&d, admin.clone());
+    for (s, (signed, _)) in good.iter().zip(&orders) {
+        assert!(market.nonce_used(poster_addr, signed.order.nonce).await.unwrap(), "order {}", s.task);
         let (_, v) = get(&http, &format!("{api}/v1/tasks/{}", s.task)).await;
         assert_eq!(v["status"], "settled");
+        assert!(v.get("reason").is_none(), "paid: {v}");
     }
+    assert_eq!(market.earner(provider_addr).await.unwrap().tasksSettled, 4);
     let filter = alloy::rpc::types::Filter::new()
-        .address(d.settlement)
-        .event_signature(ISettlement::BatchSettled::SIGNATURE_HASH)
+        .address(d.market)
+        .event_signature(ITaskMarket::BatchSettled::SIGNATURE_HASH)
         .from_block(0);
     assert_eq!(admin.get_logs(&filter).await.unwrap().len(), 3, "each batch settles once");
 
@@ -491,7 +550,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     }
     let logs = admin.get_logs(&filter).await.unwrap();
     let roots: Vec<B256> =
-        logs.iter().map(|l| ISettlement::BatchSettled::decode_log(&l.inner).unwrap().batchRoot).collect();
+        logs.iter().map(|l| ITaskMarket::BatchSettled::decode_log(&l.inner).unwrap().batchRoot).collect();
     assert!(roots.contains(&B256::from(root)), "the contract recorded the batch root the API shows");
 
     // The transaction the API names is the one that settled the batch, in a real block.

@@ -32,15 +32,25 @@ enum Command {
     /// Verify a task proof for a compiled model; prints the public inputs when valid.
     /// Exit codes: 0 valid, 1 invalid proof, 2 unreadable or malformed input.
     ///
-    /// With --rpc, TASK is a task id: shows its on-chain state, the output commitment its
-    /// settlement recorded and the batch that settled it, and checks --output against it.
+    /// With --rpc, TASK is an order hash (the task id): the signed order comes from --order FILE
+    /// or --relay URL (or, for an order that settled or was disputed, from that transaction's
+    /// calldata); its poster signature is checked and its outcome read from the market (open,
+    /// settled paid or unpaid, skipped, disputed, cancelled). A settlement is re-checked against
+    /// the batch's calldata and BatchSettled event, and --output against the settled output
+    /// commitment. Exit codes: 0 valid, 1 a bad signature or a mismatch, 2 unreadable input.
     Task {
-        /// Task proof (.tgp), or with --rpc a task id (0x + 64 hex digits).
+        /// Task proof (.tgp), or with --rpc an order hash (0x + 64 hex digits).
         #[arg(value_name = "TASK")]
         proof: String,
         /// Compiled model (.tgm) the proof must be for.
         #[arg(long, required_unless_present = "rpc")]
         model: Option<PathBuf>,
+        /// With --rpc: the signed order (JSON, as posted to a relay, or a relay's view of it).
+        #[arg(long, requires = "rpc", conflicts_with = "relay")]
+        order: Option<PathBuf>,
+        /// With --rpc: a relay (or sequencer) base URL to fetch the signed order from.
+        #[arg(long, requires = "rpc")]
+        relay: Option<String>,
         /// With --rpc: an output file (`output_int8` or `output` array) to check against the
         /// settled output commitment.
         #[arg(long, requires = "rpc")]
@@ -52,10 +62,12 @@ enum Command {
     /// task count, the settlement public input and the ordered leaves.
     /// Exit codes: 0 valid, 1 invalid proof, 2 unreadable or malformed input.
     ///
-    /// With --rpc, BATCH is the root of a settled batch: its leaves and Groth16 proof are read
-    /// from the settling transaction's calldata, the root and public input recomputed, and the
-    /// proof verified off-chain with a key whose digest must match the deployed verifier's.
-    /// Also prints the transaction's gas and the gas of verifyProof alone.
+    /// With --rpc, BATCH is the root of a batch settled on the TaskMarket: its tables, leaves and
+    /// Groth16 proof are read from the settling transaction's settleBatch calldata, every order
+    /// rebuilt and its poster signature checked, the root and public input recomputed and compared
+    /// with the BatchSettled event, and the proof verified off-chain with a key whose digest must
+    /// match the deployed verifier's (TaskMarket.parameters().verifier). Prints each leaf's order,
+    /// payment and outcome (paid, unpaid or skipped, with the reason), the batch totals and gas.
     Batch {
         /// Batch proof (.tgb) written by `tgrid-sequencer aggregate`, or with --rpc a batch root.
         #[arg(value_name = "BATCH")]
@@ -104,19 +116,36 @@ fn main() {
     tgrid_cli::init_tracing();
     let out = Output { json: cli.json };
     let result = match cli.command {
-        Command::Task { proof, model, output, chain } => match (&chain.rpc, model) {
-            (Some(rpc), _) => onchain::audit_task(&proof, rpc, &chain.deployment, output.as_deref(), &out),
+        Command::Task { proof, model, order, relay, output, chain } => match (&chain.rpc, model) {
+            (Some(rpc), _) => {
+                let source = match (&order, &relay) {
+                    (Some(path), _) => onchain::order::OrderSource::File(path),
+                    (None, Some(url)) => onchain::order::OrderSource::Relay(url),
+                    (None, None) => onchain::order::OrderSource::Chain,
+                };
+                onchain::order::audit_task(&proof, rpc, &chain.deployment, source, output.as_deref(), &out)
+            }
             (None, Some(model)) => verify_task(Path::new(&proof), &model, &out),
             (None, None) => unreachable!("clap requires --model without --rpc"),
         },
         Command::Batch { batch, registry, vk, keys_dir, chain } => match (&chain.rpc, registry) {
-            (Some(rpc), _) => onchain::audit_batch(&batch, rpc, &chain.deployment, vk.as_deref(), &keys_dir, &out),
+            (Some(rpc), _) => {
+                onchain::batch::audit_batch(&batch, rpc, &chain.deployment, vk.as_deref(), &keys_dir, &out)
+            }
             (None, Some(registry)) => verify_batch(Path::new(&batch), &registry, &out),
             (None, None) => unreachable!("clap requires --registry without --rpc"),
         },
         Command::Groth16 { proof, vk, keys_dir } => verify_groth16(&proof, vk.as_deref(), &keys_dir, &out),
         Command::Registry { rpc, deployment } => list_registry(&rpc, &deployment, &out),
     };
+    // An audit that printed its report (`"valid": false` and the reason) exits without a second
+    // JSON object: 2 if its input was unreadable, else 1.
+    if let Err(e) = &result {
+        if let Some(onchain::Reported(inner)) = e.downcast_ref::<onchain::Reported>() {
+            eprintln!("error: {inner:#}");
+            std::process::exit(if inner.downcast_ref::<tgrid_cli::BadInput>().is_some() { 2 } else { 1 });
+        }
+    }
     out.exit_with(result)
 }
 
@@ -318,6 +347,7 @@ fn list_registry(rpc: &str, deployment_path: &Path, out: &Output) -> Result<()> 
                 "model_id": id.to_string(),
                 "circuit_digest": m.circuitDigest.to_string(),
                 "registered_at": m.registeredAt.to::<u64>(),
+                "deregistered_at": m.deregisteredAt.to::<u64>(),
                 "active": m.active,
                 "uri": m.uri,
             }));
@@ -337,11 +367,13 @@ fn list_registry(rpc: &str, deployment_path: &Path, out: &Output) -> Result<()> 
             models.len()
         );
         for m in &models {
+            let deregistered_at = m["deregistered_at"].as_u64().unwrap_or_default();
             text.push_str(&format!(
-                "\n    {}  circuit {}  {}  {}",
+                "\n    {}  circuit {}  {}{}  {}",
                 m["model_id"].as_str().unwrap_or_default(),
                 m["circuit_digest"].as_str().unwrap_or_default(),
                 if m["active"] == true { "active" } else { "deregistered" },
+                if deregistered_at != 0 { format!(" (deregistered at {deregistered_at})") } else { String::new() },
                 m["uri"].as_str().unwrap_or_default()
             ));
         }

@@ -37,6 +37,7 @@ fn lists_the_models_registered_on_chain() {
     assert_eq!(models[0]["model_id"], model_id);
     assert_eq!(models[0]["circuit_digest"], digest);
     assert_eq!(models[0]["active"], true);
+    assert_eq!(models[0]["deregistered_at"], 0, "never deregistered");
     assert_eq!(models[0]["uri"], "devnet://registry-test");
 
     let text = verifier()

@@ -1,10 +1,12 @@
-//! A batch's settlement proof, end to end: [`BatchWrapper`] proves the plonky2 wrap layers over
+//! A batch's settlement proof, end to end: [`Aggregator`] folds task proofs into one root proof;
+//! [`BatchWrapper`] proves the plonky2 wrap layers over
 //! a batch's root proof (tgrid-wrap), then a Groth16 proof over BN254 of the R1CS verifier of
 //! the final layer (tgrid-wrap-r1cs, tgrid-groth16) with a key from [`KeySource`] (a ceremony
 //! file, or the INSECURE devnet setup cached on disk), and writes a [`SettlementProofFile`]
 //! (`.g16`): the calldata of `Settlement.submitBatch` and what it commits to. Auditors check a
 //! file with [`SettlementProofFile::verify`] and a verifying key.
 
+pub mod aggregate;
 pub mod error;
 pub mod file;
 pub mod keys;
@@ -13,6 +15,7 @@ pub mod wrapper;
 #[cfg(test)]
 mod tests;
 
+pub use aggregate::{AggregateError, Aggregator, IncrementalTree, Step};
 pub use error::{Error, Result};
 pub use file::{SettlementProofFile, VerifiedSettlement};
 pub use keys::{insecure_devnet_key_id, KeySource, WrapKey, DEVNET_INSECURE_SEED};

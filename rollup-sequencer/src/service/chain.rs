@@ -1,39 +1,28 @@
-//! The sequencer's view of the chain: task and model state for ingest checks, and settlement
-//! transactions signed locally with explicit nonces, so a transaction's hash and raw bytes are
-//! stored before it is sent and a restart can find or re-send it.
+//! The sequencer's view of the chain: the market's state for relay and ingest checks (nonces,
+//! books, bonds, parameters, the registry), and settlement transactions signed locally with
+//! explicit nonces, so a transaction's hash and raw bytes are stored before it is sent and a
+//! restart can find or re-send it.
 
 use alloy::network::{EthereumWallet, NetworkTransactionBuilder, TransactionBuilder};
-use alloy::primitives::{keccak256, Address, Bytes, FixedBytes, B256, U256};
+use alloy::primitives::{Address, Bytes, FixedBytes, B256, U256};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::rpc::types::TransactionRequest;
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use futures::stream::{self, StreamExt, TryStreamExt};
-use tgrid_aggregation::TaskLeaf;
-use tgrid_chain::bindings::{IModelRegistry, ISettlement, ITaskEscrow, TaskLeaf as SolLeaf};
+use tgrid_chain::bindings::ITaskMarket::{self, Bond, Book, Parameters};
+use tgrid_chain::bindings::IModelRegistry;
+use tgrid_chain::market::{market_error, MarketDomain, SettlementBatch};
 use tgrid_chain::Deployment;
 
 use crate::service::ServiceError;
 
-/// Reads in flight at once when many tasks are read: enough to hide a remote node's round trip,
+/// Reads in flight at once when many orders are read: enough to hide a remote node's round trip,
 /// few enough to stay inside a hosted node's rate limits.
 const CONCURRENT_READS: usize = 16;
 
-/// What ingest needs to know about a task on-chain.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChainTask {
-    /// Escrow status.
-    pub status: ITaskEscrow::TaskStatus,
-    /// Deadline (unix seconds).
-    pub deadline: u64,
-    /// Accepting provider.
-    pub provider: Address,
-    /// `keccak(keccak(modelId ‖ inputCommitment) ‖ provider)` once accepted.
-    pub binding: B256,
-}
-
 /// A mined transaction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mined {
     /// Whether it succeeded.
     pub success: bool,
@@ -41,6 +30,10 @@ pub struct Mined {
     pub block: u64,
     /// Gas used.
     pub gas_used: u64,
+    /// Orders the settlement skipped, with the reason (`OrderSkipped`).
+    pub skipped: Vec<(B256, String)>,
+    /// Orders it settled unpaid, with the reason (`OrderUnpaid`).
+    pub unpaid: Vec<(B256, String)>,
 }
 
 /// A signed settlement transaction, not yet sent.
@@ -65,31 +58,13 @@ fn rpc(step: &str, e: impl std::fmt::Display) -> ServiceError {
     ServiceError::Chain(format!("{step}: {e}"))
 }
 
-/// The escrow's binding of a task to its model, input and provider.
-pub fn task_binding(model_id: &[u8; 32], input_commitment: &[u8; 32], provider: &[u8; 20]) -> B256 {
-    let mut buf = [0u8; 64];
-    buf[..32].copy_from_slice(model_id);
-    buf[32..].copy_from_slice(input_commitment);
-    let input = keccak256(buf);
-    buf[..32].copy_from_slice(input.as_slice());
-    buf[32..44].fill(0);
-    buf[44..].copy_from_slice(provider);
-    keccak256(buf)
-}
-
-fn sol_leaf(l: &TaskLeaf) -> SolLeaf {
-    SolLeaf {
-        taskId: l.task_id.into(),
-        modelId: l.model_id.into(),
-        inputCommitment: l.input_commitment.into(),
-        outputCommitment: l.output_commitment.into(),
-        provider: Address::from(l.provider),
-    }
+fn market(step: &str, e: alloy::contract::Error) -> ServiceError {
+    ServiceError::Chain(market_error(step, e).to_string())
 }
 
 impl Chain {
-    /// Connects and checks the node's chain id against the deployment file and that the key
-    /// holds the sequencer role.
+    /// Connects and checks the node's chain id against the deployment file (and warns when the
+    /// key has no sequencer role).
     pub async fn connect(rpc_url: &str, deployment: Deployment, private_key: &str) -> Result<Self, ServiceError> {
         let url = rpc_url.parse().map_err(|e| ServiceError::Config(format!("rpc_url {rpc_url:?}: {e}")))?;
         let signer: PrivateKeySigner =
@@ -101,11 +76,14 @@ impl Chain {
             other => ServiceError::Chain(other.to_string()),
         })?;
         let chain = Self { provider, wallet: EthereumWallet::from(signer), sender, deployment };
-        let settlement = ISettlement::new(chain.deployment.settlement, &chain.provider);
-        if !settlement.isSequencer(sender).call().await.map_err(|e| rpc("Settlement.isSequencer", e))? {
-            return Err(ServiceError::Config(format!(
-                "{sender} does not hold the sequencer role of the settlement contract"
-            )));
+        let contract = ITaskMarket::new(chain.deployment.market, &chain.provider);
+        if !contract.isSequencer(sender).call().await.map_err(|e| market("TaskMarket.isSequencer", e))? {
+            // Settlement is permissionless: without the role the sequencer can still settle, but
+            // only inside each order's self-settlement window.
+            tracing::warn!(
+                %sender,
+                "this account has no sequencer role: it settles orders only within their self-settlement window"
+            );
         }
         Ok(chain)
     }
@@ -120,21 +98,52 @@ impl Chain {
         &self.deployment
     }
 
-    /// A task as the escrow sees it.
-    pub async fn task(&self, task_id: &[u8; 32]) -> Result<ChainTask, ServiceError> {
-        let t = ITaskEscrow::new(self.deployment.escrow, &self.provider)
-            .task(FixedBytes(*task_id))
-            .call()
-            .await
-            .map_err(|e| rpc("TaskEscrow.task", e))?;
-        Ok(ChainTask { status: t.status, deadline: t.deadline.to::<u64>(), provider: t.provider, binding: t.binding })
+    /// The market's EIP-712 domain.
+    pub fn domain(&self) -> MarketDomain {
+        MarketDomain::of(&self.deployment)
     }
 
-    /// Tasks as the escrow sees them, in the order of `task_ids`. Read [`CONCURRENT_READS`] at a
-    /// time: a batch of a thousand tasks read one after the other from a remote node would take
-    /// a thousand round trips.
-    pub async fn tasks(&self, task_ids: &[[u8; 32]]) -> Result<Vec<ChainTask>, ServiceError> {
-        stream::iter(task_ids).map(|id| self.task(id)).buffered(CONCURRENT_READS).try_collect().await
+    /// Whether `poster`'s nonce is used on-chain (settled, disputed or cancelled).
+    pub async fn nonce_used(&self, poster: Address, nonce: u64) -> Result<bool, ServiceError> {
+        ITaskMarket::new(self.deployment.market, &self.provider)
+            .nonceUsed(poster, nonce)
+            .call()
+            .await
+            .map_err(|e| market("TaskMarket.nonceUsed", e))
+    }
+
+    /// Whether each `(poster, nonce)` is used, in order. Read [`CONCURRENT_READS`] at a time: a
+    /// batch of a thousand orders read one after the other from a remote node would take a
+    /// thousand round trips.
+    pub async fn nonces_used(&self, nonces: &[(Address, u64)]) -> Result<Vec<bool>, ServiceError> {
+        stream::iter(nonces).map(|(p, n)| self.nonce_used(*p, *n)).buffered(CONCURRENT_READS).try_collect().await
+    }
+
+    /// A poster's deposit book.
+    pub async fn book(&self, poster: Address, book: u32) -> Result<Book, ServiceError> {
+        ITaskMarket::new(self.deployment.market, &self.provider)
+            .book(poster, book)
+            .call()
+            .await
+            .map_err(|e| market("TaskMarket.book", e))
+    }
+
+    /// A provider's bond.
+    pub async fn bond(&self, provider: Address) -> Result<Bond, ServiceError> {
+        ITaskMarket::new(self.deployment.market, &self.provider)
+            .bond(provider)
+            .call()
+            .await
+            .map_err(|e| market("TaskMarket.bond", e))
+    }
+
+    /// The market's parameters.
+    pub async fn parameters(&self) -> Result<Parameters, ServiceError> {
+        ITaskMarket::new(self.deployment.market, &self.provider)
+            .parameters()
+            .call()
+            .await
+            .map_err(|e| market("TaskMarket.parameters", e))
     }
 
     /// Whether the registry lists the model as active.
@@ -144,6 +153,17 @@ impl Chain {
             .call()
             .await
             .map_err(|e| rpc("ModelRegistry.isModelActive", e))
+    }
+
+    /// Whether the market accepts a batch proven under `root` now: the current root, or a
+    /// replaced one still in its grace window.
+    pub async fn root_accepted(&self, root: &[u8; 32]) -> Result<bool, ServiceError> {
+        let status = IModelRegistry::new(self.deployment.registry, &self.provider)
+            .rootStatus(FixedBytes(*root))
+            .call()
+            .await
+            .map_err(|e| rpc("ModelRegistry.rootStatus", e))?;
+        Ok(matches!(status.status, IModelRegistry::RootStatus::Current | IModelRegistry::RootStatus::Grace))
     }
 
     /// The registry root the settlement contract checks batches against.
@@ -188,36 +208,34 @@ impl Chain {
         Ok((f.max_fee_per_gas, f.max_priority_fee_per_gas))
     }
 
-    fn submit_request(&self, leaves: &[TaskLeaf], registry_root: &[u8; 32], proof: &[U256; 8]) -> TransactionRequest {
-        let call = ISettlement::submitBatchCall {
-            leaves: leaves.iter().map(sol_leaf).collect(),
-            registryRoot: FixedBytes(*registry_root),
-            proof: *proof,
-        };
+    fn settle_request(&self, batch: &SettlementBatch, registry_root: &[u8; 32], proof: &[U256; 8]) -> TransactionRequest {
+        let call = batch.call(FixedBytes(*registry_root), *proof);
         TransactionRequest::default()
             .with_from(self.sender)
-            .with_to(self.deployment.settlement)
+            .with_to(self.deployment.market)
             .with_input(call.abi_encode())
     }
 
-    /// Simulates `submitBatch` and returns its gas; a revert comes back with its reason.
-    pub async fn estimate_submit(
+    /// Simulates `settleBatch` and returns its gas; a revert comes back with its custom error.
+    pub async fn estimate_settle(
         &self,
-        leaves: &[TaskLeaf],
+        batch: &SettlementBatch,
         registry_root: &[u8; 32],
         proof: &[U256; 8],
     ) -> Result<u64, ServiceError> {
-        self.provider
-            .estimate_gas(self.submit_request(leaves, registry_root, proof))
-            .await
-            .map_err(|e| ServiceError::Rejected(format!("submitBatch would revert: {e}")))
+        let call = batch.call(FixedBytes(*registry_root), *proof);
+        let contract = ITaskMarket::new(self.deployment.market, &self.provider);
+        let builder = contract.settleBatch(call.header, call.leaves, call.registryRoot, call.proof).from(self.sender);
+        builder.estimate_gas().await.map_err(|e| {
+            ServiceError::Rejected(format!("settleBatch would revert: {}", market_error("settleBatch", e)))
+        })
     }
 
-    /// Signs `submitBatch` with an explicit nonce, gas and fees (not sent).
+    /// Signs `settleBatch` with an explicit nonce, gas and fees (not sent).
     #[allow(clippy::too_many_arguments)]
-    pub async fn sign_submit(
+    pub async fn sign_settle(
         &self,
-        leaves: &[TaskLeaf],
+        batch: &SettlementBatch,
         registry_root: &[u8; 32],
         proof: &[U256; 8],
         nonce: u64,
@@ -227,13 +245,13 @@ impl Chain {
     ) -> Result<SignedTx, ServiceError> {
         use alloy::eips::eip2718::Encodable2718;
         let request = self
-            .submit_request(leaves, registry_root, proof)
+            .settle_request(batch, registry_root, proof)
             .with_chain_id(self.deployment.chain_id)
             .with_nonce(nonce)
             .with_gas_limit(gas)
             .with_max_fee_per_gas(max_fee_per_gas)
             .with_max_priority_fee_per_gas(max_priority_fee_per_gas);
-        let envelope = request.build(&self.wallet).await.map_err(|e| rpc("signing submitBatch", e))?;
+        let envelope = request.build(&self.wallet).await.map_err(|e| rpc("signing settleBatch", e))?;
         Ok(SignedTx { hash: *envelope.tx_hash(), raw: envelope.encoded_2718().into() })
     }
 
@@ -253,26 +271,23 @@ impl Chain {
         Ok(tx.is_some())
     }
 
-    /// The receipt of `hash`, if mined.
+    /// The receipt of `hash`, if mined, with the orders its settlement skipped or left unpaid.
     pub async fn receipt(&self, hash: B256) -> Result<Option<Mined>, ServiceError> {
         let r = self.provider.get_transaction_receipt(hash).await.map_err(|e| rpc("eth_getTransactionReceipt", e))?;
-        Ok(r.and_then(|r| r.block_number.map(|block| Mined { success: r.status(), block, gas_used: r.gas_used })))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn binding_matches_the_escrow() {
-        // keccak(keccak(modelId ‖ inputCommitment) ‖ uint256(provider)), as TaskEscrow computes it.
-        let (m, i, p) = ([1u8; 32], [2u8; 32], [3u8; 20]);
-        let mut inner = m.to_vec();
-        inner.extend(i);
-        let mut outer = keccak256(&inner).to_vec();
-        outer.extend([0u8; 12]);
-        outer.extend(p);
-        assert_eq!(task_binding(&m, &i, &p), keccak256(&outer));
+        Ok(r.and_then(|r| {
+            let block = r.block_number?;
+            let (mut skipped, mut unpaid) = (Vec::new(), Vec::new());
+            for log in r.inner.logs() {
+                if log.address() != self.deployment.market {
+                    continue;
+                }
+                if let Ok(e) = log.log_decode::<ITaskMarket::OrderSkipped>() {
+                    skipped.push((e.inner.data.orderHash, format!("{:?}", e.inner.data.reason)));
+                } else if let Ok(e) = log.log_decode::<ITaskMarket::OrderUnpaid>() {
+                    unpaid.push((e.inner.data.orderHash, format!("{:?}", e.inner.data.reason)));
+                }
+            }
+            Some(Mined { success: r.status(), block, gas_used: r.gas_used, skipped, unpaid })
+        }))
     }
 }

@@ -35,7 +35,9 @@ pub struct Settings {
     pub data_dir: PathBuf,
     /// HTTP API address.
     pub listen: SocketAddr,
-    /// Key of the account holding the sequencer role (default: anvil account 0, devnet only).
+    /// Key of the settling account (its sequencer role gives priority before each order's
+    /// self-settlement window; without it, orders settle only inside that window). Default: anvil
+    /// account 0, devnet only.
     pub private_key: String,
     /// A batch closes when it holds this many tasks...
     pub max_batch_tasks: usize,

@@ -12,6 +12,8 @@ pub struct Metrics {
     pub queue_depth: IntGauge,
     /// Submissions by outcome (`accepted`, `duplicate`, `rejected`).
     pub submissions: IntCounterVec,
+    /// Relay events (`listed`, `accepted`).
+    pub orders: IntCounterVec,
     /// Time from request to acknowledgement.
     pub ack_seconds: Histogram,
     /// Time of each ingest stage of an acknowledged submission ([`IngestStage`]).
@@ -39,6 +41,9 @@ impl Metrics {
         let submissions =
             IntCounterVec::new(Opts::new("tgrid_sequencer_submissions_total", "submissions by outcome"), &["outcome"])
                 .expect("metric");
+        let orders =
+            IntCounterVec::new(Opts::new("tgrid_sequencer_relay_orders_total", "orders listed and acceptances recorded"), &["event"])
+                .expect("metric");
         let ack_seconds = Histogram::with_opts(
             HistogramOpts::new("tgrid_sequencer_ack_seconds", "time from request to acknowledgement")
                 .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5]),
@@ -48,7 +53,7 @@ impl Metrics {
             HistogramOpts::new(
                 "tgrid_sequencer_ingest_stage_seconds",
                 "time of each stage of an acknowledged submission: decode, verify_queue (waiting for a \
-                 proof-checking slot), verify, chain (escrow reads), store (write and flush)",
+                 proof-checking slot), verify, chain (market reads), store (write and flush)",
             )
             .buckets(vec![0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0]),
             &["stage"],
@@ -78,6 +83,7 @@ impl Metrics {
             Box::new(queue_depth.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(pipeline_ready.clone()),
             Box::new(submissions.clone()),
+            Box::new(orders.clone()),
             Box::new(ack_seconds.clone()),
             Box::new(ingest_stage_seconds.clone()),
             Box::new(batch_seconds.clone()),
@@ -92,6 +98,7 @@ impl Metrics {
             registry,
             queue_depth,
             submissions,
+            orders,
             ack_seconds,
             ingest_stage_seconds,
             batch_seconds,
@@ -125,7 +132,7 @@ pub enum IngestStage {
     VerifyQueue,
     /// The task proof's verification.
     Verify,
-    /// The escrow and registry reads.
+    /// The market and registry reads.
     Chain,
     /// The record's write and the flush to disk.
     Store,

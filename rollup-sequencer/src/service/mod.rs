@@ -1,8 +1,9 @@
-//! `tgrid-sequencer run`: the always-on service. Providers submit results over HTTP; each is
-//! checked (proof, output commitment, escrow state) and flushed to disk before it is
-//! acknowledged. A pipeline thread batches acknowledged results, proves leaves as tasks join
+//! `tgrid-sequencer run`: the always-on service. It relays signed orders (posters list them,
+//! providers find them and record their acceptance). Providers submit results over HTTP; each is
+//! checked (signatures, proof, output commitment, the order's state on-chain) and flushed to disk
+//! before it is acknowledged. A pipeline thread batches acknowledged results, proves leaves as tasks join
 //! the open batch, closes it by size, age or the nearest deadline, aggregates and wraps it,
-//! and settles it on-chain with a locally signed transaction whose hash is stored before it is
+//! and settles it on the TaskMarket with a locally signed transaction whose hash is stored before it is
 //! sent. Every task and batch record moves through a state machine stored in sled, so a restart
 //! at any point resumes where it stopped; the chain decides what settled.
 

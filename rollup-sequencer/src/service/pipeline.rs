@@ -7,14 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use alloy::primitives::B256;
-use tgrid_aggregation::TaskLeaf;
-use tgrid_chain::bindings::ITaskEscrow::TaskStatus;
+use alloy::primitives::{Address, B256};
+use tgrid_chain::market::{SettlementBatch, SettlementItem};
 use tgrid_circuits::TaskProof;
 use tgrid_settlement_proof::{BatchWrapper, KeySource, SettlementProofFile, WrapKey};
 use tgrid_wrap::FinalFri;
 use tracing::{error, info, warn};
 
+use crate::service::chain::Mined;
 use crate::service::store::{BatchRecord, BatchState, TaskRecord, TaskState};
 use crate::service::{unix_now, ServiceError, Shared, WrapFri};
 use crate::{Aggregator, IncrementalTree};
@@ -297,53 +297,71 @@ impl Worker {
         Ok(())
     }
 
+    /// The settlement calldata of a proven batch: its tasks' signed orders in batch order, checked
+    /// against the task ids the proof binds.
+    fn settlement_batch(&self, record: &BatchRecord, file: &SettlementProofFile) -> Result<SettlementBatch> {
+        let leaves = file.task_leaves()?;
+        if leaves.len() != record.tasks.len() {
+            return Err(ServiceError::Store(format!(
+                "batch {}'s proof has {} leaves for {} tasks",
+                record.id,
+                leaves.len(),
+                record.tasks.len()
+            )));
+        }
+        let mut items = Vec::with_capacity(leaves.len());
+        for (leaf, id) in leaves.iter().zip(&record.tasks) {
+            let task = self.task(id)?;
+            if B256::from(leaf.task_id) != task.order.hash(&self.shared.chain.domain()) {
+                return Err(ServiceError::Store(format!("batch {}: task {id} is not its stored order", record.id)));
+            }
+            items.push(SettlementItem {
+                order: task.order,
+                provider: Address::from(leaf.provider),
+                output_commitment: B256::from(leaf.output_commitment),
+            });
+        }
+        SettlementBatch::build(&items).map_err(|e| ServiceError::Store(format!("batch {}: {e}", record.id)))
+    }
+
     fn submit(&mut self, mut record: BatchRecord) -> Result<()> {
         let BatchState::Proven { proof } = &record.state else { unreachable!("called on proven batches") };
         let file = SettlementProofFile::from_json_bytes(proof.as_bytes())?;
-        let leaves: Vec<TaskLeaf> = file.task_leaves()?;
+        let batch = self.settlement_batch(&record, &file)?;
         let words = file.proof_words()?;
         let registry_root = parse32(&file.registry_root)?;
         let chain = &self.shared.chain;
 
-        // The chain decides: tasks settled meanwhile, expired or cancelled leave the batch.
-        let task_ids: Vec<[u8; 32]> = leaves.iter().map(|leaf| leaf.task_id).collect();
-        let (now, tasks) = self.rt.block_on(async { tokio::try_join!(chain.now(), chain.tasks(&task_ids)) })?;
+        // The contract skips what can no longer settle (a used nonce, a passed deadline) without
+        // reverting; only a batch with nothing left to settle is not worth a transaction.
+        let items = batch.items().map_err(|e| ServiceError::Store(e.to_string()))?;
+        let nonces: Vec<(Address, u64)> = items.iter().map(|i| (i.order.order.poster, i.order.order.nonce)).collect();
+        let (now, used) = self.rt.block_on(async { tokio::try_join!(chain.now(), chain.nonces_used(&nonces)) })?;
         let mut outcomes = Vec::new();
-        for (leaf, t) in leaves.iter().zip(&tasks) {
-            let id = format!("0x{}", hex::encode(leaf.task_id));
-            if t.status == TaskStatus::Settled {
-                outcomes.push((leaf.task_id, TaskState::Settled { batch: None, tx: None }));
-            } else if t.status != TaskStatus::Accepted {
-                outcomes.push((
-                    leaf.task_id,
-                    TaskState::Dropped { reason: format!("task {id} is {:?} on-chain", t.status) },
-                ));
-            } else if t.deadline <= now {
-                outcomes.push((
-                    leaf.task_id,
-                    TaskState::Dropped { reason: format!("deadline {} passed before settlement", t.deadline) },
-                ));
+        for (item, used) in items.iter().zip(&used) {
+            let id = item.order.hash(&chain.domain()).0;
+            if *used {
+                let reason = "its nonce was used on-chain before this batch (settled elsewhere, disputed or cancelled)";
+                outcomes.push((id, TaskState::Dropped { reason: reason.into() }));
+            } else if item.order.order.deadline < now {
+                let reason = format!("deadline {} passed before settlement", item.order.order.deadline);
+                outcomes.push((id, TaskState::Dropped { reason }));
             }
         }
-        if !outcomes.is_empty() {
-            let reason = format!("{} task(s) can no longer settle; the others are re-queued", outcomes.len());
-            return self.fail(record, reason, outcomes);
+        if outcomes.len() == items.len() {
+            return self.fail(record, "no task of the batch can settle any more".into(), outcomes);
         }
-        let chain_root = self.rt.block_on(chain.registry_root())?;
-        if chain_root != registry_root {
-            // Waits here (no state change) until governance and the registry file agree.
-            return Err(ServiceError::Rejected(format!(
-                "batch {} was proven for registry root {}, the chain has 0x{}",
-                record.id,
-                file.registry_root,
-                hex::encode(chain_root)
-            )));
+        // A batch proven under a registry root the chain no longer accepts (grace over) is
+        // re-proven: its tasks go back to the queue.
+        if !self.rt.block_on(chain.root_accepted(&registry_root))? {
+            let reason = format!("registry root {} is no longer accepted on-chain", file.registry_root);
+            return self.fail(record, reason, vec![]);
         }
-        let gas = match self.rt.block_on(chain.estimate_submit(&leaves, &registry_root, &words)) {
+        let gas = match self.rt.block_on(chain.estimate_settle(&batch, &registry_root, &words)) {
             Ok(gas) => gas,
             Err(ServiceError::Rejected(reason)) => {
                 let outcomes =
-                    leaves.iter().map(|l| (l.task_id, TaskState::Dropped { reason: reason.clone() })).collect();
+                    record.tasks.iter().filter_map(|t| parse32(t).ok()).map(|id| (id, TaskState::Dropped { reason: reason.clone() })).collect();
                 return self.fail(record, reason, outcomes);
             }
             Err(e) => return Err(e),
@@ -351,15 +369,8 @@ impl Worker {
         let nonce = self.rt.block_on(chain.pending_nonce())?;
         let (max_fee, priority) = self.rt.block_on(chain.fees())?;
         let gas_limit = gas + gas / 5;
-        let signed = self.rt.block_on(chain.sign_submit(
-            &leaves,
-            &registry_root,
-            &words,
-            nonce,
-            gas_limit,
-            max_fee,
-            priority,
-        ))?;
+        let signed =
+            self.rt.block_on(chain.sign_settle(&batch, &registry_root, &words, nonce, gas_limit, max_fee, priority))?;
         let raw = format!("0x{}", hex::encode(&signed.raw));
         record.state = BatchState::Submitted {
             proof: proof.clone(),
@@ -379,18 +390,28 @@ impl Worker {
         Ok(())
     }
 
-    fn settle(&self, mut record: BatchRecord, tx: String, block: u64, gas_used: u64) -> Result<()> {
+    /// Records a mined settlement: each task settled (paid or not) or skipped by the contract.
+    fn settle(&self, mut record: BatchRecord, tx: String, mined: &Mined) -> Result<()> {
+        let mut paid = 0u64;
         for t in &record.tasks {
-            self.store()
-                .set_task_state(&parse32(t)?, TaskState::Settled { batch: Some(record.id), tx: Some(tx.clone()) })?;
+            let id = parse32(t)?;
+            let hash = B256::from(id);
+            let state = if let Some((_, reason)) = mined.skipped.iter().find(|(h, _)| *h == hash) {
+                TaskState::Dropped { reason: format!("skipped by the settlement: {reason}") }
+            } else {
+                let unpaid = mined.unpaid.iter().find(|(h, _)| *h == hash).map(|(_, r)| r.clone());
+                paid += u64::from(unpaid.is_none());
+                TaskState::Settled { batch: Some(record.id), tx: Some(tx.clone()), unpaid }
+            };
+            self.store().set_task_state(&id, state)?;
         }
         let n = record.tasks.len() as u64;
-        info!(batch = record.id, %tx, block, gas_used, tasks = n, "batch settled");
+        info!(batch = record.id, %tx, block = mined.block, gas_used = mined.gas_used, tasks = n, paid, skipped = mined.skipped.len(), "batch settled");
         let m = &self.shared.metrics;
-        m.settled_tasks.inc_by(n);
-        m.gas_per_task.set((gas_used / n.max(1)) as i64);
+        m.settled_tasks.inc_by(n - mined.skipped.len() as u64);
+        m.gas_per_task.set((mined.gas_used / n.max(1)) as i64);
         m.batch_seconds.observe(unix_now().saturating_sub(record.opened_at) as f64);
-        record.state = BatchState::Settled { tx, block, gas_used };
+        record.state = BatchState::Settled { tx, block: mined.block, gas_used: mined.gas_used };
         self.store().put_batch(&record)?;
         self.store().flush_blocking()
     }
@@ -413,7 +434,7 @@ impl Worker {
                 }
                 let head = self.rt.block_on(chain.block_number())?;
                 if head + 1 >= mined.block + self.shared.settings.confirmations {
-                    self.settle(record, h.clone(), mined.block, mined.gas_used)?;
+                    self.settle(record, h.clone(), &mined)?;
                     return Ok(true);
                 }
                 return Ok(false);
@@ -456,12 +477,18 @@ impl Worker {
                 return Ok(false);
             }
             warn!(batch = record.id, nonce, mined_nonce, txs = ?txs, "no receipt for our transactions but the nonce is used");
-            // The nonce went to a transaction we do not know (e.g. a reorg): ask the escrow.
-            let task_ids = record.tasks.iter().map(|t| parse32(t)).collect::<Result<Vec<_>>>()?;
-            let tasks = self.rt.block_on(chain.tasks(&task_ids))?;
-            if tasks.iter().all(|t| t.status == TaskStatus::Settled) {
+            // The nonce went to a transaction we do not know (e.g. a reorg): ask the market whether
+            // every order's nonce is used.
+            let nonces = record
+                .tasks
+                .iter()
+                .map(|t| self.task(t).map(|r| (r.order.order.poster, r.order.order.nonce)))
+                .collect::<Result<Vec<_>>>()?;
+            let used = self.rt.block_on(chain.nonces_used(&nonces))?;
+            if used.iter().all(|u| *u) {
                 let last = txs.last().cloned().unwrap_or_default();
-                self.settle(record, last, 0, 0)?;
+                let unknown = Mined { success: true, block: 0, gas_used: 0, skipped: vec![], unpaid: vec![] };
+                self.settle(record, last, &unknown)?;
             } else {
                 self.fail(record, format!("nonce {nonce} was used by another transaction"), vec![])?;
             }
@@ -475,12 +502,12 @@ impl Worker {
             let max_fee = (max_fee_per_gas + max_fee_per_gas / 4).max(est_max);
             let priority = (max_priority_fee_per_gas + max_priority_fee_per_gas / 4 + 1).max(est_prio);
             let file = SettlementProofFile::from_json_bytes(proof.as_bytes())?;
-            let leaves = file.task_leaves()?;
+            let batch = self.settlement_batch(&record, &file)?;
             let root = parse32(&file.registry_root)?;
             let gas =
-                self.rt.block_on(chain.estimate_submit(&leaves, &root, &file.proof_words()?)).unwrap_or(3_000_000);
-            let signed = self.rt.block_on(chain.sign_submit(
-                &leaves,
+                self.rt.block_on(chain.estimate_settle(&batch, &root, &file.proof_words()?)).unwrap_or(3_000_000);
+            let signed = self.rt.block_on(chain.sign_settle(
+                &batch,
                 &root,
                 &file.proof_words()?,
                 nonce,

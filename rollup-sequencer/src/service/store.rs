@@ -3,17 +3,21 @@
 //!
 //! Trees: `tasks` (task id → [`TaskRecord`] JSON), `proofs` (task id → .tgp bytes), `outputs`
 //! (task id → int8 output), `batches` (batch id, big-endian u64 → [`BatchRecord`] JSON),
-//! `meta` (`next_batch`).
+//! `meta` (`next_batch`), and the relay's `orders` (order hash → [`OrderRecord`] JSON) and
+//! `order_nonces` (poster ‖ nonce → order hash: one listed order per nonce).
 //!
-//! Two in-memory indexes, rebuilt from the trees at open and kept in step by every write, spare
-//! the pipeline a scan of every record ever stored on each poll: the queue of verified tasks
-//! (nearest deadline first) and the batches not yet settled or failed.
+//! In-memory indexes, rebuilt from the trees at open and kept in step by every write, spare the
+//! pipeline and the relay a scan of every record ever stored: the queue of verified tasks
+//! (nearest deadline first), the batches not yet settled or failed, and the listed orders by
+//! model (nearest deadline first).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use alloy::primitives::B256;
 use serde::{Deserialize, Serialize};
+use tgrid_chain::market::{Acceptance, SignedOrder};
 
 use crate::service::ServiceError;
 
@@ -34,6 +38,10 @@ pub enum TaskState {
         batch: Option<u64>,
         /// The settling transaction, when known.
         tx: Option<String>,
+        /// Why the poster's book did not pay it, if it did not (the provider can no longer be
+        /// disputed for it all the same).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unpaid: Option<String>,
     },
     /// Accepted once, then could not be settled (e.g. its deadline passed before settlement).
     Dropped {
@@ -56,13 +64,29 @@ pub struct TaskRecord {
     pub input_commitment: String,
     /// 0x-prefixed output commitment.
     pub output_commitment: String,
-    /// Task deadline (unix seconds, from the escrow).
+    /// Task deadline (unix seconds, from the order).
     pub deadline: u64,
     /// When the result was acknowledged (unix seconds).
     pub received_at: u64,
+    /// The signed order (its hash is the task id).
+    pub order: SignedOrder,
+    /// The provider's acceptance of it.
+    pub acceptance: Acceptance,
     /// Where it is.
     #[serde(flatten)]
     pub state: TaskState,
+}
+
+/// An order listed in the relay.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrderRecord {
+    /// The signed order.
+    pub signed: SignedOrder,
+    /// The first acceptance recorded.
+    pub acceptance: Option<Acceptance>,
+    /// When it was listed (unix seconds).
+    pub listed_at: u64,
 }
 
 /// Where a batch is. The pipeline moves every batch forward from any of these after a restart.
@@ -148,6 +172,20 @@ type QueueKey = (u64, u64, [u8; 32]);
 struct Indexes {
     queue: BTreeSet<QueueKey>,
     live_batches: BTreeSet<u64>,
+    /// Listed orders per model: (deadline, hash).
+    orders_by_model: BTreeMap<B256, BTreeSet<(u64, B256)>>,
+    /// Accepted orders per provider: (deadline, hash).
+    accepted_by: BTreeMap<alloy::primitives::Address, BTreeSet<(u64, B256)>>,
+}
+
+impl Indexes {
+    fn index_order(&mut self, hash: B256, record: &OrderRecord) {
+        let o = &record.signed.order;
+        self.orders_by_model.entry(o.model_id).or_default().insert((o.deadline, hash));
+        if let Some(a) = &record.acceptance {
+            self.accepted_by.entry(a.provider).or_default().insert((o.deadline, hash));
+        }
+    }
 }
 
 /// The sled database.
@@ -159,6 +197,8 @@ pub struct Store {
     outputs: sled::Tree,
     batches: sled::Tree,
     meta: sled::Tree,
+    orders: sled::Tree,
+    order_nonces: sled::Tree,
     // Held across each write and its index update, so the two never disagree.
     indexes: Arc<Mutex<Indexes>>,
 }
@@ -184,6 +224,8 @@ impl Store {
             outputs: db.open_tree("outputs")?,
             batches: db.open_tree("batches")?,
             meta: db.open_tree("meta")?,
+            orders: db.open_tree("orders")?,
+            order_nonces: db.open_tree("order_nonces")?,
             db,
             indexes: Arc::default(),
         };
@@ -198,6 +240,12 @@ impl Store {
             if batch.state.is_live() {
                 indexes.live_batches.insert(batch.id);
             }
+        }
+        for entry in store.orders.iter() {
+            let (key, value) = entry?;
+            let hash = B256::try_from(key.as_ref()).map_err(|_| corrupt("order", "key is not 32 bytes"))?;
+            let record: OrderRecord = serde_json::from_slice(&value).map_err(|e| corrupt("order", e))?;
+            indexes.index_order(hash, &record);
         }
         *store.lock() = indexes;
         Ok(store)
@@ -324,6 +372,86 @@ impl Store {
             .collect()
     }
 
+    /// A listed order.
+    pub fn order(&self, hash: &B256) -> Result<Option<OrderRecord>, ServiceError> {
+        self.orders.get(hash)?.map(|v| serde_json::from_slice(&v).map_err(|e| corrupt("order", e))).transpose()
+    }
+
+    /// The order listed for `poster`'s `nonce`, if any.
+    pub fn order_for_nonce(&self, poster: &alloy::primitives::Address, nonce: u64) -> Result<Option<B256>, ServiceError> {
+        let mut key = poster.to_vec();
+        key.extend(nonce.to_be_bytes());
+        Ok(self.order_nonces.get(key)?.and_then(|v| B256::try_from(v.as_ref()).ok()))
+    }
+
+    /// Lists an order, or updates its record (the acceptance); the caller flushes. Refuses a
+    /// different order for a nonce already listed: one poster nonce, one order.
+    pub fn put_order(&self, hash: &B256, record: &OrderRecord) -> Result<(), ServiceError> {
+        let o = &record.signed.order;
+        let mut nonce_key = o.poster.to_vec();
+        nonce_key.extend(o.nonce.to_be_bytes());
+        let mut indexes = self.lock();
+        match self.order_nonces.get(&nonce_key)? {
+            Some(existing) if existing.as_ref() != hash.as_slice() => {
+                return Err(ServiceError::Rejected(format!(
+                    "poster {} already listed another order ({}) for nonce {}",
+                    o.poster,
+                    B256::try_from(existing.as_ref()).unwrap_or_default(),
+                    o.nonce
+                )))
+            }
+            _ => {}
+        }
+        self.order_nonces.insert(nonce_key, hash.as_slice())?;
+        self.orders.insert(hash, serde_json::to_vec(record).expect("records serialize"))?;
+        indexes.index_order(*hash, record);
+        Ok(())
+    }
+
+    /// Orders `provider` accepted whose deadline is at or after `not_before`.
+    pub fn accepted_by(
+        &self,
+        provider: &alloy::primitives::Address,
+        not_before: u64,
+    ) -> Result<Vec<(B256, OrderRecord)>, ServiceError> {
+        let keys: Vec<B256> = self
+            .lock()
+            .accepted_by
+            .get(provider)
+            .map(|set| set.range((not_before, B256::ZERO)..).map(|(_, h)| *h).collect())
+            .unwrap_or_default();
+        keys.into_iter().filter_map(|h| self.order(&h).transpose().map(|r| r.map(|r| (h, r)))).collect()
+    }
+
+    /// Listed orders of `model` whose deadline is at or after `not_before`, nearest deadline
+    /// first, at most `limit`, keeping those `keep` accepts.
+    pub fn orders_of_model(
+        &self,
+        model: &B256,
+        not_before: u64,
+        limit: usize,
+        mut keep: impl FnMut(&B256, &OrderRecord) -> bool,
+    ) -> Result<Vec<(B256, OrderRecord)>, ServiceError> {
+        let keys: Vec<B256> = self
+            .lock()
+            .orders_by_model
+            .get(model)
+            .map(|set| set.range((not_before, B256::ZERO)..).map(|(_, h)| *h).collect())
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        for hash in keys {
+            if out.len() >= limit {
+                break;
+            }
+            if let Some(record) = self.order(&hash)? {
+                if keep(&hash, &record) {
+                    out.push((hash, record));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Allocates the next batch id.
     pub fn next_batch_id(&self) -> Result<u64, ServiceError> {
         let next = self.meta.update_and_fetch("next_batch", |old| {
@@ -340,7 +468,31 @@ impl Store {
 mod tests {
     use super::*;
 
+    use alloy::primitives::Address;
+    use alloy::signers::local::PrivateKeySigner;
+    use tgrid_chain::market::{MarketDomain, Order};
+
+    fn signed(nonce: u64, model: u8, deadline: u64) -> SignedOrder {
+        let key = PrivateKeySigner::from_bytes(&B256::repeat_byte(0x42)).unwrap();
+        let order = Order {
+            poster: key.address(),
+            provider: Address::ZERO,
+            model_id: B256::repeat_byte(model),
+            input_commitment: B256::repeat_byte(2),
+            payment: 1,
+            collateral: 1,
+            deadline,
+            nonce,
+            slash_bps: 0,
+            poster_share_bps: 0,
+        };
+        let domain = MarketDomain { chain_id: 1, market: Address::ZERO };
+        SignedOrder::sign(order, &key, &domain).unwrap()
+    }
+
     fn record(id: u8) -> TaskRecord {
+        let key = PrivateKeySigner::from_bytes(&B256::repeat_byte(0x43)).unwrap();
+        let domain = MarketDomain { chain_id: 1, market: Address::ZERO };
         TaskRecord {
             task_id: format!("0x{}", hex::encode([id; 32])),
             provider: format!("0x{}", hex::encode([7u8; 20])),
@@ -349,8 +501,37 @@ mod tests {
             output_commitment: "0x03".into(),
             deadline: 100,
             received_at: 1,
+            order: signed(u64::from(id), 1, 100),
+            acceptance: Acceptance::sign(B256::repeat_byte(id), &key, &domain).unwrap(),
             state: TaskState::Verified,
         }
+    }
+
+    #[test]
+    fn the_relay_lists_orders_by_model_and_deadline_one_per_nonce() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            for (nonce, model, deadline) in [(1u64, 1u8, 300u64), (2, 1, 100), (3, 2, 200), (4, 1, 50)] {
+                let order = signed(nonce, model, deadline);
+                let record = OrderRecord { signed: order, acceptance: None, listed_at: 1 };
+                store.put_order(&B256::repeat_byte(nonce as u8), &record).unwrap();
+            }
+            // Another order for a listed nonce is refused; the same one again is fine.
+            let other = OrderRecord { signed: signed(2, 1, 999), acceptance: None, listed_at: 1 };
+            assert!(store.put_order(&B256::repeat_byte(0x99), &other).is_err());
+            let again = store.order(&B256::repeat_byte(2)).unwrap().unwrap();
+            store.put_order(&B256::repeat_byte(2), &again).unwrap();
+            store.flush_blocking().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let listed = store.orders_of_model(&B256::repeat_byte(1), 60, 10, |_, _| true).unwrap();
+        let deadlines: Vec<u64> = listed.iter().map(|(_, r)| r.signed.order.deadline).collect();
+        assert_eq!(deadlines, vec![100, 300], "nearest deadline first, expired ones left out");
+        assert_eq!(store.orders_of_model(&B256::repeat_byte(1), 0, 1, |_, _| true).unwrap().len(), 1);
+        let poster = signed(1, 1, 1).order.poster;
+        assert_eq!(store.order_for_nonce(&poster, 3).unwrap(), Some(B256::repeat_byte(3)));
+        assert_eq!(store.order_for_nonce(&poster, 9).unwrap(), None);
     }
 
     #[test]
@@ -450,7 +631,8 @@ mod tests {
         for state in [
             TaskState::Verified,
             TaskState::Batched { batch: 3 },
-            TaskState::Settled { batch: Some(3), tx: Some("0x02".into()) },
+            TaskState::Settled { batch: Some(3), tx: Some("0x02".into()), unpaid: None },
+            TaskState::Settled { batch: None, tx: None, unpaid: Some("BookEmpty".into()) },
             TaskState::Dropped { reason: "expired".into() },
         ] {
             store.insert_result(&[5; 32], &TaskRecord { state: state.clone(), ..record(5) }, b"p", &[1]).unwrap();

@@ -1,4 +1,6 @@
-//! Batch aggregation: task proofs → normalized proofs → leaf proofs → one root proof.
+//! Batch aggregation: task proofs → normalized proofs → leaf proofs → one root proof, the input
+//! of [`crate::BatchWrapper`]. Used by the sequencer for its batches and by a provider settling
+//! its own results.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -9,7 +11,32 @@ use tgrid_aggregation::{
 };
 use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
 
-use crate::error::{Error, Result};
+/// What can go wrong while aggregating.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AggregateError {
+    /// Normalization, leaf or merge proving, registry or batch rules.
+    #[error(transparent)]
+    Aggregation(#[from] tgrid_aggregation::Error),
+    /// A task proof or model file is invalid.
+    #[error(transparent)]
+    Task(#[from] tgrid_circuits::Error),
+    /// A submitted proof is for a model the registry does not list.
+    #[error("model 0x{} is not in the registry", hex::encode(.0))]
+    UnknownModel([u8; 32]),
+    /// The registry's model file does not produce the registered circuit, or a model this
+    /// aggregator holds no normalizer for.
+    #[error("{path}: {reason}")]
+    ModelFile {
+        /// The model file.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+type Error = AggregateError;
+type Result<T, E = AggregateError> = std::result::Result<T, E>;
 
 /// A unit of work finished, for progress reporting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +78,31 @@ impl Aggregator {
                 .iter()
                 .map(|n| tgrid_aggregation::RegistryEntry { model_id: n.model_id(), normalized_digest: n.digest() }),
         )?;
+        let slots =
+            normalizers.into_iter().map(|n| (n.model_id(), Arc::new(OnceLock::from(Ok(Arc::new(n)))))).collect();
+        Ok(Self {
+            file: RegistryFile::empty(Default::default()),
+            registry,
+            circuits: AggregationCircuits::build()?,
+            normalizers: Mutex::new(slots),
+        })
+    }
+
+    /// An aggregator for a registry whose full list of models comes from elsewhere (the chain),
+    /// holding normalizers only for some of them: a provider settling its own results proves
+    /// membership in the whole on-chain registry, but only ever normalizes its own models.
+    pub fn with_registry(registry: Registry, normalizers: Vec<Normalizer>) -> Result<Self> {
+        for n in &normalizers {
+            match registry.entry(&n.model_id()) {
+                Some(e) if e.normalized_digest == n.digest() => {}
+                _ => {
+                    return Err(Error::ModelFile {
+                        path: format!("model 0x{}", hex::encode(n.model_id())),
+                        reason: "its normalized circuit is not the one the registry lists".into(),
+                    })
+                }
+            }
+        }
         let slots =
             normalizers.into_iter().map(|n| (n.model_id(), Arc::new(OnceLock::from(Ok(Arc::new(n)))))).collect();
         Ok(Self {

@@ -1,0 +1,329 @@
+//! `tgrid-prover run`: the provider daemon. It keeps the provider bonded, finds open orders of
+//! the models it holds in the relay, accepts by signature those it can finish and settle before
+//! their deadline (only once the poster's book backs them, its bond covers what it accepted, and
+//! the input is published and matches the order), infers, proves, submits to the sequencer,
+//! follows each order on-chain until it settles, settles itself what the sequencer did not settle
+//! in time, and withdraws its earnings.
+//!
+//! Inputs come from a content-addressed store (a directory, or an HTTP URL) where posters publish
+//! `<input commitment>.json`; an accepted order's input is kept under `data_dir/inputs`.
+//!
+//! Every step is written to `data_dir/state.json` (atomically) before the next begins, so a
+//! restart resumes: accepted orders are proven, proven ones resubmitted (the sequencer treats a
+//! repeat as idempotent), nothing is accepted twice.
+
+mod orders;
+mod own;
+mod settings;
+mod state;
+mod work;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy::primitives::{Address, B256, U256};
+use alloy::providers::DynProvider;
+use alloy::signers::local::PrivateKeySigner;
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use tgrid_chain::bindings::IERC20;
+use tgrid_chain::market::{Market, MarketDomain, RelayClient};
+use tgrid_chain::{format_tgrid as tgrid_amount, Deployment};
+use tgrid_circuits::{ModelFile, TaskProver};
+use tgrid_cli::Output;
+
+pub use settings::{Settings, WrapFri, ANVIL_KEY_1};
+pub use state::{State, TaskRecord, TaskState};
+
+use crate::settle::SelfSettler;
+
+/// A model this provider can prove.
+struct HeldModel {
+    file: ModelFile,
+    prover: Arc<TaskProver>,
+    name: String,
+    /// Expected proving time (seconds): the setting until a proof was timed, then 1.5× the
+    /// slowest proof seen.
+    prove_estimate: f64,
+    measured: bool,
+}
+
+fn tokens(whole: u64) -> U256 {
+    U256::from(whole) * U256::from(10u64).pow(U256::from(18u64))
+}
+
+struct Daemon {
+    settings: Settings,
+    out: Output,
+    chain: DynProvider,
+    market: Market<DynProvider>,
+    deployment: Deployment,
+    domain: MarketDomain,
+    signer: PrivateKeySigner,
+    me: Address,
+    relay: RelayClient,
+    http: alloy::transports::http::reqwest::Client,
+    models: HashMap<B256, HeldModel>,
+    state: State,
+    state_path: PathBuf,
+    /// Built on the first self-settlement (a few GB, tens of seconds), then kept.
+    settler: Option<Arc<SelfSettler>>,
+    /// Orders settled since the last earnings withdrawal.
+    settled_since_withdrawal: u64,
+}
+
+/// Runs the daemon until SIGINT or SIGTERM.
+pub fn run(settings: Settings, out: Output) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    runtime.block_on(async move {
+        let mut daemon = Daemon::start(settings, out).await?;
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        loop {
+            let round = daemon.round();
+            tokio::select! {
+                r = round => r?,
+                _ = tokio::signal::ctrl_c() => break,
+                _ = terminate.recv() => break,
+            }
+            let idle = tokio::time::sleep(Duration::from_millis(daemon.settings.poll_interval_ms));
+            tokio::select! {
+                _ = idle => {}
+                _ = tokio::signal::ctrl_c() => break,
+                _ = terminate.recv() => break,
+            }
+        }
+        daemon.event("stopped", json!({}), "stopped (state saved; a restart resumes)".into());
+        Ok(())
+    })
+}
+
+fn short(id: &B256) -> String {
+    let h = format!("{id}");
+    format!("{}…", &h[..10])
+}
+
+impl Daemon {
+    async fn start(settings: Settings, out: Output) -> Result<Self> {
+        let deployment = Deployment::load(&settings.deployment)?;
+        let signer = tgrid_chain::parse_signer(&settings.private_key)?;
+        let me = signer.address();
+        let chain = tgrid_chain::signing(&settings.rpc_url, signer.clone())?;
+        tgrid_chain::check_chain(&chain, &settings.rpc_url, &deployment).await?;
+        for dir in ["proofs", "outputs", "inputs"] {
+            std::fs::create_dir_all(settings.data_dir.join(dir))
+                .with_context(|| format!("cannot create {}", settings.data_dir.display()))?;
+        }
+        let state_path = settings.data_dir.join("state.json");
+        let state = State::load(&state_path)?;
+
+        let mut models = HashMap::new();
+        for path in &settings.models {
+            let file = crate::load_model(path)?;
+            let id = B256::from(file.model.model_id());
+            let prover = TaskProver::new(file.model.clone(), file.plan.clone())
+                .with_context(|| format!("building the circuit of {}", path.display()))?;
+            let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let prove_estimate = settings.initial_prove_estimate_secs as f64;
+            models.insert(id, HeldModel { file, prover: Arc::new(prover), name, prove_estimate, measured: false });
+        }
+        let registry = tgrid_chain::bindings::IModelRegistry::new(deployment.registry, &chain);
+        for (id, m) in &models {
+            if !registry.isModelActive(*id).call().await.context("ModelRegistry.isModelActive")? {
+                tracing::warn!(model = %id, name = m.name, "model is not registered on-chain (yet): no order can settle");
+            }
+        }
+        let market = Market::new(&deployment, chain.clone());
+        let params = market.parameters().await?;
+        let window = params.selfSettlementWindow.saturating_to::<u64>();
+        if settings.self_settle && settings.self_settle_before_secs > window {
+            bail!(
+                "provider settings: self_settle_before_secs ({}) is longer than the market's self-settlement window \
+                 ({window} s): the market would skip the daemon's own settlements",
+                settings.self_settle_before_secs
+            );
+        }
+        let relay = RelayClient::new(&settings.sequencer_url, Duration::from_secs(60))?;
+        let http = alloy::transports::http::reqwest::Client::builder().timeout(Duration::from_secs(60)).build()?;
+        let domain = MarketDomain::of(&deployment);
+        let daemon = Self {
+            settings,
+            out,
+            chain,
+            market,
+            deployment,
+            domain,
+            signer,
+            me,
+            relay,
+            http,
+            models,
+            state,
+            state_path,
+            settler: None,
+            settled_since_withdrawal: 0,
+        };
+        daemon.ensure_stake().await?;
+        let bond = daemon.market.bond(me).await?;
+        let earner = daemon.market.earner(me).await?;
+        daemon.event(
+            "ready",
+            json!({
+                "provider": me.to_string(),
+                "models": daemon.models.iter().map(|(id, m)| json!({"model_id": id.to_string(), "name": m.name})).collect::<Vec<_>>(),
+                "bonded": tgrid_amount(U256::from(bond.bonded)),
+                "earnings": tgrid_amount(U256::from(earner.earnings)),
+                "tasks_settled": earner.tasksSettled,
+                "tasks_slashed": earner.tasksSlashed,
+                "self_settle": daemon.settings.self_settle,
+            }),
+            format!(
+                "provider {me} ready: {} model(s), bonded {} TGRID, earnings {} TGRID, settled {} slashed {}{}",
+                daemon.models.len(),
+                tgrid_amount(U256::from(bond.bonded)),
+                tgrid_amount(U256::from(earner.earnings)),
+                earner.tasksSettled,
+                earner.tasksSlashed,
+                if daemon.settings.self_settle { "" } else { " (self-settlement off)" }
+            ),
+        );
+        Ok(daemon)
+    }
+
+    /// One line on stdout per event: text, or one JSON object with `--json`.
+    fn event(&self, kind: &str, mut fields: serde_json::Value, text: String) {
+        fields["event"] = json!(kind);
+        if let Err(e) = self.out.emit(fields, || text) {
+            tracing::warn!(error = %e, "cannot write an event to stdout");
+        }
+    }
+
+    async fn ensure_stake(&self) -> Result<()> {
+        let want = tokens(self.settings.stake_tgrid);
+        let bonded = U256::from(self.market.bond(self.me).await?.bonded);
+        if bonded >= want {
+            return Ok(());
+        }
+        let missing = want - bonded;
+        let balance = IERC20::new(self.deployment.token, &self.chain)
+            .balanceOf(self.me)
+            .call()
+            .await
+            .context("TGRID.balanceOf")?;
+        if balance < missing {
+            bail!(
+                "bonding {} TGRID needs that much in {}; it holds {} TGRID",
+                tgrid_amount(missing),
+                self.me,
+                tgrid_amount(balance)
+            );
+        }
+        self.market.stake(self.me, missing).await?;
+        self.event(
+            "staked",
+            json!({"amount": tgrid_amount(missing), "bonded": tgrid_amount(want)}),
+            format!("bonded {} TGRID (bond {} TGRID)", tgrid_amount(missing), tgrid_amount(want)),
+        );
+        Ok(())
+    }
+
+    fn save(&self) -> Result<()> {
+        self.state.save(&self.state_path)
+    }
+
+    fn set(&mut self, id: B256, state: TaskState) -> Result<()> {
+        if let Some(r) = self.state.tasks.get_mut(&id) {
+            r.state = state;
+        }
+        self.save()
+    }
+
+    fn skip(&mut self, id: B256, reason: String) -> Result<()> {
+        self.event(
+            "skipped",
+            json!({"task_id": id.to_string(), "reason": reason}),
+            format!("skipped order {}: {reason}", short(&id)),
+        );
+        self.set(id, TaskState::Skipped { reason })
+    }
+
+    fn proof_path(&self, id: &B256) -> PathBuf {
+        self.settings.data_dir.join("proofs").join(format!("{id}.tgp"))
+    }
+
+    fn accepted_input_path(&self, id: &B256) -> PathBuf {
+        self.settings.data_dir.join("inputs").join(format!("{id}.json"))
+    }
+
+    fn output_path(&self, id: &B256) -> PathBuf {
+        self.settings.data_dir.join("outputs").join(format!("{id}.json"))
+    }
+
+    async fn round(&mut self) -> Result<()> {
+        if let Err(e) = self.discover().await {
+            // The relay is down: work already accepted goes on.
+            tracing::warn!("listing orders: {e:#}");
+        }
+        let now = tgrid_chain::chain_now(&self.chain).await?;
+        let pruned = self.state.prune(now, self.settings.prune_after_secs);
+        if !pruned.is_empty() {
+            self.save()?;
+            // After the state no longer names them; a file left behind by a crash is harmless.
+            for id in &pruned {
+                let _ = std::fs::remove_file(self.proof_path(id));
+                let _ = std::fs::remove_file(self.accepted_input_path(id));
+            }
+        }
+        // Earliest deadline first. Open orders are accepted first (before another provider takes
+        // them); then each accepted order goes as far as it can (prove, submit at once, so the
+        // sequencer works on it while the next one is proven).
+        let mut queue: Vec<(u64, B256)> = self.state.tasks.iter().map(|(id, r)| (r.deadline(), *id)).collect();
+        queue.sort();
+        for &(_, id) in &queue {
+            if self.state.tasks[&id].state == TaskState::Seen {
+                if let Err(e) = self.consider(id, now).await {
+                    tracing::warn!(task = %id, "{e:#}");
+                }
+            }
+        }
+        for &(_, id) in &queue {
+            loop {
+                let record = self.state.tasks[&id].clone();
+                let step = match record.state {
+                    TaskState::Accepted => self.prove(id, &record).await,
+                    TaskState::Proven => self.submit(id, &record, now).await,
+                    TaskState::Submitted | TaskState::Refused { .. } => self.follow(id, &record).await,
+                    TaskState::Seen | TaskState::Settled { .. } | TaskState::Skipped { .. } => break,
+                };
+                if let Err(e) = step {
+                    // A node or sequencer hiccup: the order stays where it is; retried next round.
+                    tracing::warn!(task = %id, "{e:#}");
+                    break;
+                }
+                if self.state.tasks[&id].state == record.state {
+                    break;
+                }
+            }
+        }
+        if self.settings.self_settle {
+            if let Err(e) = self.settle_own(now).await {
+                tracing::warn!("self-settlement: {e:#}");
+            }
+        }
+        if self.settings.auto_withdraw {
+            if let Err(e) = self.withdraw_earnings().await {
+                tracing::warn!("withdrawing earnings: {e:#}");
+            }
+        }
+        Ok(())
+    }
+}
+
+fn write_synced(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    Ok(())
+}

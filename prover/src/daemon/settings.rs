@@ -1,0 +1,155 @@
+//! The daemon's settings: defaults for a local devnet, then the TOML file, then
+//! `TGRID_PROVIDER_<SETTING>` variables (lists comma-separated).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::settle::WrapKeySetting;
+
+/// Anvil's second default account key (public knowledge; the devnet's provider account only).
+pub const ANVIL_KEY_1: &str = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+
+/// Prefix of the environment variables overriding settings.
+pub const ENV_PREFIX: &str = "TGRID_PROVIDER_";
+
+/// Final-layer FRI parameters of self-settlement's wrap (must match the deployed verifier).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WrapFri {
+    /// 100 conjectured bits: what a real verifier expects.
+    Production,
+    /// INSECURE: 10 bits, for tests only.
+    InsecureTest,
+}
+
+/// Settings of the daemon.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Ethereum JSON-RPC endpoint.
+    pub rpc_url: String,
+    /// Deployment file written by `Deploy.s.sol`.
+    pub deployment: PathBuf,
+    /// The provider account's key (default: anvil account 1, devnet only).
+    pub private_key: String,
+    /// Compiled models (.tgm) this provider runs; orders of other models are ignored.
+    pub models: Vec<PathBuf>,
+    /// Input store: posters publish each input as `<input commitment>.json` (EZKL format) in this
+    /// directory... Content-addressed, so the provider checks every file against the order.
+    pub inputs_dir: PathBuf,
+    /// ...or, when set, under this HTTP URL (`<inputs_url>/<input commitment>.json`).
+    pub inputs_url: String,
+    /// The order relay and sequencer (its HTTP API).
+    pub sequencer_url: String,
+    /// Where state, proofs and outputs are kept.
+    pub data_dir: PathBuf,
+    /// Bonded stake (whole TGRID) the daemon keeps; it stakes the difference at start.
+    pub stake_tgrid: u64,
+    /// An order is accepted only if its deadline leaves, after the proving backlog and this
+    /// order's proving time, this long: the sequencer's batching and, failing that, this
+    /// provider's own settlement (`self_settle_before_secs`) need it.
+    pub settle_margin_secs: u64,
+    /// An order still unsettled this long before its deadline is settled by the daemon itself
+    /// (aggregated, wrapped and sent from the provider's account). Must fit the market's
+    /// self-settlement window, and exceed the time a self-settlement takes here.
+    pub self_settle_before_secs: u64,
+    /// Whether the daemon settles its own results near their deadline.
+    pub self_settle: bool,
+    /// The Groth16 key of self-settlement: `{kind = "file", path = "ceremony.pk"}` or (INSECURE,
+    /// devnets) `{kind = "insecure-devnet", path = ".tgrid/keys"}`.
+    pub wrap_key: WrapKeySetting,
+    /// FRI parameters of self-settlement's wrap.
+    pub wrap_fri: WrapFri,
+    /// Smallest payment (whole TGRID) worth accepting (the market's dispute minimum applies too).
+    pub min_payment_tgrid: u64,
+    /// Proving time assumed for a model before one was measured.
+    pub initial_prove_estimate_secs: u64,
+    /// Idle wait between polls.
+    pub poll_interval_ms: u64,
+    /// A task nothing more can happen to is forgotten this long after its deadline, with its
+    /// proof and input files (the state file is rewritten at every step). Outputs stay.
+    pub prune_after_secs: u64,
+    /// Withdraw earnings automatically after orders settle.
+    pub auto_withdraw: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            rpc_url: tgrid_chain::DEFAULT_RPC_URL.into(),
+            deployment: tgrid_chain::DEFAULT_DEPLOYMENT.into(),
+            private_key: ANVIL_KEY_1.into(),
+            models: Vec::new(),
+            inputs_dir: ".tgrid/inputs".into(),
+            inputs_url: String::new(),
+            sequencer_url: "http://127.0.0.1:8080".into(),
+            data_dir: ".tgrid/provider".into(),
+            stake_tgrid: 1_000,
+            settle_margin_secs: 900,
+            self_settle_before_secs: 600,
+            self_settle: true,
+            wrap_key: WrapKeySetting::InsecureDevnet(".tgrid/keys".into()),
+            wrap_fri: WrapFri::Production,
+            min_payment_tgrid: 0,
+            initial_prove_estimate_secs: 120,
+            poll_interval_ms: 1_000,
+            prune_after_secs: 86_400,
+            auto_withdraw: true,
+        }
+    }
+}
+
+impl Settings {
+    /// Defaults, then `file`, then the environment.
+    pub fn load(file: Option<&Path>) -> Result<Self> {
+        let s: Settings = tgrid_cli::layered_settings(file, std::env::vars(), ENV_PREFIX, &[])
+            .map_err(|e| anyhow!("provider settings: {e}"))?;
+        if s.models.is_empty() {
+            bail!("provider settings: no models (set `models = [\"model.tgm\"]` or {ENV_PREFIX}MODELS)");
+        }
+        if s.poll_interval_ms == 0 {
+            bail!("provider settings: poll_interval_ms must be positive");
+        }
+        if s.self_settle && s.self_settle_before_secs >= s.settle_margin_secs {
+            bail!(
+                "provider settings: self_settle_before_secs ({}) must be below settle_margin_secs ({}), or orders \
+                 would be accepted too late to settle them oneself",
+                s.self_settle_before_secs,
+                s.settle_margin_secs
+            );
+        }
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_need_a_model_name_unknown_keys_and_keep_margins_ordered() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("provider.toml");
+        std::fs::write(&file, "models = []\n").unwrap();
+        assert!(Settings::load(Some(&file)).unwrap_err().to_string().contains("no models"));
+        std::fs::write(&file, "modles = [\"a.tgm\"]\n").unwrap();
+        assert!(Settings::load(Some(&file)).unwrap_err().to_string().contains("modles"));
+        std::fs::write(&file, "models = [\"a.tgm\"]\nstake_tgrid = 5\n").unwrap();
+        let s = Settings::load(Some(&file)).unwrap();
+        assert_eq!(s.stake_tgrid, 5);
+        assert!(s.self_settle && s.auto_withdraw);
+        assert_eq!(s.models, vec![PathBuf::from("a.tgm")]);
+        std::fs::write(&file, "models = [\"a.tgm\"]\nself_settle_before_secs = 900\nsettle_margin_secs = 600\n").unwrap();
+        assert!(Settings::load(Some(&file)).unwrap_err().to_string().contains("self_settle_before_secs"));
+        std::fs::write(
+            &file,
+            "models = [\"a.tgm\"]\nwrap_key = { kind = \"file\", path = \"/keys/ceremony.pk\" }\nwrap_fri = \"insecure-test\"\n",
+        )
+        .unwrap();
+        let s = Settings::load(Some(&file)).unwrap();
+        assert_eq!(s.wrap_key, WrapKeySetting::File("/keys/ceremony.pk".into()));
+        assert_eq!(s.wrap_fri, WrapFri::InsecureTest);
+    }
+}

@@ -1,0 +1,282 @@
+//! The order relay: posters list signed orders, providers find open orders of their models and
+//! record a signed acceptance. Everything listed is checked against the chain first (signature,
+//! nonce unused, a book that backs the order until its deadline, an active model), and an
+//! acceptance only while the provider's bond covers the collateral of every order it accepted
+//! here and may still be disputed for.
+
+use std::sync::Arc;
+
+use alloy::primitives::{B256, U256};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use tgrid_chain::market::{OrderView, RelayState};
+
+use super::{json_rejection, parse_hex, AcceptanceBody, ApiError, ErrorBody, OrderBody, SignedOrderBody};
+use crate::service::store::{OrderRecord, TaskState};
+use crate::service::{unix_now, Shared};
+
+/// Most orders one listing returns.
+const MAX_LIST: usize = 1_000;
+
+fn u256_u128(v: U256) -> u128 {
+    v.try_into().unwrap_or(u128::MAX)
+}
+
+/// Where an order stands, from the relay's and the sequencer's records.
+fn relay_state(shared: &Shared, hash: &B256, record: &OrderRecord, now: u64) -> Result<RelayState, ApiError> {
+    if let Some(task) = shared.store.task(&hash.0).map_err(ApiError::unavailable)? {
+        return Ok(match task.state {
+            TaskState::Settled { .. } => RelayState::Closed,
+            TaskState::Dropped { .. } if record.signed.order.deadline < now => RelayState::Expired,
+            TaskState::Dropped { .. } => RelayState::Accepted,
+            _ => RelayState::Delivered,
+        });
+    }
+    Ok(if record.signed.order.deadline < now {
+        RelayState::Expired
+    } else if record.acceptance.is_some() {
+        RelayState::Accepted
+    } else {
+        RelayState::Open
+    })
+}
+
+fn view(shared: &Shared, hash: B256, record: OrderRecord, now: u64) -> Result<OrderBody, ApiError> {
+    let state = relay_state(shared, &hash, &record, now)?;
+    Ok(OrderBody(OrderView { hash, signed: record.signed, acceptance: record.acceptance, state }))
+}
+
+/// List a signed order. Checked against the chain before it is listed: the poster's signature,
+/// its nonce unused, a deadline within the market's bounds, a payment at least the market's
+/// minimum (smaller orders cannot be disputed), an active model, and a book of the poster that
+/// backs it until the deadline (index below the capacity, payment at most the per-order maximum,
+/// not unlocking before the deadline). One order per poster nonce.
+#[utoipa::path(post, path = "/v1/orders", request_body = SignedOrderBody, responses(
+    (status = 201, description = "listed", body = OrderBody),
+    (status = 200, description = "already listed", body = OrderBody),
+    (status = 400, description = "malformed request", body = ErrorBody),
+    (status = 409, description = "its nonce is used on-chain, or another order is listed for it", body = ErrorBody),
+    (status = 422, description = "bad signature, or the chain would not back it", body = ErrorBody),
+    (status = 503, description = "chain or store unavailable; retry", body = ErrorBody),
+))]
+pub(super) async fn post_order(
+    State(shared): State<Arc<Shared>>,
+    body: Result<Json<SignedOrderBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<(StatusCode, Json<OrderBody>), ApiError> {
+    let signed = body.map_err(json_rejection)?.0 .0;
+    let hash = signed
+        .verify(&shared.chain.domain())
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "bad_signature", e.to_string()))?;
+    let chain = &shared.chain;
+    let now = chain.now().await.map_err(ApiError::unavailable)?;
+    if let Some(existing) = shared.store.order(&hash).map_err(ApiError::unavailable)? {
+        return Ok((StatusCode::OK, Json(view(&shared, hash, existing, now)?)));
+    }
+    let o = &signed.order;
+    let (params, book, used, active) = tokio::try_join!(
+        chain.parameters(),
+        chain.book(o.poster, o.book()),
+        chain.nonce_used(o.poster, o.nonce),
+        chain.model_active(&o.model_id.0)
+    )
+    .map_err(ApiError::unavailable)?;
+    if used {
+        return Err(ApiError::conflict(format!(
+            "nonce {} of {} is already used on-chain (settled, disputed or cancelled)",
+            o.nonce, o.poster
+        )));
+    }
+    let max_delay = params.maxDeadlineDelay.saturating_to::<u64>();
+    if o.deadline <= now || o.deadline > now + max_delay {
+        return Err(ApiError::rejected(format!(
+            "deadline {} must be after chain time {now} and at most {max_delay} s later",
+            o.deadline
+        )));
+    }
+    let min_payment = u256_u128(params.minPayment);
+    if o.payment < min_payment {
+        return Err(ApiError::rejected(format!(
+            "payment {} is below the market's minimum {min_payment}: such an order could not be disputed",
+            o.payment
+        )));
+    }
+    if !active {
+        return Err(ApiError::rejected(format!("model {} is not active in the on-chain registry", o.model_id)));
+    }
+    let unlock_at = book.unlockAt.to::<u64>();
+    let backed = if book.capacity.to::<u32>() == 0 {
+        Err(format!("poster {} has no book {}", o.poster, o.book()))
+    } else if o.index() >= book.capacity.to::<u32>() {
+        Err(format!("index {} is beyond book {}'s capacity {}", o.index(), o.book(), book.capacity))
+    } else if o.payment > book.perOrderMax.to::<u128>() {
+        Err(format!("payment {} is above book {}'s per-order maximum {}", o.payment, o.book(), book.perOrderMax))
+    } else if o.payment > book.remaining.to::<u128>() {
+        Err(format!("book {} holds {}, less than the payment", o.book(), book.remaining))
+    } else if unlock_at != 0 && unlock_at <= o.deadline {
+        Err(format!("book {} unlocks at {unlock_at}, before the deadline {}", o.book(), o.deadline))
+    } else {
+        Ok(())
+    };
+    backed.map_err(|reason| ApiError::rejected(format!("the poster's deposit does not back the order: {reason}")))?;
+
+    let record = OrderRecord { signed, acceptance: None, listed_at: unix_now() };
+    shared.store.put_order(&hash, &record).map_err(|e| match e {
+        crate::service::ServiceError::Rejected(reason) => ApiError::conflict(reason),
+        other => ApiError::unavailable(other),
+    })?;
+    shared.store.flush().await.map_err(ApiError::unavailable)?;
+    shared.metrics.orders.with_label_values(&["listed"]).inc();
+    tracing::info!(order = %hash, poster = %record.signed.order.poster, "order listed");
+    Ok((StatusCode::CREATED, Json(view(&shared, hash, record, now)?)))
+}
+
+/// Query of an order listing.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListQuery {
+    /// Model id (0x + 64 hex).
+    model: String,
+    /// `open` (default), `accepted`, `delivered`, `closed`, `expired` or `any`.
+    state: Option<String>,
+    /// Most orders returned (default 100, at most 1,000).
+    limit: Option<usize>,
+}
+
+/// Orders of a model, nearest deadline first.
+#[utoipa::path(get, path = "/v1/orders", params(ListQuery), responses(
+    (status = 200, description = "orders, nearest deadline first", body = [OrderBody]),
+    (status = 400, body = ErrorBody),
+))]
+pub(super) async fn list_orders(
+    State(shared): State<Arc<Shared>>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Vec<OrderBody>>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let model = B256::from(parse_hex::<32>(&q.model, "model")?);
+    let wanted: Option<RelayState> = match q.state.as_deref().unwrap_or("open") {
+        "any" => None,
+        s => Some(
+            serde_json::from_value(serde_json::Value::String(s.to_string()))
+                .map_err(|_| ApiError::bad_request(format!("unknown state {s:?}")))?,
+        ),
+    };
+    let limit = q.limit.unwrap_or(100).min(MAX_LIST);
+    let now = shared.chain.now().await.map_err(ApiError::unavailable)?;
+    // Expired orders are left out unless asked for.
+    let not_before = if matches!(wanted, None | Some(RelayState::Expired) | Some(RelayState::Closed)) { 0 } else { now };
+    let mut out = Vec::new();
+    let mut error = None;
+    let records = shared
+        .store
+        .orders_of_model(&model, not_before, limit, |hash, record| match relay_state(&shared, hash, record, now) {
+            Ok(state) => wanted.is_none_or(|w| w == state),
+            Err(e) => {
+                error.get_or_insert(e);
+                false
+            }
+        })
+        .map_err(ApiError::unavailable)?;
+    if let Some(e) = error {
+        return Err(e);
+    }
+    for (hash, record) in records {
+        out.push(view(&shared, hash, record, now)?);
+    }
+    Ok(Json(out))
+}
+
+/// One listed order.
+#[utoipa::path(get, path = "/v1/orders/{hash}", params(("hash" = String, Path, description = "order hash, 0x + 64 hex")),
+    responses((status = 200, body = OrderBody), (status = 404, body = ErrorBody)))]
+pub(super) async fn get_order(
+    State(shared): State<Arc<Shared>>,
+    Path(hash): Path<String>,
+) -> Result<Json<OrderBody>, ApiError> {
+    let hash = B256::from(parse_hex::<32>(&hash, "order hash")?);
+    let record = shared
+        .store
+        .order(&hash)
+        .map_err(ApiError::unavailable)?
+        .ok_or_else(|| ApiError::not_found(format!("no order {hash} is listed")))?;
+    let now = shared.chain.now().await.map_err(ApiError::unavailable)?;
+    Ok(Json(view(&shared, hash, record, now)?))
+}
+
+/// Record a provider's signed acceptance of a listed order. The first acceptance wins (a second
+/// provider gets 409; the same one again 200). Refused when the order names another provider,
+/// its deadline passed, or the provider's bond (bonded, plus unbonding stake that stays until
+/// the dispute window closes) does not cover the collateral of this order plus every order it
+/// accepted here that may still be disputed.
+#[utoipa::path(post, path = "/v1/orders/{hash}/acceptance", request_body = AcceptanceBody,
+    params(("hash" = String, Path, description = "order hash, 0x + 64 hex")), responses(
+    (status = 200, description = "recorded", body = OrderBody),
+    (status = 400, body = ErrorBody),
+    (status = 404, body = ErrorBody),
+    (status = 409, description = "another provider accepted it first", body = ErrorBody),
+    (status = 422, description = "bad signature, another named provider, deadline passed, bond too small", body = ErrorBody),
+))]
+pub(super) async fn accept_order(
+    State(shared): State<Arc<Shared>>,
+    Path(hash): Path<String>,
+    body: Result<Json<AcceptanceBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<OrderBody>, ApiError> {
+    let hash = B256::from(parse_hex::<32>(&hash, "order hash")?);
+    let acceptance = body.map_err(json_rejection)?.0 .0;
+    if acceptance.order_hash != hash {
+        return Err(ApiError::bad_request(format!("the acceptance is for order {}, not {hash}", acceptance.order_hash)));
+    }
+    acceptance
+        .verify(&shared.chain.domain())
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "bad_signature", e.to_string()))?;
+    let mut record = shared
+        .store
+        .order(&hash)
+        .map_err(ApiError::unavailable)?
+        .ok_or_else(|| ApiError::not_found(format!("no order {hash} is listed")))?;
+    let o = record.signed.order.clone();
+    let chain = &shared.chain;
+    let now = chain.now().await.map_err(ApiError::unavailable)?;
+    match &record.acceptance {
+        Some(a) if a.provider == acceptance.provider => return Ok(Json(view(&shared, hash, record, now)?)),
+        Some(a) => return Err(ApiError::conflict(format!("order {hash} was accepted by {} first", a.provider))),
+        None => {}
+    }
+    if o.is_named() && o.provider != acceptance.provider {
+        return Err(ApiError::rejected(format!("order {hash} names provider {}", o.provider)));
+    }
+    if o.deadline <= now {
+        return Err(ApiError::rejected(format!("order {hash}'s deadline {} has passed", o.deadline)));
+    }
+    let (bond, params) = tokio::try_join!(chain.bond(acceptance.provider), chain.parameters()).map_err(ApiError::unavailable)?;
+    let window = params.disputeWindow.saturating_to::<u64>();
+    // Orders this provider accepted here that may still end in a dispute.
+    let open = shared.store.accepted_by(&acceptance.provider, now.saturating_sub(window)).map_err(ApiError::unavailable)?;
+    let mut exposure = o.collateral;
+    for (h, r) in &open {
+        let settled = matches!(
+            shared.store.task(&h.0).map_err(ApiError::unavailable)?.map(|t| t.state),
+            Some(TaskState::Settled { .. })
+        );
+        if !settled {
+            exposure = exposure.saturating_add(r.signed.order.collateral);
+        }
+    }
+    let lasting_unbonding = if bond.unbondingReadyAt.to::<u64>() > o.deadline + window { bond.unbonding.to::<u128>() } else { 0 };
+    let cover = bond.bonded.to::<u128>() + lasting_unbonding;
+    if cover < exposure {
+        return Err(ApiError::rejected(format!(
+            "provider {}'s bond {cover} does not cover the collateral {exposure} of this order and the {} other order(s) it \
+             accepted here that can still be disputed",
+            acceptance.provider,
+            open.len()
+        )));
+    }
+    record.acceptance = Some(acceptance);
+    shared.store.put_order(&hash, &record).map_err(ApiError::unavailable)?;
+    shared.store.flush().await.map_err(ApiError::unavailable)?;
+    shared.metrics.orders.with_label_values(&["accepted"]).inc();
+    tracing::info!(order = %hash, provider = %record.acceptance.as_ref().map(|a| a.provider).unwrap_or_default(), "acceptance recorded");
+    Ok(Json(view(&shared, hash, record, now)?))
+}

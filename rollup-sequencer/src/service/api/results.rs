@@ -1,0 +1,311 @@
+//! Result submission (checked against the proof, the signed order and acceptance, and the chain
+//! before it is acknowledged), task status and published outputs.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use alloy::primitives::B256;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use tgrid_circuits::{commit, TaskProof};
+
+use super::{hex0x, json_rejection, parse_hex, ApiError, ErrorBody, OutputView, SubmitRequest, TaskView};
+use crate::service::metrics::{IngestStage, Metrics};
+use crate::service::store::{BatchState, OrderRecord, TaskRecord, TaskState};
+use crate::service::{unix_now, Shared};
+
+/// Submit the result of a signed order. Checked before it is acknowledged: the poster's order
+/// signature and the provider's acceptance, the proof (its task id is the order's hash, its
+/// provider the accepting one, its model, input and output the order's and the output's), and
+/// the chain (nonce unused, deadline not passed, model active). The acknowledgement means the
+/// result is on disk. Repeating an acknowledged submission is harmless (200, `duplicate: true`).
+#[utoipa::path(post, path = "/v1/results", request_body = SubmitRequest, responses(
+    (status = 202, description = "verified and durably stored", body = TaskView),
+    (status = 200, description = "already acknowledged (idempotent repeat)", body = TaskView),
+    (status = 400, description = "malformed request", body = ErrorBody),
+    (status = 409, description = "another result is acknowledged, another provider accepted the order first, or its nonce is used on-chain", body = ErrorBody),
+    (status = 413, description = "body too large"),
+    (status = 422, description = "bad signature, invalid proof, or the chain does not allow this result", body = ErrorBody),
+    (status = 429, description = "provider over its rate limit", body = ErrorBody),
+    (status = 503, description = "chain or store unavailable; retry", body = ErrorBody),
+))]
+pub(super) async fn submit(
+    State(shared): State<Arc<Shared>>,
+    body: Result<Json<SubmitRequest>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let started = Instant::now();
+    let result = match body {
+        Ok(Json(request)) => ingest(&shared, request).await,
+        Err(e) => Err(json_rejection(e)),
+    };
+    shared.metrics.ack_seconds.observe(started.elapsed().as_secs_f64());
+    match result {
+        Ok(view) => {
+            let outcome = if view.duplicate { "duplicate" } else { "accepted" };
+            shared.metrics.submissions.with_label_values(&[outcome]).inc();
+            let status = if view.duplicate { StatusCode::OK } else { StatusCode::ACCEPTED };
+            (status, Json(view)).into_response()
+        }
+        Err(e) => {
+            shared.metrics.submissions.with_label_values(&["rejected"]).inc();
+            tracing::info!(status = %e.status, reason = %e.reason, "submission refused");
+            e.into_response()
+        }
+    }
+}
+
+/// The time of each ingest stage of one submission; recorded only once it is acknowledged, so
+/// the histograms describe the path a valid result takes.
+struct StageClock {
+    last: Instant,
+    laps: Vec<(IngestStage, f64)>,
+}
+
+impl StageClock {
+    fn start() -> Self {
+        Self { last: Instant::now(), laps: Vec::with_capacity(5) }
+    }
+
+    /// Ends `stage` now.
+    fn lap(&mut self, stage: IngestStage) {
+        let now = Instant::now();
+        self.laps.push((stage, (now - self.last).as_secs_f64()));
+        self.last = now;
+    }
+
+    fn record(&self, metrics: &Metrics) {
+        for &(stage, seconds) in &self.laps {
+            metrics.observe_stage(stage, seconds);
+        }
+    }
+}
+
+/// Removes the task from the in-flight set when the check ends, however it ends.
+struct InFlight<'a>(&'a Shared, [u8; 32]);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.lock().expect("in-flight lock").remove(&self.1);
+    }
+}
+
+async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, ApiError> {
+    let domain = shared.chain.domain();
+    let SubmitRequest { order, acceptance, output, proof } = request;
+    // Signatures first: cheap, and they make the rate limit's key an authenticated provider.
+    let bad_signature = |e: tgrid_chain::market::OrderError| {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "bad_signature", e.to_string())
+    };
+    let hash = order.verify(&domain).map_err(bad_signature)?;
+    acceptance.verify(&domain).map_err(bad_signature)?;
+    if acceptance.order_hash != hash {
+        return Err(ApiError::rejected(format!("the acceptance is for order {}, not {hash}", acceptance.order_hash)));
+    }
+    let provider = acceptance.provider;
+    if order.order.is_named() && order.order.provider != provider {
+        return Err(ApiError::rejected(format!("order {hash} names provider {}, not {provider}", order.order.provider)));
+    }
+    if shared.limiter.check_key(&provider.0 .0).is_err() {
+        return Err(ApiError::too_many(format!(
+            "provider {provider} is over {} submissions/s",
+            shared.settings.submissions_per_provider_per_sec
+        )));
+    }
+    let task_id = hash.0;
+    if !shared.in_flight.lock().expect("in-flight lock").insert(task_id) {
+        return Err(ApiError::conflict("a submission for this order is being checked; retry"));
+    }
+    let _guard = InFlight(shared, task_id);
+    let mut stages = StageClock::start();
+
+    let proof_hex = proof.strip_prefix("0x").ok_or_else(|| ApiError::bad_request("proof lacks the 0x prefix"))?;
+    // const-hex (through alloy): a proof is ~300 KB of hex, and the `hex` crate's decoder took
+    // about a tenth of an acknowledgement's CPU in the load harness (dev profile).
+    let proof_bytes = alloy::hex::decode(proof_hex).map_err(|e| ApiError::bad_request(format!("proof: {e}")))?;
+    let proof = TaskProof::from_bytes(&proof_bytes).map_err(|e| ApiError::bad_request(format!("proof: {e}")))?;
+    let output_commitment = commit(&output).0;
+
+    if let Some(existing) = shared.store.task(&task_id).map_err(ApiError::unavailable)? {
+        if !matches!(existing.state, TaskState::Dropped { .. }) {
+            if existing.output_commitment == hex0x(&output_commitment) && existing.provider == hex0x(provider.as_slice()) {
+                return Ok(view(shared, existing, true));
+            }
+            return Err(ApiError::conflict(format!(
+                "another result for order {hash} is already acknowledged (output commitment {})",
+                existing.output_commitment
+            )));
+        }
+    }
+    // An open order accepted here by another provider first: the relay keeps it theirs.
+    let listed = shared.store.order(&hash).map_err(ApiError::unavailable)?;
+    if let Some(first) = listed.as_ref().and_then(|r| r.acceptance.as_ref()) {
+        if first.provider != provider {
+            return Err(ApiError::conflict(format!("order {hash} was accepted by {} first", first.provider)));
+        }
+    }
+
+    stages.lap(IngestStage::Decode);
+
+    // The proof: the CPU-heavy part runs off the async workers, a few at a time.
+    let permit = shared.verify_slots.acquire().await.map_err(ApiError::unavailable)?;
+    stages.lap(IngestStage::VerifyQueue);
+    let aggregator = shared.aggregator.clone();
+    let leaf = tokio::task::spawn_blocking(move || aggregator.check(&proof))
+        .await
+        .map_err(ApiError::unavailable)?
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_proof", e.to_string()))?;
+    drop(permit);
+    stages.lap(IngestStage::Verify);
+    let o = &order.order;
+    let mismatch = if leaf.task_id != task_id {
+        Some(format!("the proof is for task {}, not order {hash}", hex0x(&leaf.task_id)))
+    } else if leaf.provider != provider.0 .0 {
+        Some(format!("the proof binds provider {}, not {provider}", hex0x(&leaf.provider)))
+    } else if leaf.model_id != o.model_id.0 || leaf.input_commitment != o.input_commitment.0 {
+        Some("the proof's model or input commitment is not the order's".to_string())
+    } else if leaf.output_commitment != output_commitment {
+        Some(format!(
+            "the output's commitment {} is not the proven output commitment {}",
+            hex0x(&output_commitment),
+            hex0x(&leaf.output_commitment)
+        ))
+    } else {
+        None
+    };
+    if let Some(reason) = mismatch {
+        return Err(ApiError::rejected(reason));
+    }
+
+    // The chain: nonce unused, deadline ahead, model active. (A book that cannot pay does not stop
+    // the result: settled unpaid, the order can no longer be disputed, which the provider needs.)
+    let chain = &shared.chain;
+    let (used, now, active) =
+        tokio::try_join!(chain.nonce_used(o.poster, o.nonce), chain.now(), chain.model_active(&leaf.model_id))
+            .map_err(ApiError::unavailable)?;
+    stages.lap(IngestStage::Chain);
+    if used {
+        return Err(ApiError::conflict(format!(
+            "order {hash}'s nonce is already used on-chain (settled, disputed or cancelled)"
+        )));
+    }
+    if o.deadline <= now {
+        return Err(ApiError::rejected(format!("order {hash}'s deadline {} has passed (chain time {now})", o.deadline)));
+    }
+    if !active {
+        return Err(ApiError::rejected(format!("model {} is not active in the on-chain registry", o.model_id)));
+    }
+
+    let record = TaskRecord {
+        task_id: hex0x(&task_id),
+        provider: hex0x(provider.as_slice()),
+        model_id: hex0x(&leaf.model_id),
+        input_commitment: hex0x(&leaf.input_commitment),
+        output_commitment: hex0x(&output_commitment),
+        deadline: o.deadline,
+        received_at: unix_now(),
+        order: order.clone(),
+        acceptance: acceptance.clone(),
+        state: TaskState::Verified,
+    };
+    shared.store.insert_result(&task_id, &record, &proof_bytes, &output).map_err(ApiError::unavailable)?;
+    // The relay learns of orders delivered to it without being listed, and of their acceptance.
+    let relayed = match listed {
+        Some(r) if r.acceptance.is_some() => None,
+        Some(r) => Some(OrderRecord { acceptance: Some(acceptance), ..r }),
+        None => Some(OrderRecord { signed: order, acceptance: Some(acceptance), listed_at: unix_now() }),
+    };
+    if let Some(r) = relayed {
+        if let Err(e) = shared.store.put_order(&B256::from(task_id), &r) {
+            tracing::warn!(order = %hash, error = %e, "delivered order not recorded in the relay");
+        }
+    }
+    shared.store.flush().await.map_err(ApiError::unavailable)?;
+    stages.lap(IngestStage::Store);
+    stages.record(&shared.metrics);
+    shared.metrics.queue_depth.inc();
+    tracing::info!(task = %record.task_id, provider = %record.provider, "result acknowledged");
+    Ok(view(shared, record, false))
+}
+
+fn view(shared: &Shared, record: TaskRecord, duplicate: bool) -> TaskView {
+    let (status, reason, batch, tx) = match &record.state {
+        TaskState::Verified => ("verified", None, None, None),
+        TaskState::Settled { batch, tx, unpaid } => {
+            ("settled", unpaid.as_ref().map(|u| format!("settled unpaid: {u}")), *batch, tx.clone())
+        }
+        TaskState::Dropped { reason } => ("dropped", Some(reason.clone()), None, None),
+        TaskState::Batched { batch } => {
+            let status = match shared.store.batch(*batch).ok().flatten().map(|b| b.state) {
+                Some(BatchState::Open) | None => "batched",
+                Some(BatchState::Proving) | Some(BatchState::Proven { .. }) => "proving",
+                Some(_) => "submitted",
+            };
+            (status, None, Some(*batch), None)
+        }
+    };
+    TaskView {
+        task_id: record.task_id,
+        status: status.into(),
+        reason,
+        provider: record.provider,
+        model_id: record.model_id,
+        input_commitment: record.input_commitment,
+        output_commitment: record.output_commitment,
+        deadline: record.deadline,
+        batch,
+        tx,
+        duplicate,
+    }
+}
+
+/// A task's status.
+#[utoipa::path(get, path = "/v1/tasks/{task_id}", params(("task_id" = String, Path, description = "0x + 64 hex")),
+    responses((status = 200, body = TaskView), (status = 404, body = ErrorBody)))]
+pub(super) async fn task_status(
+    State(shared): State<Arc<Shared>>,
+    Path(task_id): Path<String>,
+) -> Result<Json<TaskView>, ApiError> {
+    let id: [u8; 32] = parse_hex(&task_id, "task_id")?;
+    match shared.store.task(&id).map_err(ApiError::unavailable)? {
+        Some(record) => Ok(Json(view(&shared, record, false))),
+        None if shared.in_flight.lock().expect("in-flight lock").contains(&id) => Ok(Json(TaskView {
+            task_id,
+            status: "received".into(),
+            reason: None,
+            provider: String::new(),
+            model_id: String::new(),
+            input_commitment: String::new(),
+            output_commitment: String::new(),
+            deadline: 0,
+            batch: None,
+            tx: None,
+            duplicate: false,
+        })),
+        None => Err(ApiError::not_found(format!("no acknowledged result for task {task_id}"))),
+    }
+}
+
+/// A task's output, published once its order settled (before that, a poster could read the
+/// output and cancel the order).
+#[utoipa::path(get, path = "/v1/tasks/{task_id}/output", params(("task_id" = String, Path, description = "0x + 64 hex")),
+    responses((status = 200, body = OutputView), (status = 404, description = "unknown, or not settled yet", body = ErrorBody)))]
+pub(super) async fn task_output(
+    State(shared): State<Arc<Shared>>,
+    Path(task_id): Path<String>,
+) -> Result<Json<OutputView>, ApiError> {
+    let id: [u8; 32] = parse_hex(&task_id, "task_id")?;
+    let record = shared.store.task(&id).map_err(ApiError::unavailable)?;
+    let output = shared.store.output(&id).map_err(ApiError::unavailable)?;
+    match (record, output) {
+        (Some(r), Some(output)) if matches!(r.state, TaskState::Settled { .. }) => {
+            Ok(Json(OutputView { task_id, output_commitment: r.output_commitment, output }))
+        }
+        (Some(_), Some(_)) => Err(ApiError::not_found(format!(
+            "task {task_id}'s output is published once its order settles"
+        ))),
+        _ => Err(ApiError::not_found(format!("no acknowledged result for task {task_id}"))),
+    }
+}
+
