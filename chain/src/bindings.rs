@@ -5,70 +5,6 @@
 #![allow(missing_docs, clippy::too_many_arguments)]
 
 alloy::sol! {
-    /// contracts/libraries/TaskLeaf.sol
-    #[derive(Debug, PartialEq, Eq)]
-    struct TaskLeaf {
-        bytes32 taskId;
-        bytes32 modelId;
-        bytes32 inputCommitment;
-        bytes32 outputCommitment;
-        address provider;
-    }
-
-    /// contracts/interfaces/ITaskEscrow.sol
-    #[sol(rpc)]
-    interface ITaskEscrow {
-        #[derive(Debug, PartialEq, Eq)]
-        enum TaskStatus { None, Posted, Accepted, Settled, Cancelled, Expired }
-
-        #[derive(Debug, PartialEq, Eq)]
-        struct Task {
-            TaskStatus status;
-            uint40 deadline;
-            uint96 reward;
-            uint96 collateral;
-            address poster;
-            uint96 payment;
-            address provider;
-            bytes32 binding;
-        }
-
-        event TaskPosted(bytes32 indexed taskId, address indexed poster, bytes32 indexed modelId, bytes32 inputCommitment, uint256 payment, uint256 priorityFee, uint256 deadline);
-        event TaskAccepted(bytes32 indexed taskId, address indexed provider, uint256 collateral);
-        event TaskSettled(bytes32 indexed taskId, bytes32 outputCommitment);
-        event TaskExpired(bytes32 indexed taskId, address indexed provider, uint256 refund, uint256 slashedToPoster);
-        event TaskClaimed(bytes32 indexed taskId, address indexed provider, uint256 pay);
-        event SettlementClaimed(address indexed provider, uint256 tasks, uint256 paid, uint256 collateralReleased);
-
-        function postTask(bytes32 modelId, bytes32 inputCommitment, uint256 payment, uint256 priorityFee, uint256 deadline) external returns (bytes32 taskId);
-        function acceptTask(bytes32 taskId) external;
-        function expireTask(bytes32 taskId) external;
-        function cancelTask(bytes32 taskId) external;
-        function claimSettled(bytes32[] calldata taskIds) external returns (uint256 paid, uint256 collateralReleased);
-        function setCollateralParameters(uint256 collateralBps, uint256 minCollateral) external;
-        function setProtocolFee(uint256 protocolFeeBps) external;
-        function setDeadlineBounds(uint256 minDelay, uint256 maxDelay) external;
-        function task(bytes32 taskId) external view returns (Task memory);
-        function claimable(bytes32 taskId) external view returns (bool isClaimable, uint256 pay, uint256 collateral);
-        function collateralFor(uint256 reward) external view returns (uint256);
-        function deadlineBounds() external view returns (uint256 minDelay, uint256 maxDelay);
-    }
-
-    /// contracts/interfaces/ISettlement.sol
-    #[sol(rpc)]
-    interface ISettlement {
-        event BatchSettled(bytes32 indexed batchRoot, bytes32 indexed registryRoot, address indexed sequencer, uint256 taskCount, uint256 publicInput);
-
-        function submitBatch(TaskLeaf[] calldata leaves, bytes32 registryRoot, uint256[8] calldata proof) external;
-        function computePublicInput(TaskLeaf[] calldata leaves, bytes32 registryRoot) external view returns (bytes32 batchRoot, uint256 publicInput);
-        function isSequencer(address account) external view returns (bool);
-        function verifier() external view returns (address);
-        function maxBatchSize() external view returns (uint256);
-        function setMaxBatchSize(uint256 maxBatchSize) external;
-        function setSequencer(address account, bool allowed) external;
-        function setVerifier(address verifier) external;
-    }
-
     /// contracts/libraries/OrderLib.sol: the order a poster signs (EIP-712, see `market::order`).
     #[derive(Debug, Default, PartialEq, Eq, Hash)]
     struct Order {
@@ -222,31 +158,6 @@ alloy::sol! {
         function isModelActive(bytes32 modelId) external view returns (bool);
         function modelCount() external view returns (uint256);
         function modelIdAt(uint256 index) external view returns (bytes32);
-    }
-
-    /// contracts/interfaces/IStaking.sol
-    #[sol(rpc)]
-    interface IStaking {
-        #[derive(Debug, PartialEq, Eq)]
-        struct ProviderAccount {
-            uint96 bonded;
-            uint96 locked;
-            uint96 unbonding;
-            uint40 unbondingReadyAt;
-            uint32 tasksSettled;
-            uint32 tasksSlashed;
-        }
-
-        function stake(uint256 amount) external;
-        function requestUnbonding(uint256 amount) external;
-        function withdraw() external returns (uint256 amount);
-        function setMinStake(uint256 minStake) external;
-        function setUnbondingDelay(uint256 unbondingDelay) external;
-        function setSlashParameters(uint256 slashBps, uint256 posterShareBps) external;
-        function account(address provider) external view returns (ProviderAccount memory);
-        function freeStake(address provider) external view returns (uint256);
-        function minStake() external view returns (uint256);
-        function reputation(address provider) external view returns (uint256 settled, uint256 slashed);
     }
 
     /// The ERC-20 part of contracts/token/TGRID.sol.

@@ -1,14 +1,10 @@
 //! Connecting to a node as one account, and the chain reads every role's tool shares: the
-//! chain's clock, a settled task's output commitment, a proposal from its creation event.
+//! chain's clock and the node's chain id.
 
 use alloy::network::EthereumWallet;
-use alloy::primitives::{Address, B256};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
-use alloy::rpc::types::Filter;
 use alloy::signers::local::PrivateKeySigner;
-use alloy::sol_types::SolEvent;
 
-use crate::bindings::ITaskEscrow;
 use crate::{Deployment, Error, Result};
 
 fn chain_err(step: &str, e: impl std::fmt::Display) -> Error {
@@ -67,38 +63,4 @@ pub async fn chain_now<P: Provider>(provider: &P) -> Result<u64> {
         .map_err(|e| chain_err("eth_getBlockByNumber", e))?
         .ok_or_else(|| chain_err("eth_getBlockByNumber", "the node has no latest block"))?;
     Ok(block.header.timestamp)
-}
-
-/// Where and with what output a task settled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SettledOutput {
-    /// The output commitment the settlement recorded.
-    pub output_commitment: B256,
-    /// The settling block.
-    pub block: u64,
-    /// The settling transaction.
-    pub transaction: B256,
-}
-
-/// The `TaskSettled` event of `task_id`, searched from `from_block`; `None` if it has not
-/// settled.
-pub async fn settled_output<P: Provider>(
-    provider: &P,
-    escrow: Address,
-    from_block: u64,
-    task_id: B256,
-) -> Result<Option<SettledOutput>> {
-    let filter = Filter::new()
-        .address(escrow)
-        .event_signature(ITaskEscrow::TaskSettled::SIGNATURE_HASH)
-        .topic1(task_id)
-        .from_block(from_block);
-    let logs = provider.get_logs(&filter).await.map_err(|e| chain_err("eth_getLogs TaskSettled", e))?;
-    let Some(log) = logs.last() else { return Ok(None) };
-    let event = log.log_decode::<ITaskEscrow::TaskSettled>().map_err(|e| chain_err("TaskSettled", e))?;
-    Ok(Some(SettledOutput {
-        output_commitment: event.inner.data.outputCommitment,
-        block: log.block_number.unwrap_or_default(),
-        transaction: log.transaction_hash.unwrap_or_default(),
-    }))
 }

@@ -7,7 +7,6 @@
 
 mod amount;
 pub mod bindings;
-mod claims;
 mod client;
 mod deployment;
 mod devnet;
@@ -16,8 +15,10 @@ pub mod governance;
 pub mod market;
 
 pub use amount::{format_tgrid, parse_tgrid};
-pub use claims::{claim_settled, claimable_tasks, ClaimableTask, Claimed, MAX_CLAIM_IDS, MAX_LOG_RANGE};
-pub use client::{chain_now, check_chain, parse_signer, reader, settled_output, signing, SettledOutput};
+pub use client::{chain_now, check_chain, parse_signer, reader, signing};
+
+/// Largest block range asked of the node in one `eth_getLogs`.
+pub const MAX_LOG_RANGE: u64 = 5_000;
 pub use deployment::{Deployment, DEFAULT_DEPLOYMENT, DEFAULT_RPC_URL};
 pub use devnet::{advance_time, Devnet, DevnetConfig};
 pub use error::{Error, Result};

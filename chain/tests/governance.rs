@@ -7,7 +7,7 @@ use alloy::network::EthereumWallet;
 use alloy::primitives::{B256, U256};
 use alloy::providers::{Provider, ProviderBuilder};
 use tgrid_chain::bindings::IGovernor::ProposalState;
-use tgrid_chain::bindings::{IModelRegistry, ISettlement, IVotes};
+use tgrid_chain::bindings::{IModelRegistry, ITaskMarket, IVotes};
 use tgrid_chain::{advance_time, Devnet, DevnetConfig, Governance, Proposal};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -41,11 +41,11 @@ async fn the_dao_registers_a_model_and_changes_a_parameter() {
         },
         "register the dao-test model",
     );
-    let settlement = ISettlement::new(d.settlement, &rpc);
-    let before = settlement.maxBatchSize().call().await.unwrap();
+    let market = ITaskMarket::new(d.market, &rpc);
+    let before = market.parameters().call().await.unwrap().maxBatchSize;
     let resize = Proposal::single(
-        d.settlement,
-        &tgrid_chain::bindings::ISettlement::setMaxBatchSizeCall { maxBatchSize: U256::from(64u64) },
+        d.market,
+        &tgrid_chain::bindings::ITaskMarket::setMaxBatchSizeCall { maxBatchSize: U256::from(64u64) },
         "settle at most 64 tasks per batch",
     );
     assert_ne!(before, U256::from(64u64));
@@ -70,9 +70,9 @@ async fn the_dao_registers_a_model_and_changes_a_parameter() {
     }
     assert!(registry.isModelActive(model_id).call().await.unwrap());
     assert_eq!(registry.registryRoot().call().await.unwrap(), new_root);
-    assert_eq!(settlement.maxBatchSize().call().await.unwrap(), U256::from(64u64));
+    assert_eq!(market.parameters().call().await.unwrap().maxBatchSize, U256::from(64u64));
 
     // Nobody but the timelock may change a parameter directly.
-    let direct = ISettlement::new(d.settlement, &probe).setMaxBatchSize(U256::from(8u64)).send().await;
+    let direct = ITaskMarket::new(d.market, &probe).setMaxBatchSize(U256::from(8u64)).send().await;
     assert!(direct.is_err(), "the deployer kept a role it should have renounced");
 }
