@@ -1,0 +1,274 @@
+//! `tgrid order status` and `tgrid order result`: where an order stands (relay and chain), and
+//! its output checked against the output commitment its settlement proved.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use alloy::primitives::{B256, U256};
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use serde_json::{json, Value};
+use tgrid_chain::format_tgrid;
+use tgrid_chain::market::{MarketDomain, OrderOutcome, RelayError};
+use tgrid_circuits::{commit, infer};
+use tgrid_cli::{bad_input, Output};
+
+use crate::common::{connect_reading, load_model, relay, relay_view, when, Ctx, Globals, OrderArg, DEFAULT_RELAY};
+
+#[derive(Debug, Args)]
+pub(crate) struct ResultArgs {
+    /// Order hash (0x + 64 hex digits) or the order's JSON file.
+    order: String,
+    /// Sequencer API publishing outputs (and relaying orders).
+    #[arg(long, env = "TGRID_RELAY_URL", default_value = DEFAULT_RELAY)]
+    relay: String,
+    /// Check this output file (`output_int8` or `output` as int8 values) instead of fetching.
+    #[arg(long)]
+    output_file: Option<PathBuf>,
+    /// The model, to print the dequantized output and its argmax.
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Write the checked output here (JSON).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Wait up to this many seconds for the order to settle.
+    #[arg(long, default_value_t = 0)]
+    wait: u64,
+}
+
+/// One word for an outcome.
+pub(crate) fn outcome_word(o: &OrderOutcome) -> &'static str {
+    match o {
+        OrderOutcome::Open => "open",
+        OrderOutcome::Settled { paid: true, .. } => "settled",
+        OrderOutcome::Settled { paid: false, .. } => "settled unpaid",
+        OrderOutcome::Disputed { .. } => "disputed",
+        OrderOutcome::Cancelled { .. } => "cancelled",
+    }
+}
+
+/// The order (checked against the deployment's domain) and a connection.
+async fn order_and_ctx(arg: &OrderArg, relay_url: &str, g: &Globals) -> Result<(crate::common::LoadedOrder, Ctx)> {
+    let domain = MarketDomain::of(&g.load_deployment()?);
+    let o = arg.load(g, &domain, Some(relay_url)).await?;
+    Ok((o, connect_reading(g).await?))
+}
+
+async fn outcome_of(ctx: &Ctx, order: &tgrid_chain::market::Order) -> Result<OrderOutcome> {
+    let d = &ctx.deployment;
+    Ok(tgrid_chain::order_outcome(&ctx.chain, d.market, &ctx.domain(), order, d.start_block).await?)
+}
+
+pub(crate) async fn status(arg: &OrderArg, relay_url: &str, g: &Globals, out: Output) -> Result<()> {
+    let (o, ctx) = order_and_ctx(arg, relay_url, g).await?;
+    let order = &o.signed.order;
+    let outcome = outcome_of(&ctx, order).await?;
+    let now = ctx.now().await?;
+    let params = ctx.market().parameters().await?;
+    let view = match &o.view {
+        Some(v) if o.from_relay => Ok(v.clone()),
+        _ => relay_view(relay_url, o.hash).await,
+    };
+    let accepted_by = view.as_ref().ok().and_then(|v| v.acceptance.as_ref().map(|a| a.provider));
+    let relay_json = match &view {
+        Ok(v) => json!({
+            "url": relay_url,
+            "state": v.state,
+            "accepted_by": accepted_by.map(|a| a.to_string()),
+        }),
+        Err(e) => json!({"url": relay_url, "error": e}),
+    };
+    let window = params.disputeWindow.to::<u64>();
+    let past_deadline = now > order.deadline;
+    let disputable = matches!(outcome, OrderOutcome::Open)
+        && past_deadline
+        && now < order.deadline + window
+        && U256::from(order.payment) >= params.minPayment;
+    let state = match (&outcome, accepted_by) {
+        (OrderOutcome::Open, Some(_)) => "accepted",
+        (o, _) => outcome_word(o),
+    };
+    let mut v = json!({
+        "order_hash": o.hash.to_string(),
+        "state": state,
+        "poster": order.poster.to_string(),
+        "provider": (!order.provider.is_zero()).then(|| order.provider.to_string()),
+        "accepted_by": accepted_by.map(|a| a.to_string()),
+        "book": order.book(),
+        "index": order.index(),
+        "payment": format_tgrid(U256::from(order.payment)),
+        "collateral": format_tgrid(U256::from(order.collateral)),
+        "deadline": order.deadline,
+        "chain_time": now,
+        "past_deadline": past_deadline,
+        "disputable": disputable,
+        // The window closes at this second (exclusive).
+        "dispute_window_closes_at": (matches!(outcome, OrderOutcome::Open)).then_some(order.deadline + window),
+        "relay": relay_json,
+        "source": o.source,
+    });
+    match &outcome {
+        OrderOutcome::Settled { paid, unpaid_reason, provider, output_commitment, settler, transaction, block } => {
+            v["settlement"] = json!({
+                "paid": paid,
+                "unpaid_reason": unpaid_reason,
+                "provider": provider.to_string(),
+                "output_commitment": output_commitment.to_string(),
+                "settler": settler.to_string(),
+                "tx": transaction.to_string(),
+                "block": block,
+            });
+        }
+        OrderOutcome::Disputed { provider, slashed, to_poster, transaction } => {
+            v["dispute"] = json!({
+                "provider": provider.to_string(),
+                "slashed": format_tgrid(*slashed),
+                "to_poster": format_tgrid(*to_poster),
+                "tx": transaction.to_string(),
+            });
+        }
+        OrderOutcome::Cancelled { transaction } => v["cancelled_in"] = json!(transaction.to_string()),
+        OrderOutcome::Open => {}
+    }
+    out.emit(v, || {
+        let mut text = format!(
+            "order {}: {}\n  book {} index {}, payment {} TGRID, collateral {} TGRID, deadline {}",
+            o.hash,
+            match accepted_by {
+                Some(p) if state == "accepted" => format!("accepted by {p}"),
+                _ => state.to_string(),
+            },
+            order.book(),
+            order.index(),
+            format_tgrid(U256::from(order.payment)),
+            format_tgrid(U256::from(order.collateral)),
+            when(order.deadline, now)
+        );
+        match &outcome {
+            OrderOutcome::Settled { paid, unpaid_reason, provider, output_commitment, transaction, .. } => {
+                let pay = if *paid {
+                    "paid".to_string()
+                } else {
+                    format!("unpaid: {}", unpaid_reason.as_deref().unwrap_or("unknown reason"))
+                };
+                text += &format!(
+                    "\n  settled ({pay}) by provider {provider}\n  output commitment {output_commitment} (tx {transaction})"
+                );
+            }
+            OrderOutcome::Disputed { provider, slashed, to_poster, transaction } => {
+                text += &format!(
+                    "\n  provider {provider} slashed {} TGRID, {} TGRID to the poster (tx {transaction})",
+                    format_tgrid(*slashed),
+                    format_tgrid(*to_poster)
+                );
+            }
+            OrderOutcome::Cancelled { transaction } => text += &format!("\n  cancelled in tx {transaction}"),
+            OrderOutcome::Open if disputable => {
+                text += &format!(
+                    "\n  past its deadline and unsettled: a provider that accepted it can be disputed before {} (tgrid dispute {})",
+                    when(order.deadline + window, now),
+                    o.hash
+                );
+            }
+            OrderOutcome::Open if past_deadline => {
+                text += "\n  past its deadline and unsettled; no longer disputable";
+            }
+            OrderOutcome::Open => {}
+        }
+        match &view {
+            Ok(v) => {
+                let state = serde_json::to_value(v.state).ok().and_then(|s| s.as_str().map(str::to_string));
+                text += &format!("\n  relay {relay_url}: {}", state.unwrap_or_default());
+            }
+            Err(e) => text += &format!("\n  relay: {e}"),
+        }
+        text
+    })
+}
+
+pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()> {
+    let arg = OrderArg::read(&a.order)?;
+    let model = a.model.as_deref().map(load_model).transpose()?;
+    let local_output = a.output_file.as_deref().map(tgrid_cli::read_int8_output).transpose()?;
+    let (o, ctx) = order_and_ctx(&arg, &a.relay, g).await?;
+    let order = &o.signed.order;
+    if let Some(m) = &model {
+        let id = B256::from(m.model.model_id());
+        if id != order.model_id {
+            return Err(bad_input(anyhow!("the model file is model {id}, the order runs {}", order.model_id)));
+        }
+    }
+    let started = Instant::now();
+    let spinner = (a.wait > 0).then(|| out.spinner(&format!("waiting for order {} to settle", o.hash)));
+    let settled = loop {
+        let outcome = outcome_of(&ctx, order).await?;
+        match outcome {
+            OrderOutcome::Settled { .. } => break outcome,
+            OrderOutcome::Disputed { .. } | OrderOutcome::Cancelled { .. } => {
+                bail!("order {} was {}: it has no result", o.hash, outcome_word(&outcome))
+            }
+            OrderOutcome::Open if started.elapsed().as_secs() < a.wait => {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            OrderOutcome::Open => {
+                let now = ctx.now().await?;
+                bail!("order {} has not settled (open; deadline {})", o.hash, when(order.deadline, now));
+            }
+        }
+    };
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
+    let OrderOutcome::Settled { paid, output_commitment, transaction, provider, .. } = settled else {
+        unreachable!("the loop ends on a settlement")
+    };
+    let (output, source) = match (local_output, &a.output_file) {
+        (Some(v), Some(path)) => (v, path.display().to_string()),
+        _ => {
+            let fetched = relay(&a.relay)?.output(o.hash).await.map_err(|e| match e {
+                RelayError::Refused { status: 404, .. } => {
+                    anyhow!("the sequencer at {} has no output for order {}", a.relay, o.hash)
+                }
+                other => anyhow!("fetching the output of order {}: {other}", o.hash),
+            })?;
+            (fetched.output, format!("{}/v1/tasks/{}/output", a.relay.trim_end_matches('/'), o.hash))
+        }
+    };
+    let computed = B256::from(commit(&output).0);
+    if computed != output_commitment {
+        bail!(
+            "the output from {source} does NOT match order {}'s settled output commitment: it commits to {computed}, \
+             the chain recorded {output_commitment} (tx {transaction})",
+            o.hash
+        );
+    }
+    let mut result = json!({
+        "order_hash": o.hash.to_string(),
+        "valid": true,
+        "paid": paid,
+        "provider": provider.to_string(),
+        "output_int8": output,
+        "output_commitment": computed.to_string(),
+        "settled_in": transaction.to_string(),
+        "source": source,
+    });
+    if let Some(file) = &model {
+        let real = infer::dequantize(&output, file.model.tensor_q(file.model.output_tensor()));
+        result["argmax"] = json!(tgrid_onnx::argmax(&real));
+        result["output"] = json!(real);
+    }
+    if let Some(p) = &a.out {
+        std::fs::write(p, serde_json::to_vec_pretty(&result)?)
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    out.emit(result.clone(), || {
+        let mut text = format!(
+            "order {}: the output matches the commitment settled on-chain ({computed}, tx {transaction})",
+            o.hash
+        );
+        if let Some(a) = result.get("argmax").and_then(Value::as_u64) {
+            text += &format!("\n  argmax {a}");
+        }
+        text
+    })
+}
