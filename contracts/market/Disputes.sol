@@ -60,8 +60,11 @@ abstract contract Disputes is Bonds {
     function _checkDisputable(Order calldata order, bytes32 orderHash) private view {
         uint256 deadline = order.deadline;
         if (block.timestamp <= deadline) revert MarketDeadlineNotPassed(orderHash, deadline);
+        // The window ends before deadline + disputeWindow: from that second on, stake whose
+        // unbonding was requested when the order was accepted may leave (unbondingDelay >=
+        // maxDeadlineDelay + disputeWindow), so the two never overlap.
         uint256 closedAt = deadline + _disputeWindow;
-        if (block.timestamp > closedAt) revert MarketDisputeWindowClosed(orderHash, closedAt);
+        if (block.timestamp >= closedAt) revert MarketDisputeWindowClosed(orderHash, closedAt);
         if (order.payment < _minPayment) revert MarketPaymentBelowMinimum(order.payment, _minPayment);
         if (order.slashBps > _BPS || order.posterShareBps > _BPS) revert MarketInvalidTerms(orderHash);
         IModelRegistry.Model memory m = _registry.model(order.modelId);

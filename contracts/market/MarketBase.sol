@@ -70,7 +70,9 @@ abstract contract MarketBase is ITaskMarket, Ownable, EIP712 {
         Ownable(owner_)
         EIP712("TensorGrid TaskMarket", "2")
     {
-        if (address(token_) == address(0) || address(registry_) == address(0)) revert MarketZeroAddress();
+        if (address(token_) == address(0) || address(registry_) == address(0)) {
+            revert MarketZeroAddress();
+        }
         _token = token_;
         _registry = registry_;
         _setVerifier(params.verifier);

@@ -42,7 +42,7 @@ interface IDisputes {
     /// @param deadline Its deadline.
     error MarketDeadlineNotPassed(bytes32 orderHash, uint256 deadline);
 
-    /// @notice The dispute window of the order closed at `closedAt`.
+    /// @notice The dispute window of the order closed at `closedAt` (disputes must come before it).
     /// @param orderHash The order's digest.
     /// @param closedAt Deadline plus the dispute window.
     error MarketDisputeWindowClosed(bytes32 orderHash, uint256 closedAt);
@@ -70,7 +70,8 @@ interface IDisputes {
     /// * slashBps / 10,000`, taken from its bonded then unbonding stake as far as they go; the poster
     /// receives `slashed * posterShareBps / 10,000`, capped by the order's payment, the treasury the
     /// rest. The nonce is marked used, so an order is disputed at most once and can no longer
-    /// settle. Callable by anyone after the deadline and within the dispute window.
+    /// settle. Callable by anyone after the deadline and before `deadline + disputeWindow` (exclusive:
+    /// at that second, stake unbonding since the order was accepted may already be withdrawn).
     /// @dev Emits {OrderDisputed}.
     /// @param order The order.
     /// @param posterSignature The poster's EIP-712 signature of the order (65 bytes).

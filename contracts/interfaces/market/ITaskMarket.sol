@@ -32,7 +32,8 @@ interface ITaskMarket is IDeposits, IBonds, ISettleBatch, IDisputes {
     /// (before that, only sequencers).
     /// @param maxDeadlineDelay The longest deadline, in seconds after signing, that tools accept and
     /// the delays below are sized for.
-    /// @param disputeWindow Seconds after a deadline during which the order may be disputed.
+    /// @param disputeWindow Seconds after a deadline during which the order may be disputed (the
+    /// window closes at deadline + disputeWindow, exclusive).
     /// @param depositUnlockDelay Seconds from closing a book to withdrawing it (> maxDeadlineDelay).
     /// @param unbondingDelay Seconds from requesting unbonding to withdrawing (>= maxDeadlineDelay +
     /// disputeWindow).

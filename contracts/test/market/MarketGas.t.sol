@@ -50,7 +50,11 @@ contract MarketGasTest is MarketTest {
     }
 
     /// @dev `n` orders from two posters' books, alternating, proven by two providers, alternating.
-    function _items(uint256 n, uint32 bookA, uint32 bookB, uint32 firstIndex) internal view returns (Item[] memory items) {
+    function _items(uint256 n, uint32 bookA, uint32 bookB, uint32 firstIndex)
+        internal
+        view
+        returns (Item[] memory items)
+    {
         items = new Item[](n);
         for (uint256 i = 0; i < n; ++i) {
             bool even = i % 2 == 0;
@@ -60,7 +64,10 @@ contract MarketGasTest is MarketTest {
     }
 
     /// @dev Settles one batch of `n` (as the sequencer) and returns its transaction gas.
-    function _settleTx(uint256 n, uint32 bookA, uint32 bookB, uint32 firstIndex) internal returns (uint256 txGas, uint256 execution) {
+    function _settleTx(uint256 n, uint32 bookA, uint32 bookB, uint32 firstIndex)
+        internal
+        returns (uint256 txGas, uint256 execution)
+    {
         (ISettleBatch.BatchHeader memory h, ISettleBatch.SettlementLeaf[] memory leaves) =
             _build(_items(n, bookA, bookB, firstIndex));
         uint256[8] memory proof = _proveMarketBatch(h, leaves, ROOT_A);

@@ -4,6 +4,7 @@ pragma solidity ^0.8.24;
 import {TGridTest} from "../utils/TGridTest.sol";
 import {ISettleBatch} from "../../interfaces/market/ISettleBatch.sol";
 import {Order} from "../../libraries/OrderLib.sol";
+import {PublicInputBoundVerifier} from "../mocks/VerifierMocks.sol";
 
 /// @notice Shared fixture of the TaskMarket tests: the deployed system (TGridTest), signing keys
 /// for the actors, and helpers that sign orders and acceptances and build batches (tables sorted
@@ -22,6 +23,9 @@ abstract contract MarketTest is TGridTest {
     uint16 internal constant SHARE_BPS = 5_000;
 
     mapping(address account => uint256) internal keyOf;
+
+    /// @dev Installed by {_installBoundVerifier}: settles batches without a snarkjs proof.
+    PublicInputBoundVerifier internal boundVerifier;
 
     function setUp() public virtual override {
         super.setUp();
@@ -132,7 +136,8 @@ abstract contract MarketTest is TGridTest {
         }
         h.books = new ISettleBatch.BookRef[](t.nb);
         for (uint256 i = 0; i < t.nb; ++i) {
-            h.books[i] = ISettleBatch.BookRef({poster: address(uint160(t.bookKeys[i] >> 32)), book: uint32(t.bookKeys[i])});
+            h.books[i] =
+                ISettleBatch.BookRef({poster: address(uint160(t.bookKeys[i] >> 32)), book: uint32(t.bookKeys[i])});
         }
         h.providers = new address[](t.np);
         for (uint256 i = 0; i < t.np; ++i) {
@@ -233,5 +238,90 @@ abstract contract MarketTest is TGridTest {
         uint256[8] memory proof = _proveMarketBatch(h, leaves, ROOT_A);
         vm.prank(settler);
         (,, paid) = market.settleBatch(h, leaves, ROOT_A, proof);
+    }
+
+    // ------------------------------------------------------------------ fast settlement (test verifier)
+
+    /// @dev Replaces the real verifier with PublicInputBoundVerifier (through the timelock, the
+    /// market's owner), so batches settle with {_boundProof} instead of a snarkjs proof.
+    function _installBoundVerifier() internal {
+        boundVerifier = new PublicInputBoundVerifier();
+        vm.prank(address(timelock));
+        market.setVerifier(address(boundVerifier));
+    }
+
+    /// @dev The proof PublicInputBoundVerifier accepts for this batch against `root`.
+    function _boundProof(ISettleBatch.BatchHeader memory h, ISettleBatch.SettlementLeaf[] memory leaves, bytes32 root)
+        internal
+        view
+        returns (uint256[8] memory)
+    {
+        (, uint256 publicInput,) = market.computePublicInput(h, leaves, root);
+        return boundVerifier.proofFor(publicInput);
+    }
+
+    /// @dev Settles already built tables and leaves as `settler` against ROOT_A (bound verifier).
+    function _settleBuilt(
+        ISettleBatch.BatchHeader memory h,
+        ISettleBatch.SettlementLeaf[] memory leaves,
+        address settler
+    ) internal returns (uint256 paid) {
+        uint256[8] memory proof = _boundProof(h, leaves, ROOT_A);
+        vm.prank(settler);
+        (,, paid) = market.settleBatch(h, leaves, ROOT_A, proof);
+    }
+
+    /// @dev Builds and settles `items` as `settler` against ROOT_A (bound verifier).
+    function _settleBound(Item[] memory items, address settler) internal returns (uint256 paid) {
+        (ISettleBatch.BatchHeader memory h, ISettleBatch.SettlementLeaf[] memory leaves) = _build(items);
+        return _settleBuilt(h, leaves, settler);
+    }
+
+    function _items2(Item memory a, Item memory b) internal pure returns (Item[] memory items) {
+        items = new Item[](2);
+        items[0] = a;
+        items[1] = b;
+    }
+
+    function _items3(Item memory a, Item memory b, Item memory c) internal pure returns (Item[] memory items) {
+        items = new Item[](3);
+        items[0] = a;
+        items[1] = b;
+        items[2] = c;
+    }
+
+    // ------------------------------------------------------------------ disputes
+
+    /// @dev Disputes `o` (signed by its poster, accepted by `prov`) as `stranger`.
+    function _dispute(Order memory o, address prov) internal returns (uint256 slashed, uint256 toPoster) {
+        bytes memory posterSig = _posterSignature(o);
+        bytes memory acceptanceSig = _acceptance(prov, o);
+        vm.prank(stranger);
+        (slashed, toPoster) = market.dispute(o, posterSig, prov, acceptanceSig);
+    }
+
+    /// @dev Expects the next dispute of `o` accepted by `prov` to revert with `err`.
+    function _expectDisputeRevert(Order memory o, address prov, bytes memory err) internal {
+        bytes memory posterSig = _posterSignature(o);
+        bytes memory acceptanceSig = _acceptance(prov, o);
+        vm.expectRevert(err);
+        vm.prank(stranger);
+        market.dispute(o, posterSig, prov, acceptanceSig);
+    }
+
+    // ------------------------------------------------------------------ misc
+
+    function _fee(uint256 payment) internal view returns (uint256) {
+        return payment * market.parameters().protocolFeeBps / 10_000;
+    }
+
+    /// @dev The compact form of the high-s twin (r, n - s, flipped parity) of a compact signature.
+    /// n - s almost always exceeds 2^255, so its top bit lands on the parity bit: the result is
+    /// what a naive encoder would produce, not a valid twin.
+    function _malleable(bytes32 vs) internal pure returns (bytes32) {
+        uint256 n = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141;
+        uint256 s = uint256(vs) & ((1 << 255) - 1);
+        uint256 parity = uint256(vs) >> 255;
+        return bytes32((n - s) | ((1 - parity) << 255));
     }
 }
