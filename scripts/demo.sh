@@ -3,15 +3,18 @@
 #   1. compile the bundled ONNX models (cnn, mlp) to int8 models and circuits; list them in a registry
 #   2. start anvil and deploy the contracts (verifier: the INSECURE devnet Groth16 key's)
 #   3. DAO: delegate, propose the models' registration, vote, queue in the timelock, execute
-#   4. fund the provider; start the sequencer service and the provider daemon (it stakes)
-#   5. a task poster posts 8 tasks; the provider accepts, proves and submits them; the sequencer
-#      aggregates them into one batch, wraps it into one Groth16 proof and settles it on-chain
+#   4. fund the provider; start the sequencer service (with its order relay) and the provider
+#      daemon (it bonds)
+#   5. a task poster funds one deposit book and signs 8 orders, published on the relay (nothing
+#      on-chain per order); the provider accepts them by signature, proves and submits them; the
+#      sequencer aggregates them into one batch, wraps it into one Groth16 proof and settles it on
+#      the TaskMarket in one transaction
 #   6. the poster fetches every output and checks it against the settled commitment; an
 #      auditor re-verifies the settled batch from calldata
-#   7. the provider daemon claims the pay of its settled tasks (TaskEscrow.claimSettled, which
-#      also releases their collateral)
-# The last stdout line is one JSON object (tasks_posted, tasks_settled, batches,
-# batch_verify_gas, settle_gas_per_task, provider_tasks_claimed, wall_seconds, ...). Data lives under ./.tgrid; the
+#   7. the provider daemon withdraws its earnings
+# The last stdout line is one JSON object (tasks_posted, tasks_settled, batches, batch_verify_gas,
+# settle_gas_per_task, gas of the deposit and the withdrawal, task_life_gas_per_task,
+# wall_seconds, ...). Data lives under ./.tgrid; the
 # Groth16 key (INSECURE: from a public seed) is set up on the first run, then reused from
 # ./.tgrid/keys. Environment: TASKS (default 8).
 set -euo pipefail
@@ -67,7 +70,7 @@ export TGRID_RPC_URL=$RPC TGRID_DEPLOYMENT=$DATA/deployment.json
 TGRID_DEVNET_MODEL_ID=0x0000000000000000000000000000000000000000000000000000000000000000 \
 TGRID_DEPLOYMENTS_OUT=$DATA/deployment.json node_modules/.bin/forge script contracts/script/Deploy.s.sol \
   --rpc-url "$RPC" --broadcast --slow > "$DATA/deploy.log" 2>&1 || { tail -40 "$DATA/deploy.log"; exit 1; }
-echo "    deployed on $RPC: $(jget settlement < "$DATA/deployment.json") (settlement), verifier key $(jget verifyingKeyId < "$DATA/deployment.json")"
+echo "    deployed on $RPC: TaskMarket $(jget market < "$DATA/deployment.json"), verifier key $(jget verifyingKeyId < "$DATA/deployment.json")"
 
 step "DAO: register both models by a governance vote (delegate, propose, vote, queue, execute)"
 $T dao delegate
@@ -82,7 +85,7 @@ $T devnet advance-time --past-timelock "$PROPOSAL" >/dev/null
 $T dao execute "$PROPOSAL"
 $V registry --rpc "$RPC" --deployment "$DATA/deployment.json"
 
-step "provider: fund anvil account 1, start the sequencer service and the provider daemon"
+step "provider: fund anvil account 1, start the sequencer service (and its order relay) and the provider daemon"
 PROVIDER=0x70997970C51812dc3A010C7d01b50e0d17dc79C8
 $T token transfer $PROVIDER 2000
 SEQ_PORT=$(free_port)
@@ -99,51 +102,72 @@ for _ in $(seq 600); do
   kill -0 "${PIDS[-1]}" 2>/dev/null || { tail -20 "$DATA/sequencer.log"; exit 1; }
   sleep 0.5
 done
-echo "    sequencer API on $SEQ (logs: $DATA/sequencer.log)"
+echo "    sequencer API and order relay on $SEQ (logs: $DATA/sequencer.log)"
 TGRID_PROVIDER_RPC_URL=$RPC TGRID_PROVIDER_DEPLOYMENT=$DATA/deployment.json \
 TGRID_PROVIDER_MODELS=$DATA/cnn.tgm,$DATA/mlp.tgm TGRID_PROVIDER_INPUTS_DIR=$DATA/inputs \
 TGRID_PROVIDER_SEQUENCER_URL=$SEQ TGRID_PROVIDER_DATA_DIR=$DATA/provider TGRID_PROVIDER_STAKE_TGRID=1000 \
   $P run > >(sed -u 's/^/    [provider] /') 2> "$DATA/provider.log" &
-PIDS+=($!)
+PROVIDER_PID=$!
+PIDS+=($PROVIDER_PID)
 
-step "task poster: post $TASKS tasks (inputs: test digits from the calibration sets)"
-TASK_IDS=()
+export TGRID_STATE_DIR=$DATA/poster
+step "task poster: one deposit book for $TASKS orders of at most 10 TGRID, then $TASKS signed orders on the relay"
+DEPOSIT=$($T --json deposit add $((TASKS * 10)) --per-order 10)
+echo "    book $(echo "$DEPOSIT" | jget book): $(echo "$DEPOSIT" | jget capacity) orders funded with $(echo "$DEPOSIT" | jget funded) TGRID (tx $(echo "$DEPOSIT" | jget tx))"
+ORDERS=()
 for i in $(seq 0 $((TASKS - 1))); do
   m=$([[ $((i % 2)) -eq 0 ]] && echo cnn || echo mlp)
   node -e 'const d=require(process.argv[1]);console.log(JSON.stringify({input_data:[d.input_data[+process.argv[2]]]}))' \
     "./fixtures/$m/calibration.json" "$i" > "$DATA/tasks/$i.json"
-  id=$($T --json task post --model "$DATA/$m.tgm" --input "$DATA/tasks/$i.json" --payment 10 --priority-fee 1 \
-    --deadline-in 3600 --inputs-dir "$DATA/inputs" | jget task_id)
-  echo "    posted task $id ($m)"
-  TASK_IDS+=("$id:$m")
+  hash=$($T --json order post --model "$DATA/$m.tgm" --input "$DATA/tasks/$i.json" --payment 10 \
+    --deadline-in 3600 --inputs-dir "$DATA/inputs" --relay "$SEQ" | jget order_hash)
+  echo "    signed and published order $hash ($m)"
+  ORDERS+=("$hash:$m")
 done
 
-step "waiting: the provider proves and submits; the sequencer batches, wraps (Groth16) and settles"
+step "waiting: the provider accepts, proves and submits; the sequencer batches, wraps (Groth16) and settles"
 echo "    (first run: the Groth16 setup of the INSECURE devnet key takes a few minutes, then it is cached)"
 SETTLED=0
-for entry in "${TASK_IDS[@]}"; do
-  id=${entry%%:*}; m=${entry##*:}
-  $T task result "$id" --sequencer "$SEQ" --model "$DATA/$m.tgm" --wait 2400 --out "$DATA/tasks/$id.result.json"
+for entry in "${ORDERS[@]}"; do
+  hash=${entry%%:*}; m=${entry##*:}
+  $T order result "$hash" --relay "$SEQ" --model "$DATA/$m.tgm" --wait 2400 --out "$DATA/tasks/$hash.result.json"
   SETTLED=$((SETTLED + 1))
 done
 
 step "auditor: re-verify every settled batch from its calldata"
-BATCH_ROOTS=$(for entry in "${TASK_IDS[@]}"; do $V --json task "${entry%%:*}" --rpc "$RPC" --deployment "$DATA/deployment.json" | jget batch_root; done | sort -u)
+BATCH_ROOTS=$(for entry in "${ORDERS[@]}"; do $V --json task "${entry%%:*}" --rpc "$RPC" --deployment "$DATA/deployment.json" --relay "$SEQ" | jget batch_root; done | sort -u)
 : > "$DATA/batches.jsonl"
 for root in $BATCH_ROOTS; do
   $V batch "$root" --rpc "$RPC" --deployment "$DATA/deployment.json" | sed -n "1,8p"
   $V --json batch "$root" --rpc "$RPC" --deployment "$DATA/deployment.json" >> "$DATA/batches.jsonl"
 done
 
-step "provider: the daemon claims the pay of its settled tasks (and their collateral is released)"
-CLAIMED=0
+step "provider: the daemon withdraws its earnings"
+PAID=0
 for _ in $(seq 120); do
   STAKE=$($T --json stake status $PROVIDER)
-  CLAIMED=$(echo "$STAKE" | jget tasks_settled)
-  [[ $(echo "$STAKE" | jget claimable_tasks) -eq 0 && $CLAIMED -ge $SETTLED ]] && break
+  PAID=$(echo "$STAKE" | jget tasks_settled)
+  [[ $PAID -ge $SETTLED && $(echo "$STAKE" | jget earnings) == "0" ]] && break
   sleep 0.5
 done
 $T stake status $PROVIDER | sed 's/^/    /'
+# The services stop before the summary, so it stays the last line.
+kill "$PROVIDER_PID" 2>/dev/null || true
+wait "$PROVIDER_PID" 2>/dev/null || true
+WITHDRAW_GAS=$(node -e '
+const [rpc, market, provider] = process.argv.slice(1);
+const call = (method, params) => fetch(rpc, {method: "POST", headers: {"content-type": "application/json"},
+  body: JSON.stringify({jsonrpc: "2.0", id: 1, method, params})}).then(r => r.json()).then(r => r.result);
+(async () => {
+  // EarningsWithdrawn(address indexed account, uint256 amount)
+  const topic = "0x" + require("js-sha3").keccak256("EarningsWithdrawn(address,uint256)");
+  const logs = await call("eth_getLogs", [{address: market, fromBlock: "0x0",
+    topics: [topic, "0x" + provider.slice(2).toLowerCase().padStart(64, "0")]}]);
+  let gas = 0;
+  for (const l of logs) gas += parseInt((await call("eth_getTransactionReceipt", [l.transactionHash])).gasUsed, 16);
+  console.log(gas);
+})();' "$RPC" "$(jget market < "$DATA/deployment.json")" "$PROVIDER")
+DEPOSIT_GAS=$(echo "$DEPOSIT" | jget gas)
 
 step "summary"
 node -e '
@@ -151,17 +175,23 @@ const fs = require("fs");
 const batches = fs.readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
 const settledTasks = batches.reduce((n, b) => n + b.count, 0);
 const gas = batches.reduce((n, b) => n + b.gas_used, 0);
+const [deposit, withdraw] = [+process.argv[6], +process.argv[7]];
 const summary = {
   tasks_posted: +process.argv[2],
   tasks_settled: +process.argv[3],
   batches: batches.length,
   batch_verify_gas: Math.max(...batches.map(b => b.verify_gas)),
-  settle_gas_per_task: Math.round(gas / settledTasks),
   batch_gas: batches.map(b => b.gas_used),
+  settle_gas_per_task: Math.round(gas / settledTasks),
+  deposit_gas: deposit,
+  withdraw_gas: withdraw,
+  // Everything this run sent on-chain for its tasks (one book, one settlement, one withdrawal),
+  // per task. At 256 tasks a batch the same costs 9.8k gas a task (docs/BENCHMARKS.md).
+  task_life_gas_per_task: Math.round((deposit + gas + withdraw) / settledTasks),
   insecure_devnet_key: batches.every(b => b.insecure_key),
-  provider_tasks_claimed: +process.argv[5],
+  provider_tasks_paid: +process.argv[5],
   wall_seconds: Math.round(Date.now() / 1000) - +process.argv[4],
 };
-console.log(`${summary.tasks_settled}/${summary.tasks_posted} tasks settled in ${summary.batches} batch(es); verifyProof ${summary.batch_verify_gas} gas, ${summary.settle_gas_per_task} gas per task; ${summary.wall_seconds} s`);
+console.log(`${summary.tasks_settled}/${summary.tasks_posted} tasks settled in ${summary.batches} batch(es); verifyProof ${summary.batch_verify_gas} gas; on-chain gas per task: ${summary.settle_gas_per_task} to settle, ${summary.task_life_gas_per_task} with the deposit and the withdrawal (${summary.tasks_settled} tasks a batch); ${summary.wall_seconds} s`);
 console.log(JSON.stringify(summary));
-' "$DATA/batches.jsonl" "$TASKS" "$SETTLED" "$STARTED" "$CLAIMED"
+' "$DATA/batches.jsonl" "$TASKS" "$SETTLED" "$STARTED" "$PAID" "$DEPOSIT_GAS" "$WITHDRAW_GAS"

@@ -133,8 +133,8 @@ enum Command {
     /// store: <input commitment>.json files), sequencer_url (relay and sequencer), data_dir,
     /// stake_tgrid, settle_margin_secs (time an accepted order must leave after proving),
     /// self_settle (default true) and self_settle_before_secs (settle unsettled orders this long
-    /// before their deadline), wrap_key ({kind = "file", path = ".."} or, INSECURE, {kind =
-    /// "insecure-devnet", path = ".tgrid/keys"}), wrap_fri (production | insecure-test),
+    /// before their deadline), wrap_key (a ceremony's proving key file, or `insecure-devnet`: the
+    /// INSECURE devnet key cached in insecure_devnet_keys_dir), wrap_fri (production | insecure-test),
     /// min_payment_tgrid, initial_prove_estimate_secs, poll_interval_ms, prune_after_secs,
     /// auto_withdraw (default true: withdraw earnings after orders settle).
     Run {

@@ -1,10 +1,12 @@
-//! Every role end to end on a real anvil with the real contracts, through the real binaries:
-//! the model owner compiles a bundled model, the DAO registers it and changes a parameter by
-//! vote, a provider daemon stakes, accepts, proves and submits, the sequencer service batches,
-//! wraps and settles, the task poster checks every output against the settled commitment (and
-//! catches a tampered one), an auditor re-verifies the batch from calldata, a provider that
-//! lets its task expire is slashed, and the provider collects its pay: one task with
-//! `tgrid stake claim`, the rest by the restarted daemon's automatic claim.
+//! Every role of the task market end to end on a real anvil with the real contracts, through the
+//! real binaries: the model owner compiles a bundled model, the DAO registers it and changes a
+//! market parameter by vote, two posters fund deposit books and sign orders that travel through
+//! the sequencer's relay, two provider daemons accept by signature, prove and submit, the
+//! sequencer settles all four orders in one transaction, the posters check every output against
+//! its settled commitment (and catch a tampered one), an auditor re-verifies the batch from
+//! calldata; then, with the sequencer stopped after acknowledging a result, its provider settles
+//! it itself before the deadline and cannot be disputed; and a provider that accepted an order
+//! and never delivered is disputed and slashed on the terms it signed.
 //!
 //! The wrap uses the INSECURE test FRI parameters and the INSECURE devnet Groth16 key (cached in
 //! target/tgrid-test-keys, shared with the sequencer's tests).
@@ -15,11 +17,11 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use alloy::network::EthereumWallet;
-use alloy::primitives::{B256, U256};
-use alloy::providers::ProviderBuilder;
+use alloy::primitives::{Address, B256, U256};
+use alloy::providers::{Provider, ProviderBuilder};
 use serde_json::Value;
-use tgrid_chain::bindings::{ISettlement, IStaking, ITaskEscrow, IERC20};
+use tgrid_chain::bindings::IERC20;
+use tgrid_chain::market::{Acceptance, Market, MarketDomain, RelayClient, SignedOrder};
 use tgrid_chain::{Devnet, DevnetConfig};
 
 fn repo_root() -> PathBuf {
@@ -32,10 +34,6 @@ fn bin(name: &str) -> PathBuf {
     let path = dir.join(name);
     assert!(path.exists(), "{} is missing: run the tests with `cargo test --workspace`", path.display());
     path
-}
-
-fn ether(n: u64) -> U256 {
-    U256::from(n) * U256::from(10u64).pow(U256::from(18u64))
 }
 
 /// Runs a command to completion.
@@ -135,8 +133,24 @@ fn pass_proposal(env: &[(&str, String)], propose: &[&str]) -> Value {
     proposal
 }
 
+/// Waits for the daemon's events until `done` says enough; returns them all.
+fn events_until(service: &Service, limit: Duration, what: &str, mut done: impl FnMut(&[Value]) -> bool) -> Vec<Value> {
+    let started = Instant::now();
+    let mut events = Vec::new();
+    while !done(&events) {
+        let left = limit.saturating_sub(started.elapsed());
+        assert!(!left.is_zero(), "{what}: not within {limit:?}; events so far: {events:?}");
+        events.push(service.next_json(left, what));
+    }
+    events
+}
+
+fn count(events: &[Value], kind: &str) -> usize {
+    events.iter().filter(|e| e["event"] == kind).count()
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn every_role_end_to_end_on_anvil() {
+async fn the_task_market_end_to_end_on_anvil() {
     let started = Instant::now();
     let work = tempfile::tempdir().unwrap();
     let w = |name: &str| work.path().join(name).display().to_string();
@@ -145,14 +159,7 @@ async fn every_role_end_to_end_on_anvil() {
     // Model owner: compile the bundled MLP and list it in a registry.
     let compiled = json(
         "tgrid-prover",
-        &[
-            "compile",
-            "fixtures/mlp/model.onnx",
-            "--calibration",
-            "fixtures/mlp/calibration.json",
-            "--out",
-            &w("mlp.tgm"),
-        ],
+        &["compile", "fixtures/mlp/model.onnx", "--calibration", "fixtures/mlp/calibration.json", "--out", &w("mlp.tgm")],
         &[],
     );
     let model_id = compiled["model_id"].as_str().unwrap().to_string();
@@ -167,99 +174,58 @@ async fn every_role_end_to_end_on_anvil() {
         .deploy_env("TGRID_VERIFIER_KEY_ID", key_id);
     let devnet = tokio::task::spawn_blocking(move || Devnet::start(&config)).await.unwrap().expect("devnet");
     let d = devnet.deployment().clone();
+    let domain = MarketDomain::of(&d);
     let rpc = devnet.rpc_url();
     let deployment = devnet.deployment_path().display().to_string();
-    // `tgrid` signs as anvil account 0 (the token holder) unless told otherwise.
-    let env = [("TGRID_RPC_URL", rpc.clone()), ("TGRID_DEPLOYMENT", deployment.clone())];
+    // `tgrid` signs as anvil account 0 (the token holder, poster A) unless told otherwise; its
+    // signed orders and poster state live in the test's directory.
+    let env = [
+        ("TGRID_RPC_URL", rpc.clone()),
+        ("TGRID_DEPLOYMENT", deployment.clone()),
+        ("TGRID_STATE_DIR", w("poster-state")),
+    ];
+    let with_key = |i: usize| {
+        let mut e = env.to_vec();
+        e.push(("TGRID_PRIVATE_KEY", B256::from(devnet.signer(i).to_bytes()).to_string()));
+        e
+    };
     let url: alloy::transports::http::reqwest::Url = rpc.parse().unwrap();
-    let wallet =
-        |i: usize| ProviderBuilder::new().wallet(EthereumWallet::from(devnet.signer(i))).connect_http(url.clone());
-    let reader = wallet(0);
+    let reader = ProviderBuilder::new().connect_http(url.clone()).erased();
+    let market = Market::new(&d, reader.clone());
 
-    // Unknown tasks and malformed ids are bad input (exit 2), not crashes.
-    assert_eq!(run("tgrid", &["task", "status", "0x1234"], &env).status.code(), Some(2));
-    assert_eq!(run("tgrid", &["task", "status", &format!("{}", B256::repeat_byte(7))], &env).status.code(), Some(2));
-
-    // DAO: delegate, register the model, and change a parameter, each by a vote.
+    // DAO: delegate, register the model, and change a market parameter, each by a vote.
     json("tgrid", &["dao", "delegate"], &env);
     json("tgrid", &["devnet", "advance-time", "1"], &env);
     let registration = pass_proposal(&env, &["register-models", "--registry", &w("registry.json")]);
     assert!(registration["description"].as_str().unwrap().contains("mlp"), "{registration}");
     pass_proposal(&env, &["max-batch-size", "32"]);
-    assert_eq!(ISettlement::new(d.settlement, &reader).maxBatchSize().call().await.unwrap(), U256::from(32u64));
+    assert_eq!(market.parameters().await.unwrap().maxBatchSize, U256::from(32u64));
     let listed = json("tgrid-verifier", &["registry", "--rpc", &rpc, "--deployment", &deployment], &[]);
     assert_eq!(listed["models"][0]["model_id"], model_id.to_lowercase());
-    // Proposing what is already registered is refused.
-    let again = run("tgrid", &["dao", "propose", "register-models", "--registry", &w("registry.json")], &env);
-    assert_eq!(again.status.code(), Some(2), "{}", String::from_utf8_lossy(&again.stderr));
 
-    // Fund the provider (anvil 1, the daemon) and a lazy provider (anvil 2) that will let its task expire.
-    let daemon_addr = devnet.address(1).to_string();
-    json("tgrid", &["token", "transfer", &daemon_addr, "2000"], &env);
-    json("tgrid", &["token", "transfer", &devnet.address(2).to_string(), "500"], &env);
-    let lazy = wallet(2);
-    IERC20::new(d.token, &lazy).approve(d.staking, ether(500)).send().await.unwrap().get_receipt().await.unwrap();
-    IStaking::new(d.staking, &lazy).stake(ether(500)).send().await.unwrap().get_receipt().await.unwrap();
+    // Accounts: posters A (anvil 0) and B (anvil 3), provider daemons P1 (anvil 1) and P2
+    // (anvil 2), and a provider L (anvil 4) that will accept an order and never deliver.
+    let (p1, p2, poster_b, lazy) = (devnet.address(1), devnet.address(2), devnet.address(3), devnet.address(4));
+    for (who, amount) in [(p1, "2000"), (p2, "2000"), (poster_b, "500"), (lazy, "500")] {
+        json("tgrid", &["token", "transfer", &who.to_string(), amount], &env);
+    }
+    // Each poster funds one book of ten orders of at most 10 TGRID.
+    for e in [env.to_vec(), with_key(3)] {
+        let book = json("tgrid", &["deposit", "add", "100", "--per-order", "10"], &e);
+        assert_eq!((book["book"].as_u64(), book["capacity"].as_u64()), (Some(0), Some(10)), "{book}");
+    }
+    json("tgrid", &["stake", "add", "500"], &with_key(4));
 
-    // Task inputs: test digits from the calibration set.
-    let calibration: Value =
-        serde_json::from_slice(&std::fs::read(repo_root().join("fixtures/mlp/calibration.json")).unwrap()).unwrap();
-    let input = |i: usize| {
-        let path = w(&format!("input-{i}.json"));
-        std::fs::write(&path, serde_json::json!({"input_data": [calibration["input_data"][i]]}).to_string()).unwrap();
-        path
-    };
-    let post = |i: usize, deadline_in: &str| {
-        let v = json(
-            "tgrid",
-            &[
-                "task",
-                "post",
-                "--model",
-                &w("mlp.tgm"),
-                "--input",
-                &input(i),
-                "--payment",
-                "10",
-                "--priority-fee",
-                "0.5",
-                "--deadline-in",
-                deadline_in,
-                "--inputs-dir",
-                &w("inputs"),
-            ],
-            &env,
-        );
-        v["task_id"].as_str().unwrap().to_string()
-    };
-    // A deadline outside the escrow's bounds is refused before anything is sent.
-    let too_soon = run(
-        "tgrid",
-        &["task", "post", "--model", &w("mlp.tgm"), "--input", &input(0), "--payment", "1", "--deadline-in", "60"],
-        &env,
-    );
-    assert_eq!(too_soon.status.code(), Some(2), "{}", String::from_utf8_lossy(&too_soon.stderr));
-    assert!(String::from_utf8_lossy(&too_soon.stderr).contains("outside the escrow's bounds"));
-    // The lazy provider takes the first task (before the daemon runs) and never proves it.
-    let lazy_task = post(9, "900");
-    ITaskEscrow::new(d.escrow, &lazy)
-        .acceptTask(lazy_task.parse().unwrap())
-        .send()
-        .await
-        .unwrap()
-        .get_receipt()
-        .await
-        .unwrap();
-
-    // The sequencer service and the provider daemon.
+    // The sequencer (relay included) and two provider daemons.
     let seq_env: Vec<(String, String)> = [
         ("RPC_URL", rpc.clone()),
         ("DEPLOYMENT", deployment.clone()),
         ("REGISTRY", w("registry.json")),
         ("DATA_DIR", w("sequencer")),
         ("LISTEN", "127.0.0.1:0".into()),
-        ("MAX_BATCH_TASKS", "3".into()),
-        ("MAX_BATCH_AGE_SECS", "900".into()),
+        ("MAX_BATCH_TASKS", "4".into()),
+        ("MAX_BATCH_AGE_SECS", "3600".into()),
+        ("DEADLINE_MARGIN_SECS", "60".into()),
         ("WRAP_FRI", "insecure-test".into()),
         ("INSECURE_DEVNET_KEYS_DIR", keys.display().to_string()),
         ("POLL_INTERVAL_MS", "200".into()),
@@ -270,227 +236,184 @@ async fn every_role_end_to_end_on_anvil() {
     let sequencer = Service::start("tgrid-sequencer", &["run"], &seq_env, &work.path().join("sequencer.log"));
     let ready = sequencer.next_json(Duration::from_secs(120), "the sequencer's ready line");
     let seq_url = format!("http://{}", ready["listening"].as_str().unwrap());
-    let provider_env: Vec<(String, String)> = [
-        ("RPC_URL", rpc.clone()),
-        ("DEPLOYMENT", deployment.clone()),
-        ("MODELS", w("mlp.tgm")),
-        ("INPUTS_DIR", w("inputs")),
-        ("SEQUENCER_URL", seq_url.clone()),
-        ("DATA_DIR", w("provider")),
-        ("STAKE_TGRID", "1000".into()),
-        ("POLL_INTERVAL_MS", "300".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (format!("TGRID_PROVIDER_{k}"), v))
-    .collect();
-    // First without automatic claims, so the pay waits for `tgrid stake claim` (below).
-    let mut manual_claims = provider_env.clone();
-    manual_claims.push(("TGRID_PROVIDER_AUTO_CLAIM".into(), "false".into()));
-    let provider =
-        Service::start("tgrid-prover", &["--json", "run"], &manual_claims, &work.path().join("provider.log"));
-    let ready = provider.next_json(Duration::from_secs(120), "the provider's ready line");
-    assert_eq!(ready["event"], "staked", "{ready}");
-    let ready = provider.next_json(Duration::from_secs(60), "the provider's ready line");
-    assert_eq!(ready["event"], "ready", "{ready}");
-    assert_eq!(ready["bonded"], "1000");
+    let daemon = |i: usize| {
+        let env: Vec<(String, String)> = [
+            ("RPC_URL", rpc.clone()),
+            ("DEPLOYMENT", deployment.clone()),
+            ("PRIVATE_KEY", B256::from(devnet.signer(i).to_bytes()).to_string()),
+            ("MODELS", w("mlp.tgm")),
+            ("INPUTS_DIR", w("inputs")),
+            ("SEQUENCER_URL", seq_url.clone()),
+            ("DATA_DIR", w(&format!("provider-{i}"))),
+            ("STAKE_TGRID", "1000".into()),
+            ("SETTLE_MARGIN_SECS", "1200".into()),
+            ("SELF_SETTLE_BEFORE_SECS", "900".into()),
+            ("WRAP_FRI", "insecure-test".into()),
+            ("WRAP_KEY", "insecure-devnet".into()),
+            ("INSECURE_DEVNET_KEYS_DIR", keys.display().to_string()),
+            ("POLL_INTERVAL_MS", "300".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (format!("TGRID_PROVIDER_{k}"), v))
+        .collect::<Vec<_>>();
+        let service = Service::start("tgrid-prover", &["--json", "run"], &env, &work.path().join(format!("provider-{i}.log")));
+        let staked = service.next_json(Duration::from_secs(120), "the provider's first line");
+        assert_eq!(staked["event"], "staked", "{staked}");
+        let ready = service.next_json(Duration::from_secs(60), "the provider's ready line");
+        assert_eq!((ready["event"].as_str(), ready["bonded"].as_str()), (Some("ready"), Some("1000")), "{ready}");
+        service
+    };
+    let (d1, d2) = (daemon(1), daemon(2));
 
-    // The poster posts three tasks; the daemon proves them, the sequencer settles one batch.
-    let tasks: Vec<(String, usize)> = (0..3).map(|i| (post(i, "3600"), i)).collect();
-    let mut events = Vec::new();
-    let mut settled = 0;
-    while settled < 3 {
-        let e = provider.next_json(Duration::from_secs(900), "provider events until three tasks settle");
-        settled += usize::from(e["event"] == "settled");
-        events.push(e);
-    }
-    let count = |kind: &str| events.iter().filter(|e| e["event"] == kind).count();
-    assert_eq!((count("accepted"), count("proven"), count("submitted")), (3, 3, 3), "{events:?}");
-    // Each task's pay is fixed at settlement: the 10.5 TGRID reward minus the 1 % protocol fee.
-    for e in events.iter().filter(|e| e["event"] == "settled") {
-        assert_eq!((e["pay"].as_str(), e["claimable"].as_bool()), (Some("10.395"), Some(true)), "{e}");
-    }
-    assert_eq!(count("claimed"), 0, "auto_claim is off: {events:?}");
-    let skipped: Vec<&Value> = events.iter().filter(|e| e["event"] == "skipped").collect();
-    assert_eq!(skipped.len(), 1, "{events:?}");
-    assert_eq!(skipped[0]["task_id"], lazy_task);
-    assert!(skipped[0]["reason"].as_str().unwrap().contains("no longer open"), "{skipped:?}");
+    // Inputs: test digits from the calibration set.
+    let calibration: Value =
+        serde_json::from_slice(&std::fs::read(repo_root().join("fixtures/mlp/calibration.json")).unwrap()).unwrap();
+    let input = |i: usize| {
+        let path = w(&format!("input-{i}.json"));
+        std::fs::write(&path, serde_json::json!({"input_data": [calibration["input_data"][i]]}).to_string()).unwrap();
+        path
+    };
+    let post = |e: &[(&str, String)], i: usize, provider: Address, deadline_in: &str, extra: &[&str]| {
+        let (model, inputs, input_path) = (w("mlp.tgm"), w("inputs"), input(i));
+        let mut args = vec![
+            "order", "post", "--model", &model, "--payment", "10", "--deadline-in", deadline_in,
+            "--inputs-dir", &inputs, "--relay", &seq_url,
+        ];
+        let provider = provider.to_string();
+        args.extend(["--input", &input_path, "--provider", &provider]);
+        args.extend_from_slice(extra);
+        json("tgrid", &args, e)["order_hash"].as_str().unwrap().to_string()
+    };
 
-    // The poster fetches each output from the sequencer and checks it against the chain; it is
-    // exactly the int8 inference of the committed input.
+    // 1. Four orders, two per poster and per provider (each names its provider), settle in one
+    //    batch of the sequencer: one transaction.
+    let orders = [
+        post(&env, 0, p1, "3600", &[]),
+        post(&env, 1, p2, "3600", &[]),
+        post(&with_key(3), 2, p1, "3600", &[]),
+        post(&with_key(3), 3, p2, "3600", &[]),
+    ];
+    for (service, name) in [(&d1, "P1"), (&d2, "P2")] {
+        let events = events_until(service, Duration::from_secs(1200), &format!("{name}'s two orders settling"), |e| {
+            count(e, "settled") == 2
+        });
+        assert_eq!((count(&events, "accepted"), count(&events, "proven"), count(&events, "submitted")), (2, 2, 2), "{events:?}");
+        for e in events.iter().filter(|e| e["event"] == "settled") {
+            // 10 TGRID less the 1 % protocol fee, settled by the sequencer.
+            assert_eq!((e["paid"].as_bool(), e["pay"].as_str(), e["self_settled"].as_bool()), (Some(true), Some("9.9"), Some(false)), "{e}");
+        }
+    }
+    let mut txs = std::collections::BTreeSet::new();
     let mut batch_roots = std::collections::BTreeSet::new();
-    for (task, i) in &tasks {
+    for (i, order) in orders.iter().enumerate() {
+        let poster_env = if i < 2 { env.to_vec() } else { with_key(3) };
+        let out_file = w(&format!("result-{i}.json"));
         let result = json(
             "tgrid",
-            &[
-                "task",
-                "result",
-                task,
-                "--sequencer",
-                &seq_url,
-                "--model",
-                &w("mlp.tgm"),
-                "--out",
-                &w(&format!("result-{i}.json")),
-            ],
-            &env,
+            &["order", "result", order, "--relay", &seq_url, "--model", &w("mlp.tgm"), "--out", &out_file, "--wait", "60"],
+            &poster_env,
         );
-        assert_eq!(result["valid"], true);
-        let inferred = json("tgrid-prover", &["infer", &w("mlp.tgm"), "--input", &input(*i)], &[]);
-        assert_eq!(result["output_int8"], inferred["output_int8"], "task {task}");
-        assert_eq!(result["argmax"], inferred["argmax"]);
+        assert_eq!(result["valid"], true, "{result}");
+        let inferred = json("tgrid-prover", &["infer", &w("mlp.tgm"), "--input", &input(i)], &[]);
+        assert_eq!(result["output_int8"], inferred["output_int8"], "order {order}");
         let audit = json(
             "tgrid-verifier",
-            &["task", task, "--rpc", &rpc, "--deployment", &deployment, "--output", &w(&format!("result-{i}.json"))],
+            &["task", order, "--rpc", &rpc, "--deployment", &deployment, "--relay", &seq_url, "--output", &out_file],
             &[],
         );
-        assert_eq!(audit["status"], "settled");
-        assert_eq!(audit["output_matches"], true);
+        assert_eq!((audit["status"].as_str(), audit["output_matches"].as_bool()), (Some("settled"), Some(true)), "{audit}");
+        txs.insert(audit["tx"].as_str().unwrap_or_default().to_string());
         batch_roots.insert(audit["batch_root"].as_str().unwrap().to_string());
     }
-
+    assert_eq!(txs.len(), 1, "four orders from two posters to two providers, one transaction: {txs:?}");
     // A tampered output is caught by the poster's check and by the auditor's.
     let mut tampered: Value = serde_json::from_slice(&std::fs::read(w("result-0.json")).unwrap()).unwrap();
     tampered["output_int8"][0] = Value::from(tampered["output_int8"][0].as_i64().unwrap() ^ 1);
     std::fs::write(w("tampered.json"), tampered.to_string()).unwrap();
-    let check = run("tgrid", &["task", "result", &tasks[0].0, "--output-file", &w("tampered.json")], &env);
-    assert_eq!(check.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&check.stderr).contains("does NOT match"),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
+    let check = run("tgrid", &["order", "result", &orders[0], "--output-file", &w("tampered.json")], &env);
+    assert_eq!(check.status.code(), Some(1), "{}", String::from_utf8_lossy(&check.stderr));
     let audit = run(
         "tgrid-verifier",
-        &["task", &tasks[0].0, "--rpc", &rpc, "--deployment", &deployment, "--output", &w("tampered.json")],
+        &["task", &orders[0], "--rpc", &rpc, "--deployment", &deployment, "--relay", &seq_url, "--output", &w("tampered.json")],
         &[],
     );
     assert_eq!(audit.status.code(), Some(1));
-
-    // The auditor re-verifies the one settled batch from its calldata.
-    assert_eq!(batch_roots.len(), 1, "{batch_roots:?}");
+    // The auditor re-verifies the batch from its calldata, with the real Groth16 proof.
     let root = batch_roots.into_iter().next().unwrap();
     let batch = json(
         "tgrid-verifier",
         &["batch", &root, "--rpc", &rpc, "--deployment", &deployment, "--keys-dir", keys.to_str().unwrap()],
         &[],
     );
-    assert_eq!(batch["valid"], true);
-    assert_eq!(batch["count"], 3);
+    assert_eq!((batch["valid"].as_bool(), batch["count"].as_u64()), (Some(true), Some(4)), "{batch}");
     assert_eq!(batch["insecure_key"], true);
-    let verify_gas = batch["verify_gas"].as_u64().unwrap();
-    assert!((150_000..260_000).contains(&verify_gas), "verifyProof gas {verify_gas}");
-    // The wrong key is refused.
-    let wrong = run(
-        "tgrid-verifier",
-        &["batch", &root, "--rpc", &rpc, "--deployment", &deployment, "--keys-dir", &w("no-keys")],
-        &[],
-    );
-    assert_eq!(wrong.status.code(), Some(2));
-
-    // The lazy provider misses its deadline: the poster expires the task, gets the payment back
-    // and part of the collateral; the provider's reputation records the slash.
-    let early = run("tgrid", &["task", "expire", &lazy_task], &env);
-    assert_eq!(early.status.code(), Some(1), "expiring before the deadline must be refused");
-    json("tgrid", &["devnet", "advance-time", "1000"], &env);
-    let expired = json("tgrid", &["task", "expire", &lazy_task], &env);
-    assert_eq!(expired["provider"].as_str().unwrap().to_lowercase(), devnet.address(2).to_string().to_lowercase());
-    assert_ne!(expired["slashed_to_poster"], "0", "{expired}");
-    assert_eq!(expired["refund"], "10.5");
-    let staking = IStaking::new(d.staking, &reader);
-    let lazy_rep = staking.reputation(devnet.address(2)).call().await.unwrap();
-    assert_eq!((lazy_rep.settled, lazy_rep.slashed), (U256::ZERO, U256::from(1u64)));
-    // The provider's three tasks are settled but not claimed: reputation counts claimed tasks.
-    let rep = staking.reputation(devnet.address(1)).call().await.unwrap();
-    assert_eq!((rep.settled, rep.slashed), (U256::ZERO, U256::ZERO));
-    let status = json("tgrid", &["task", "status", &lazy_task], &env);
-    assert_eq!(status["status"], "expired");
-    drop(provider);
-    drop(sequencer);
-
-    // The provider collects its pay: the settled tasks' collateral (10.5 each) stays locked until
-    // then. It claims one task with `tgrid`; the balance rises by exactly what was claimed.
-    let provider_key = B256::from(devnet.signer(1).to_bytes()).to_string();
-    let mut provider_cli = env.to_vec();
-    provider_cli.push(("TGRID_PRIVATE_KEY", provider_key));
-    let tgrid = |s: &str| tgrid_chain::parse_tgrid(s).unwrap();
-    let balance = || tgrid(json("tgrid", &["token", "balance"], &provider_cli)["balance"].as_str().unwrap());
-    let stake = json("tgrid", &["stake", "status"], &provider_cli);
-    assert_eq!((stake["bonded"].as_str(), stake["locked"].as_str()), (Some("1000"), Some("31.5")), "{stake}");
-    assert_eq!((stake["claimable"].as_str(), stake["claimable_tasks"].as_u64()), (Some("31.185"), Some(3)), "{stake}");
-    assert_eq!((stake["claim_releases"].as_str(), stake["tasks_settled"].as_u64()), (Some("31.5"), Some(0)), "{stake}");
-    let before = balance();
-    let one = json("tgrid", &["stake", "claim", &tasks[0].0], &provider_cli);
-    assert_eq!((one["tasks"].as_u64(), one["paid"].as_str()), (Some(1), Some("10.395")), "{one}");
-    assert_eq!(one["collateral_released"], "10.5", "{one}");
-    assert_eq!(one["transactions"].as_array().unwrap().len(), 1, "{one}");
-    let after_one = balance();
-    assert_eq!(after_one, before + tgrid(one["paid"].as_str().unwrap()));
-    let stake = json("tgrid", &["stake", "status"], &provider_cli);
-    assert_eq!((stake["locked"].as_str(), stake["claimable_tasks"].as_u64()), (Some("21"), Some(2)), "{stake}");
-    assert_eq!(stake["tasks_settled"], 1);
-    // The same task again, the lazy provider's expired task: refused as bad input, nothing sent.
-    let again = run("tgrid", &["stake", "claim", &tasks[0].0], &provider_cli);
-    assert_eq!(again.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&again.stderr).contains("already claimed"),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
-    let foreign = run("tgrid", &["stake", "claim", &lazy_task], &provider_cli);
-    assert_eq!(foreign.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&foreign.stderr).contains("not settled"),
-        "{}",
-        String::from_utf8_lossy(&foreign.stderr)
-    );
-    assert_eq!(balance(), after_one);
-
-    // The daemon restarts with automatic claims (the default): it resumes from its state file and
-    // claims the two other tasks in one transaction, seeing that the first was claimed already.
-    let provider =
-        Service::start("tgrid-prover", &["--json", "run"], &provider_env, &work.path().join("provider-2.log"));
-    let ready = provider.next_json(Duration::from_secs(120), "the restarted provider's ready line");
-    assert_eq!((ready["event"].as_str(), ready["unclaimed_tasks"].as_u64()), (Some("ready"), Some(3)), "{ready}");
-    assert_eq!(ready["auto_claim"], true);
-    let claimed = loop {
-        let e = provider.next_json(Duration::from_secs(60), "the daemon's claim");
-        if e["event"] == "claimed" {
-            break e;
+    // The daemons withdraw their earnings: 2 x 9.9 TGRID each.
+    for who in [p1, p2] {
+        let mut paid = U256::ZERO;
+        for _ in 0..100 {
+            let e = market.earner(who).await.unwrap();
+            if e.tasksSettled == 2 && e.earnings.is_zero() {
+                paid = U256::from(2) * tgrid_chain::parse_tgrid("9.9").unwrap();
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
         }
-    };
-    assert_eq!((claimed["tasks"].as_u64(), claimed["paid"].as_str()), (Some(2), Some("20.79")), "{claimed}");
-    assert_eq!(claimed["collateral_released"], "21", "{claimed}");
-    drop(provider);
-    let after = balance();
-    assert_eq!(after, after_one + tgrid("20.79"));
-    let stake = json("tgrid", &["stake", "status"], &provider_cli);
-    assert_eq!((stake["locked"].as_str(), stake["claimable"].as_str()), (Some("0"), Some("0")), "{stake}");
-    assert_eq!((stake["claimable_tasks"].as_u64(), stake["tasks_settled"].as_u64()), (Some(0), Some(3)), "{stake}");
-    let rep = staking.reputation(devnet.address(1)).call().await.unwrap();
-    assert_eq!((rep.settled, rep.slashed), (U256::from(3u64), U256::ZERO));
-    let nothing = run("tgrid", &["stake", "claim"], &provider_cli);
-    assert_eq!(nothing.status.code(), Some(2), "nothing left to claim");
-    assert!(
-        String::from_utf8_lossy(&nothing.stderr).contains("nothing to claim"),
-        "{}",
-        String::from_utf8_lossy(&nothing.stderr)
-    );
+        assert!(!paid.is_zero(), "{who} did not withdraw its earnings");
+    }
 
-    // Then it unbonds part of its stake (all of it free again) and withdraws it once the
-    // unbonding delay has passed.
-    assert_eq!(run("tgrid", &["stake", "unbond", "1001"], &provider_cli).status.code(), Some(2), "over the free stake");
-    let unbonding = json("tgrid", &["stake", "unbond", "400"], &provider_cli);
-    assert_eq!(unbonding["unbonding"], "400");
-    let early = run("tgrid", &["stake", "withdraw"], &provider_cli);
-    assert_eq!(early.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&early.stderr).contains("ready in"), "{}", String::from_utf8_lossy(&early.stderr));
-    let now = json("tgrid", &["devnet", "advance-time", "1"], &env)["chain_time"].as_u64().unwrap();
-    let wait = unbonding["ready_at"].as_u64().unwrap().saturating_sub(now);
-    json("tgrid", &["devnet", "advance-time", &wait.to_string()], &env);
-    let withdrawn = json("tgrid", &["stake", "withdraw"], &provider_cli);
-    assert_eq!(withdrawn["withdrawn"], "400");
-    let stake = json("tgrid", &["stake", "status"], &provider_cli);
-    assert_eq!((stake["bonded"].as_str(), stake["unbonding"].as_str()), (Some("600"), Some("0")), "{stake}");
-    assert_eq!(balance(), after + tgrid("400"));
-    eprintln!("every role end to end: {:.0} s", started.elapsed().as_secs_f64());
+    // 3 (set up now, disputed below). Provider L accepts an order of poster B naming it, and never
+    // delivers: its acceptance is recorded in the relay.
+    let lazy_order = post(&with_key(3), 5, lazy, "1300", &["--collateral", "40", "--slash-bps", "5000", "--poster-share-bps", "5000"]);
+    let relay = RelayClient::new(&seq_url, Duration::from_secs(30)).unwrap();
+    let acceptance = Acceptance::sign(lazy_order.parse().unwrap(), &devnet.signer(4), &domain).unwrap();
+    relay.accept(&acceptance).await.unwrap();
+
+    // 2. The sequencer acknowledges P1's result and then stops; near the deadline P1 settles the
+    //    order itself, and cannot be disputed for it.
+    let own = post(&env, 4, p1, "3000", &[]);
+    events_until(&d1, Duration::from_secs(600), "P1 submitting the order", |e| {
+        e.iter().any(|e| e["event"] == "submitted" && e["task_id"] == own.as_str())
+    });
+    drop(sequencer);
+    json("tgrid", &["devnet", "advance-time", "2200"], &env);
+    let events = events_until(&d1, Duration::from_secs(1200), "P1 settling its order itself", |e| {
+        e.iter().any(|e| e["event"] == "settled" && e["task_id"] == own.as_str())
+    });
+    let self_settled = events.iter().find(|e| e["event"] == "self_settled").expect("a self-settlement");
+    let settled = events.iter().find(|e| e["event"] == "settled" && e["task_id"] == own.as_str()).unwrap();
+    assert_eq!((settled["self_settled"].as_bool(), settled["paid"].as_bool()), (Some(true), Some(true)), "{settled}");
+    let receipt = reader.get_transaction_receipt(self_settled["tx"].as_str().unwrap().parse().unwrap()).await.unwrap().unwrap();
+    assert_eq!(receipt.from, p1, "P1 sent its own settlement");
+    let order_file = work.path().join("poster-state/orders").join(format!("{own}.json"));
+    let signed: SignedOrder = serde_json::from_slice(&std::fs::read(&order_file).unwrap()).unwrap();
+    assert!(chain_now(&reader).await < signed.order.deadline, "settled before the deadline");
+    json("tgrid", &["devnet", "advance-time", "1000"], &env);
+    let p1_acceptance = w("p1-acceptance.json");
+    std::fs::write(&p1_acceptance, serde_json::to_vec(&Acceptance::sign(own.parse().unwrap(), &devnet.signer(1), &domain).unwrap()).unwrap()).unwrap();
+    let refused = run("tgrid", &["dispute", &own, "--acceptance", &p1_acceptance], &env);
+    assert_ne!(refused.status.code(), Some(0), "a settled order cannot be disputed");
+    assert_eq!(market.earner(p1).await.unwrap().tasksSlashed, 0);
+    drop(d1);
+    drop(d2);
+
+    // 3. L's order passed its deadline unsettled: poster B disputes it with L's signed acceptance.
+    //    L loses 50 % of the 40 TGRID collateral it signed for; B gets half of that, capped by the
+    //    10 TGRID payment.
+    let lazy_acceptance = w("lazy-acceptance.json");
+    std::fs::write(&lazy_acceptance, serde_json::to_vec(&acceptance).unwrap()).unwrap();
+    let before = IERC20::new(d.token, &reader).balanceOf(poster_b).call().await.unwrap();
+    let disputed = json("tgrid", &["dispute", &lazy_order, "--acceptance", &lazy_acceptance], &with_key(3));
+    assert_eq!((disputed["slashed"].as_str(), disputed["to_poster"].as_str()), (Some("20"), Some("10")), "{disputed}");
+    assert_eq!(IERC20::new(d.token, &reader).balanceOf(poster_b).call().await.unwrap(), before + tgrid_chain::parse_tgrid("10").unwrap());
+    assert_eq!(market.bond(lazy).await.unwrap().bonded, alloy::primitives::Uint::from(480u128 * 10u128.pow(18)));
+    assert_eq!(market.earner(lazy).await.unwrap().tasksSlashed, 1);
+    let again = run("tgrid", &["dispute", &lazy_order, "--acceptance", &lazy_acceptance], &with_key(3));
+    assert_eq!(again.status.code(), Some(1), "an order is disputed once");
+    let status = json("tgrid", &["order", "status", &lazy_order], &with_key(3));
+    assert_eq!(status["state"], "disputed", "{status}");
+    eprintln!("the task market end to end: {:.0} s", started.elapsed().as_secs_f64());
+}
+
+async fn chain_now(provider: &alloy::providers::DynProvider) -> u64 {
+    tgrid_chain::chain_now(provider).await.unwrap()
 }

@@ -80,7 +80,7 @@ impl Daemon {
             WrapFri::Production => FinalFri::PRODUCTION,
             WrapFri::InsecureTest => FinalFri::INSECURE_TEST,
         };
-        let built = SelfSettler::build(&self.chain, &self.deployment, &models, &self.settings.wrap_key, fri).await;
+        let built = SelfSettler::build(&self.chain, &self.deployment, &models, &self.settings.wrap_key_setting(), fri).await;
         bar.finish_and_clear();
         let settler = Arc::new(built?);
         self.settler = Some(settler.clone());

@@ -14,6 +14,9 @@ pub const ANVIL_KEY_1: &str = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8
 /// Prefix of the environment variables overriding settings.
 pub const ENV_PREFIX: &str = "TGRID_PROVIDER_";
 
+/// The `wrap_key` value naming the INSECURE devnet key.
+pub const INSECURE_DEVNET_KEY: &str = "insecure-devnet";
+
 /// Final-layer FRI parameters of self-settlement's wrap (must match the deployed verifier).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -57,9 +60,12 @@ pub struct Settings {
     pub self_settle_before_secs: u64,
     /// Whether the daemon settles its own results near their deadline.
     pub self_settle: bool,
-    /// The Groth16 key of self-settlement: `{kind = "file", path = "ceremony.pk"}` or (INSECURE,
-    /// devnets) `{kind = "insecure-devnet", path = ".tgrid/keys"}`.
-    pub wrap_key: WrapKeySetting,
+    /// The Groth16 proving key of self-settlement: a ceremony's key file, or `insecure-devnet`
+    /// (INSECURE, devnets only: the key set up from a public seed, cached in
+    /// `insecure_devnet_keys_dir`). Either way it must be the key of the verifier the market calls.
+    pub wrap_key: String,
+    /// Where the INSECURE devnet key is cached.
+    pub insecure_devnet_keys_dir: PathBuf,
     /// FRI parameters of self-settlement's wrap.
     pub wrap_fri: WrapFri,
     /// Smallest payment (whole TGRID) worth accepting (the market's dispute minimum applies too).
@@ -90,7 +96,8 @@ impl Default for Settings {
             settle_margin_secs: 900,
             self_settle_before_secs: 600,
             self_settle: true,
-            wrap_key: WrapKeySetting::InsecureDevnet(".tgrid/keys".into()),
+            wrap_key: INSECURE_DEVNET_KEY.into(),
+            insecure_devnet_keys_dir: ".tgrid/keys".into(),
             wrap_fri: WrapFri::Production,
             min_payment_tgrid: 0,
             initial_prove_estimate_secs: 120,
@@ -102,6 +109,15 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The self-settlement key.
+    pub fn wrap_key_setting(&self) -> WrapKeySetting {
+        if self.wrap_key == INSECURE_DEVNET_KEY {
+            WrapKeySetting::InsecureDevnet(self.insecure_devnet_keys_dir.clone())
+        } else {
+            WrapKeySetting::File(self.wrap_key.clone().into())
+        }
+    }
+
     /// Defaults, then `file`, then the environment.
     pub fn load(file: Option<&Path>) -> Result<Self> {
         let s: Settings = tgrid_cli::layered_settings(file, std::env::vars(), ENV_PREFIX, &[])
@@ -143,13 +159,11 @@ mod tests {
         assert_eq!(s.models, vec![PathBuf::from("a.tgm")]);
         std::fs::write(&file, "models = [\"a.tgm\"]\nself_settle_before_secs = 900\nsettle_margin_secs = 600\n").unwrap();
         assert!(Settings::load(Some(&file)).unwrap_err().to_string().contains("self_settle_before_secs"));
-        std::fs::write(
-            &file,
-            "models = [\"a.tgm\"]\nwrap_key = { kind = \"file\", path = \"/keys/ceremony.pk\" }\nwrap_fri = \"insecure-test\"\n",
-        )
-        .unwrap();
+        assert_eq!(s.wrap_key_setting(), WrapKeySetting::InsecureDevnet(".tgrid/keys".into()));
+        std::fs::write(&file, "models = [\"a.tgm\"]\nwrap_key = \"/keys/ceremony.pk\"\nwrap_fri = \"insecure-test\"\n")
+            .unwrap();
         let s = Settings::load(Some(&file)).unwrap();
-        assert_eq!(s.wrap_key, WrapKeySetting::File("/keys/ceremony.pk".into()));
+        assert_eq!(s.wrap_key_setting(), WrapKeySetting::File("/keys/ceremony.pk".into()));
         assert_eq!(s.wrap_fri, WrapFri::InsecureTest);
     }
 }
