@@ -32,15 +32,9 @@ pub struct Deployment {
     pub governor: Address,
     /// ModelRegistry.
     pub registry: Address,
-    /// Staking.
-    pub staking: Address,
-    /// TaskEscrow.
-    pub escrow: Address,
-    /// Settlement.
-    pub settlement: Address,
-    /// TaskMarket (version 2: signed orders, deposit books, bonds, permissionless settlement).
+    /// TaskMarket: deposit books, bonds, permissionless settlement of signed orders, disputes.
     pub market: Address,
-    /// The Groth16 verifier Settlement calls.
+    /// The Groth16 verifier the market calls.
     pub verifier: Address,
     /// Identifier of the verifier's key (contains "insecure" for a devnet key).
     pub verifying_key_id: String,
@@ -81,9 +75,6 @@ impl Deployment {
             ("timelock", d.timelock),
             ("governor", d.governor),
             ("registry", d.registry),
-            ("staking", d.staking),
-            ("escrow", d.escrow),
-            ("settlement", d.settlement),
             ("market", d.market),
             ("verifier", d.verifier),
         ];
@@ -108,9 +99,6 @@ mod tests {
         "timelock":"0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
         "governor":"0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0",
         "registry":"0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9",
-        "staking":"0xDc64a140Aa3E981100a9becA4E685f962f0cF6C9",
-        "escrow":"0x5FC8d32690cc91D4c39d9d3abcBD16989F875707",
-        "settlement":"0x0165878A594ca255338adfa4d48449f69242Eb8F",
         "market":"0x2279B7A0a67DB372996a5FaB50D91eAA73d2eBe6",
         "verifier":"0xa513E6E4b8f2a923D98304ec87F64353C4D5C853",
         "verifyingKeyId":"wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet",

@@ -14,8 +14,8 @@ import {IVotes} from "@openzeppelin/contracts/governance/utils/IVotes.sol";
 
 /// @title TGridGovernor
 /// @notice TGRID token governance. Proposals that pass are queued in and executed by the
-/// TimelockController, which owns every protocol parameter (Staking, TaskEscrow, Settlement,
-/// ModelRegistry) and this Governor's own settings.
+/// TimelockController, which owns every protocol parameter (TaskMarket, ModelRegistry) and this
+/// Governor's own settings.
 /// @dev Standard OpenZeppelin 5.x composition. The clock is TGRID's (timestamp), so the voting
 /// delay and period are in seconds.
 contract TGridGovernor is

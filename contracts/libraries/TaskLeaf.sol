@@ -2,7 +2,11 @@
 pragma solidity ^0.8.24;
 
 /// @notice One settled task as it enters the batch (docs/encodings.md, "Task leaf").
-/// @param taskId Task id assigned by TaskEscrow.
+/// @dev TaskMarket hashes its leaves from memory (`orderHash` as the task id) and only needs
+/// {TaskLeafLib.rootOfLeafHashes} and {TaskLeafLib.publicInput}; this calldata form and
+/// {TaskLeafLib.leafHash} / {TaskLeafLib.batchRoot} are the reference encoding the fixed vectors
+/// of the tests (shared with the Rust side) pin.
+/// @param taskId Task id: the order's EIP-712 digest.
 /// @param modelId Model id (SHA-256 of the compiled model).
 /// @param inputCommitment Poseidon (Goldilocks) commitment to the int8 input tensor.
 /// @param outputCommitment Poseidon (Goldilocks) commitment to the int8 output tensor.
@@ -51,26 +55,9 @@ library TaskLeafLib {
         if (!ok) revert TaskLeafSha256Failed();
     }
 
-    /// @notice `sha256(0x01 ‖ left ‖ right)`: an RFC 6962 interior node.
-    /// @param left Left child.
-    /// @param right Right child.
-    /// @return h The node hash.
-    function nodeHash(bytes32 left, bytes32 right) internal view returns (bytes32 h) {
-        bool ok;
-        assembly ("memory-safe") {
-            let m := mload(0x40)
-            mstore8(m, 0x01)
-            mstore(add(m, 1), left)
-            mstore(add(m, 0x21), right)
-            ok := staticcall(gas(), 0x02, m, 65, 0x00, 0x20)
-            h := mload(0x00)
-        }
-        if (!ok) revert TaskLeafSha256Failed();
-    }
-
     /// @notice RFC 6962 Merkle tree hash over the ordered leaves:
-    /// `MTH([l]) = l`, `MTH(l[0..n]) = nodeHash(MTH(l[0..k]), MTH(l[k..n]))`, k the largest power
-    /// of two below n.
+    /// `MTH([l]) = l`, `MTH(l[0..n]) = sha256(0x01 ‖ MTH(l[0..k]) ‖ MTH(l[k..n]))`, k the largest
+    /// power of two below n.
     /// @dev Computed bottom-up in one buffer: pair neighbours level by level and carry an odd last
     /// node up unchanged, which yields exactly the tree with the largest-power-of-two split (tested
     /// against a recursive reference). Reverts if a leaf's provider word has non-zero upper bits.

@@ -9,15 +9,10 @@ import {IVotes} from "@openzeppelin/contracts/governance/utils/IVotes.sol";
 import {TGRID} from "../token/TGRID.sol";
 import {TGridGovernor} from "../governance/TGridGovernor.sol";
 import {ModelRegistry} from "../registry/ModelRegistry.sol";
-import {Staking} from "../staking/Staking.sol";
-import {TaskEscrow} from "../escrow/TaskEscrow.sol";
-import {Settlement} from "../settlement/Settlement.sol";
 import {WrapVerifierDevnetInsecure} from "../verifier/WrapVerifierDevnetInsecure.sol";
 import {Groth16KeyedVerifier} from "../verifier/Groth16KeyedVerifier.sol";
 import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
 import {IModelRegistry} from "../interfaces/IModelRegistry.sol";
-import {IStaking} from "../interfaces/IStaking.sol";
-import {ITaskEscrow} from "../interfaces/ITaskEscrow.sol";
 import {ITaskMarket} from "../interfaces/market/ITaskMarket.sol";
 import {TaskMarket} from "../market/TaskMarket.sol";
 
@@ -28,8 +23,11 @@ interface IKeyedGroth16Verifier is IGroth16Verifier {
 }
 
 /// @title Deploy
-/// @notice Deploys and wires the TensorGrid contracts, hands every parameter to the timelock and
-/// writes the addresses to a JSON file for off-chain tools.
+/// @notice Deploys and wires the TensorGrid contracts (TGRID, the governance TimelockController and
+/// TGridGovernor, ModelRegistry, the batch verifier and TaskMarket), hands every parameter to the
+/// timelock and writes the addresses to a JSON file for off-chain tools (keys: chainId,
+/// startBlock, token, timelock, governor, registry, market, verifier, verifyingKeyId, sequencer,
+/// registryRoot, devnetModelId).
 /// @dev Local anvil:
 ///   node_modules/.bin/anvil &
 ///   node_modules/.bin/forge script contracts/script/Deploy.s.sol --rpc-url http://127.0.0.1:8545 --broadcast
@@ -57,7 +55,7 @@ contract Deploy is Script {
     struct Config {
         address admin; // the account sending the deployment calls; renounces everything at the end
         address tokenHolder; // receives the TGRID supply
-        address sequencer; // granted the sequencer role (zero: none)
+        address sequencer; // granted the market's sequencer role (zero: none)
         uint256 timelockDelay;
         uint48 votingDelay;
         uint32 votingPeriod;
@@ -68,18 +66,10 @@ contract Deploy is Script {
         bytes32 devnetModelId; // registered at deployment when non-zero (needs registryRoot)
         bytes32 devnetCircuitDigest;
         string devnetModelUri;
-        uint256 minStake;
-        uint256 unbondingDelay;
-        uint256 slashBps;
-        uint256 slashPosterShareBps;
-        uint256 collateralBps;
-        uint256 minCollateral;
-        uint256 protocolFeeBps;
-        uint256 minDeadlineDelay;
-        uint256 maxDeadlineDelay;
-        uint256 maxBatchSize;
         address verifier; // an already deployed generated verifier (zero: deploy the devnet wrap verifier)
-        ITaskMarket.Parameters market; // the market's parameters (verifier and treasury filled in by `deploy`)
+        // The market's parameters; `deploy` overwrites `verifier` (the deployed or given verifier)
+        // and `treasury` (the timelock).
+        ITaskMarket.Parameters market;
     }
 
     /// @notice The deployed contracts.
@@ -88,9 +78,6 @@ contract Deploy is Script {
         TimelockController timelock;
         TGridGovernor governor;
         ModelRegistry registry;
-        Staking staking;
-        TaskEscrow escrow;
-        Settlement settlement;
         IKeyedGroth16Verifier verifier;
         TaskMarket market;
     }
@@ -133,7 +120,7 @@ contract Deploy is Script {
     }
 
     /// @notice Devnet defaults; `admin` sends the deployment calls and gets the supply and the
-    /// sequencer role.
+    /// market's sequencer role.
     /// @param admin The deploying account.
     /// @return c The configuration.
     function defaultConfig(address admin) public pure returns (Config memory c) {
@@ -150,16 +137,6 @@ contract Deploy is Script {
         c.devnetModelId = keccak256("tensorgrid devnet model v1");
         c.devnetCircuitDigest = keccak256("tensorgrid devnet circuit v1");
         c.devnetModelUri = "devnet://model/v1";
-        c.minStake = 100e18;
-        c.unbondingDelay = 7 days;
-        c.slashBps = 5_000;
-        c.slashPosterShareBps = 5_000;
-        c.collateralBps = 10_000;
-        c.minCollateral = 10e18;
-        c.protocolFeeBps = 100;
-        c.minDeadlineDelay = 10 minutes;
-        c.maxDeadlineDelay = 30 days;
-        c.maxBatchSize = 256;
         c.market.maxBatchSize = 256;
         c.market.protocolFeeBps = 100;
         c.market.settlerShareBps = 2_000;
@@ -172,7 +149,8 @@ contract Deploy is Script {
     }
 
     /// @notice Deploys and wires everything; every call is made by `c.admin`, which ends with no
-    /// role or ownership: the timelock owns all parameters, the Governor proposes to it.
+    /// role or ownership: the timelock owns the registry and the market (and is the market's
+    /// treasury), the Governor proposes to it.
     /// @param c The configuration.
     /// @return d The deployment.
     function deploy(Config memory c) public returns (Deployment memory d) {
@@ -197,41 +175,12 @@ contract Deploy is Script {
             d.registry.setRegistryRoot(c.registryRoot);
         }
 
-        address treasury = address(d.timelock);
-        d.staking = new Staking(
-            c.admin, IERC20(address(d.token)), treasury, c.minStake, c.unbondingDelay, c.slashBps, c.slashPosterShareBps
-        );
-        d.escrow = new TaskEscrow(
-            c.admin,
-            IERC20(address(d.token)),
-            IStaking(address(d.staking)),
-            IModelRegistry(address(d.registry)),
-            treasury,
-            c.collateralBps,
-            c.minCollateral,
-            c.protocolFeeBps,
-            c.minDeadlineDelay,
-            c.maxDeadlineDelay
-        );
-        d.settlement = new Settlement(
-            c.admin,
-            ITaskEscrow(address(d.escrow)),
-            IModelRegistry(address(d.registry)),
-            IGroth16Verifier(address(d.verifier)),
-            c.maxBatchSize
-        );
         c.market.verifier = address(d.verifier);
-        c.market.treasury = treasury;
+        c.market.treasury = address(d.timelock);
         d.market = new TaskMarket(c.admin, IERC20(address(d.token)), IModelRegistry(address(d.registry)), c.market);
         if (c.sequencer != address(0)) d.market.setSequencer(c.sequencer, true);
-        d.staking.bindEscrow(address(d.escrow));
-        d.escrow.bindSettlement(address(d.settlement));
-        if (c.sequencer != address(0)) d.settlement.setSequencer(c.sequencer, true);
 
         d.registry.transferOwnership(address(d.timelock));
-        d.staking.transferOwnership(address(d.timelock));
-        d.escrow.transferOwnership(address(d.timelock));
-        d.settlement.transferOwnership(address(d.timelock));
         d.market.transferOwnership(address(d.timelock));
         d.timelock.renounceRole(d.timelock.DEFAULT_ADMIN_ROLE(), c.admin);
     }
@@ -248,9 +197,6 @@ contract Deploy is Script {
         vm.serializeAddress(k, "timelock", address(d.timelock));
         vm.serializeAddress(k, "governor", address(d.governor));
         vm.serializeAddress(k, "registry", address(d.registry));
-        vm.serializeAddress(k, "staking", address(d.staking));
-        vm.serializeAddress(k, "escrow", address(d.escrow));
-        vm.serializeAddress(k, "settlement", address(d.settlement));
         vm.serializeAddress(k, "market", address(d.market));
         vm.serializeAddress(k, "verifier", address(d.verifier));
         vm.serializeString(k, "verifyingKeyId", d.verifier.VERIFYING_KEY_ID());

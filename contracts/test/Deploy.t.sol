@@ -5,11 +5,27 @@ import {Test} from "forge-std/Test.sol";
 import {stdJson} from "forge-std/StdJson.sol";
 
 import {Deploy} from "../script/Deploy.s.sol";
+import {ITaskMarket} from "../interfaces/market/ITaskMarket.sol";
+import {Groth16Verifier} from "../verifier/Groth16Verifier.sol";
 
 /// @notice Runs the deployment script as on a devnet (broadcasting from anvil's first account) and
 /// checks the wiring and the addresses JSON it writes.
 contract DeployTest is Test {
     using stdJson for string;
+
+    function _assertParameters(ITaskMarket.Parameters memory p, ITaskMarket.Parameters memory e) internal pure {
+        assertEq(p.verifier, e.verifier, "verifier");
+        assertEq(p.maxBatchSize, e.maxBatchSize, "maxBatchSize");
+        assertEq(p.protocolFeeBps, e.protocolFeeBps, "protocolFeeBps");
+        assertEq(p.settlerShareBps, e.settlerShareBps, "settlerShareBps");
+        assertEq(p.selfSettlementWindow, e.selfSettlementWindow, "selfSettlementWindow");
+        assertEq(p.maxDeadlineDelay, e.maxDeadlineDelay, "maxDeadlineDelay");
+        assertEq(p.disputeWindow, e.disputeWindow, "disputeWindow");
+        assertEq(p.depositUnlockDelay, e.depositUnlockDelay, "depositUnlockDelay");
+        assertEq(p.unbondingDelay, e.unbondingDelay, "unbondingDelay");
+        assertEq(p.minPayment, e.minPayment, "minPayment");
+        assertEq(p.treasury, e.treasury, "treasury");
+    }
 
     function test_run_deploysWiresAndWritesJson() public {
         string memory out = string.concat(vm.projectRoot(), "/out/test-deployments/deploy-test.json");
@@ -17,35 +33,91 @@ contract DeployTest is Test {
         Deploy script = new Deploy();
         Deploy.Deployment memory d = script.run();
         address admin = vm.addr(0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80);
+        Deploy.Config memory c = script.defaultConfig(admin);
 
         address tl = address(d.timelock);
         assertEq(d.registry.owner(), tl);
-        assertEq(d.staking.owner(), tl);
-        assertEq(d.escrow.owner(), tl);
-        assertEq(d.settlement.owner(), tl);
-        assertEq(d.staking.escrow(), address(d.escrow));
-        assertEq(d.escrow.settlement(), address(d.settlement));
-        assertEq(d.settlement.verifier(), address(d.verifier));
-        assertEq(d.staking.treasury(), tl);
-        assertEq(d.escrow.treasury(), tl);
-        assertTrue(d.settlement.isSequencer(admin));
+        assertEq(d.market.owner(), tl);
+        assertEq(d.market.token(), address(d.token));
+        assertEq(d.market.registry(), address(d.registry));
+        ITaskMarket.Parameters memory expected = c.market;
+        expected.verifier = address(d.verifier);
+        expected.treasury = tl;
+        _assertParameters(d.market.parameters(), expected);
+        assertTrue(d.market.isSequencer(admin));
         assertEq(d.token.balanceOf(admin), d.token.TOTAL_SUPPLY());
         assertFalse(d.timelock.hasRole(d.timelock.DEFAULT_ADMIN_ROLE(), admin));
         assertTrue(d.timelock.hasRole(d.timelock.PROPOSER_ROLE(), address(d.governor)));
-        assertTrue(d.registry.isModelActive(keccak256("tensorgrid devnet model v1")));
+        assertTrue(d.timelock.hasRole(d.timelock.CANCELLER_ROLE(), address(d.governor)));
+        assertEq(address(d.governor.timelock()), tl);
+        assertTrue(d.registry.isModelActive(c.devnetModelId));
+        assertEq(d.registry.registryRoot(), c.registryRoot);
         assertEq(d.verifier.VERIFYING_KEY_ID(), "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet");
 
         string memory json = vm.readFile(out);
+        string[12] memory keys = [
+            "chainId",
+            "startBlock",
+            "token",
+            "timelock",
+            "governor",
+            "registry",
+            "market",
+            "verifier",
+            "verifyingKeyId",
+            "sequencer",
+            "registryRoot",
+            "devnetModelId"
+        ];
+        string[] memory written = vm.parseJsonKeys(json, "$");
+        assertEq(written.length, keys.length, "JSON key count");
+        for (uint256 i = 0; i < keys.length; ++i) {
+            assertTrue(json.keyExists(string.concat(".", keys[i])), keys[i]);
+        }
         assertEq(json.readUint(".chainId"), block.chainid);
+        assertEq(json.readUint(".startBlock"), block.number);
         assertEq(json.readAddress(".token"), address(d.token));
         assertEq(json.readAddress(".timelock"), tl);
         assertEq(json.readAddress(".governor"), address(d.governor));
         assertEq(json.readAddress(".registry"), address(d.registry));
-        assertEq(json.readAddress(".staking"), address(d.staking));
-        assertEq(json.readAddress(".escrow"), address(d.escrow));
-        assertEq(json.readAddress(".settlement"), address(d.settlement));
+        assertEq(json.readAddress(".market"), address(d.market));
         assertEq(json.readAddress(".verifier"), address(d.verifier));
         assertEq(json.readString(".verifyingKeyId"), "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet");
+        assertEq(json.readAddress(".sequencer"), admin);
         assertEq(json.readBytes32(".registryRoot"), d.registry.registryRoot());
+        assertEq(json.readBytes32(".devnetModelId"), c.devnetModelId);
+    }
+
+    /// `deploy` passes `Config.market` through, fills in the verifier and the treasury (the
+    /// timelock), and grants no sequencer role when none is configured.
+    function test_deploy_customMarketParametersAndNoSequencer() public {
+        Deploy script = new Deploy();
+        Deploy.Config memory c = script.defaultConfig(address(script));
+        c.sequencer = address(0);
+        c.verifier = address(new Groth16Verifier());
+        c.market = ITaskMarket.Parameters({
+            verifier: address(0xdead), // overwritten
+            maxBatchSize: 64,
+            protocolFeeBps: 250,
+            settlerShareBps: 5_000,
+            selfSettlementWindow: 30 minutes,
+            maxDeadlineDelay: 2 days,
+            disputeWindow: 12 hours,
+            depositUnlockDelay: 3 days,
+            unbondingDelay: 3 days,
+            minPayment: 5e18,
+            treasury: address(0xbeef) // overwritten
+        });
+        Deploy.Deployment memory d = script.deploy(c);
+
+        ITaskMarket.Parameters memory expected = c.market;
+        expected.verifier = c.verifier;
+        expected.treasury = address(d.timelock);
+        _assertParameters(d.market.parameters(), expected);
+        assertEq(address(d.verifier), c.verifier);
+        assertEq(d.market.owner(), address(d.timelock));
+        assertFalse(d.market.isSequencer(address(script)));
+        assertFalse(d.market.isSequencer(address(0)));
+        assertFalse(d.timelock.hasRole(d.timelock.DEFAULT_ADMIN_ROLE(), address(script)));
     }
 }

@@ -4,15 +4,16 @@ pragma solidity ^0.8.24;
 import {IGovernor} from "@openzeppelin/contracts/governance/IGovernor.sol";
 import {TimelockController} from "@openzeppelin/contracts/governance/TimelockController.sol";
 
-import {TGridTest} from "./utils/TGridTest.sol";
-import {ITaskEscrow} from "../interfaces/ITaskEscrow.sol";
-import {IStaking} from "../interfaces/IStaking.sol";
+import {MarketTest} from "./market/MarketTest.sol";
 import {IModelRegistry} from "../interfaces/IModelRegistry.sol";
-import {ISettlement} from "../interfaces/ISettlement.sol";
-import {TaskLeaf} from "../libraries/TaskLeaf.sol";
+import {ISettleBatch} from "../interfaces/market/ISettleBatch.sol";
+import {ITaskMarket} from "../interfaces/market/ITaskMarket.sol";
+import {Order} from "../libraries/OrderLib.sol";
 
-/// @notice Full Governor + TimelockController flows: propose, vote, queue, execute.
-contract GovernanceTest is TGridTest {
+/// @notice Full Governor + TimelockController flows: propose, vote, queue, execute; the proposals
+/// change the market's parameters and the registry, and a batch settles on the market under the
+/// registry root the DAO set.
+contract GovernanceTest is MarketTest {
     address internal voter = makeAddr("voter");
 
     function setUp() public override {
@@ -57,26 +58,31 @@ contract GovernanceTest is TGridTest {
     function test_governance_changesParametersThroughTimelock() public {
         address[] memory targets = new address[](5);
         bytes[] memory calls = new bytes[](5);
-        targets[0] = address(escrow);
-        calls[0] = abi.encodeCall(ITaskEscrow.setProtocolFee, (250));
-        targets[1] = address(staking);
-        calls[1] = abi.encodeCall(IStaking.setSlashParameters, (2_000, 8_000));
-        targets[2] = address(settlement);
-        calls[2] = abi.encodeCall(ISettlement.setMaxBatchSize, (512));
-        targets[3] = address(settlement);
-        calls[3] = abi.encodeCall(ISettlement.setSequencer, (stranger, true));
-        targets[4] = address(escrow);
-        calls[4] = abi.encodeCall(ITaskEscrow.setDeadlineBounds, (5 minutes, 7 days));
-        _passAndExecute(targets, calls, "TGIP-1: fees, slashing, batch size, sequencer, deadlines");
+        for (uint256 i = 0; i < targets.length; ++i) {
+            targets[i] = address(market);
+        }
+        calls[0] = abi.encodeCall(ITaskMarket.setFees, (250, 3_000));
+        calls[1] = abi.encodeCall(ITaskMarket.setMaxBatchSize, (512));
+        calls[2] = abi.encodeCall(ITaskMarket.setSequencer, (stranger, true));
+        calls[3] = abi.encodeCall(ITaskMarket.setSelfSettlementWindow, (2 hours));
+        calls[4] = abi.encodeCall(ITaskMarket.setDelays, (3 days, 2 days, 4 days, 5 days));
+        _passAndExecute(targets, calls, "TGIP-1: fees, batch size, sequencer, self-settlement window, delays");
 
-        assertEq(escrow.protocolFeeBps(), 250);
-        assertEq(staking.slashBps(), 2_000);
-        assertEq(staking.slashPosterShareBps(), 8_000);
-        assertEq(settlement.maxBatchSize(), 512);
-        assertTrue(settlement.isSequencer(stranger));
-        (uint256 lo, uint256 hi) = escrow.deadlineBounds();
-        assertEq(lo, 5 minutes);
-        assertEq(hi, 7 days);
+        ITaskMarket.Parameters memory p = market.parameters();
+        assertEq(p.protocolFeeBps, 250);
+        assertEq(p.settlerShareBps, 3_000);
+        assertEq(p.maxBatchSize, 512);
+        assertTrue(market.isSequencer(stranger));
+        assertTrue(market.isSequencer(sequencer));
+        assertEq(p.selfSettlementWindow, 2 hours);
+        assertEq(p.maxDeadlineDelay, 3 days);
+        assertEq(p.disputeWindow, 2 days);
+        assertEq(p.depositUnlockDelay, 4 days);
+        assertEq(p.unbondingDelay, 5 days);
+        // Untouched.
+        assertEq(p.verifier, address(verifier));
+        assertEq(p.minPayment, cfg.market.minPayment);
+        assertEq(p.treasury, address(timelock));
     }
 
     function test_governance_registersModelAndChangesRoot_thenBatchSettlesUnderNewRoot() public {
@@ -91,18 +97,19 @@ contract GovernanceTest is TGridTest {
         assertTrue(registry.isModelActive(MODEL2));
         assertEq(registry.modelCount(), 2);
 
-        // A task for the new model, proven against the new root, settles.
-        _stake(provider, STAKE);
-        bytes32 id = _post(poster, MODEL2, INPUT, PAYMENT, 0, block.timestamp + 1 days);
-        _accept(provider, id);
-        TaskLeaf[] memory leaves = _one(
-            TaskLeaf({
-                taskId: id, modelId: MODEL2, inputCommitment: INPUT, outputCommitment: OUTPUT, provider: provider
-            })
-        );
-        uint256[8] memory proof = _proveBatch(leaves, ROOT_B);
-        _submit(leaves, ROOT_B, proof);
-        assertEq(uint8(_status(id)), uint8(ITaskEscrow.TaskStatus.Settled));
+        // An order for the new model, proven against the new root (real proof), settles.
+        uint32 bookId = _openBook(poster, 1, BOOK_MAX);
+        Order memory o = _order(poster, bookId, 0);
+        o.modelId = MODEL2;
+        (ISettleBatch.BatchHeader memory h, ISettleBatch.SettlementLeaf[] memory leaves) =
+            _build(_items1(_item(o, provider)));
+        uint256[8] memory proof = _proveMarketBatch(h, leaves, ROOT_B);
+        vm.prank(sequencer);
+        (,, uint256 paid) = market.settleBatch(h, leaves, ROOT_B, proof);
+        assertEq(paid, 1);
+        assertTrue(market.nonceUsed(poster, o.nonce));
+        assertEq(market.earner(provider).earnings, PAYMENT - _fee(PAYMENT));
+        assertEq(market.earner(provider).tasksSettled, 1);
     }
 
     function test_governance_updatesItsOwnSettings() public {
@@ -117,8 +124,8 @@ contract GovernanceTest is TGridTest {
     function test_RevertWhen_queueingDefeatedProposal() public {
         address[] memory targets = new address[](1);
         bytes[] memory calls = new bytes[](1);
-        targets[0] = address(escrow);
-        calls[0] = abi.encodeCall(ITaskEscrow.setProtocolFee, (2_000));
+        targets[0] = address(market);
+        calls[0] = abi.encodeCall(ITaskMarket.setFees, (2_000, 2_000));
         string memory description = "TGIP-4: max fee";
         (uint256 id, uint256[] memory values) = _propose(targets, calls, description);
         skip(governor.votingDelay() + 1);
@@ -128,20 +135,23 @@ contract GovernanceTest is TGridTest {
         assertEq(uint8(governor.state(id)), uint8(IGovernor.ProposalState.Defeated));
         vm.expectRevert();
         governor.queue(targets, values, calls, keccak256(bytes(description)));
-        assertEq(escrow.protocolFeeBps(), 100);
+        assertEq(market.parameters().protocolFeeBps, 100);
+        assertEq(market.parameters().settlerShareBps, 2_000);
     }
 
     function test_RevertWhen_parameterChangedOutsideGovernance() public {
         // Nobody but the timelock owns parameters; the deployer kept no role.
         vm.expectRevert();
-        escrow.setProtocolFee(0);
+        market.setFees(0, 0);
+        vm.expectRevert();
+        registry.setRegistryRoot(ROOT_B);
         assertFalse(timelock.hasRole(timelock.DEFAULT_ADMIN_ROLE(), address(deployer)));
         assertTrue(timelock.hasRole(timelock.PROPOSER_ROLE(), address(governor)));
         assertTrue(timelock.hasRole(timelock.EXECUTOR_ROLE(), address(0)));
         // Proposing directly to the timelock is reserved to the Governor.
         vm.expectRevert();
         vm.prank(voter);
-        timelock.schedule(address(escrow), 0, abi.encodeCall(ITaskEscrow.setProtocolFee, (0)), 0, 0, 2 days);
+        timelock.schedule(address(market), 0, abi.encodeCall(ITaskMarket.setFees, (0, 0)), 0, 0, 2 days);
     }
 
     function test_clock_isTimestamp() public view {

@@ -5,7 +5,7 @@ import {Test} from "forge-std/Test.sol";
 
 import {TaskLeaf, TaskLeafLib} from "../libraries/TaskLeaf.sol";
 
-/// @dev Exposes the library's calldata functions.
+/// @dev Exposes the library's functions.
 contract TaskLeafHarness {
     function leafHash(TaskLeaf calldata leaf) external view returns (bytes32) {
         return TaskLeafLib.leafHash(leaf);
@@ -13,6 +13,10 @@ contract TaskLeafHarness {
 
     function batchRoot(TaskLeaf[] calldata leaves) external view returns (bytes32) {
         return TaskLeafLib.batchRoot(leaves);
+    }
+
+    function rootOfLeafHashes(bytes32[] memory hashes) external view returns (bytes32) {
+        return TaskLeafLib.rootOfLeafHashes(hashes);
     }
 
     function publicInput(bytes32 root, bytes32 registryRoot, uint256 count) external view returns (uint256) {
@@ -108,6 +112,30 @@ contract TaskLeafTest is Test {
     function test_RevertWhen_batchRootOfEmptyBatch() public {
         vm.expectRevert(TaskLeafLib.TaskLeafEmptyBatch.selector);
         h.batchRoot(new TaskLeaf[](0));
+        vm.expectRevert(TaskLeafLib.TaskLeafEmptyBatch.selector);
+        h.rootOfLeafHashes(new bytes32[](0));
+    }
+
+    /// The memory path TaskMarket uses (leaf hashes, then their root) gives the vectors' roots.
+    function test_rootOfLeafHashes_matchesVectors() public view {
+        uint256[5] memory sizes = [uint256(1), 2, 3, 5, 7];
+        for (uint256 k = 0; k < sizes.length; ++k) {
+            TaskLeaf[] memory leaves = _vectors(sizes[k]);
+            bytes32[] memory hashes = new bytes32[](leaves.length);
+            for (uint256 i = 0; i < leaves.length; ++i) {
+                hashes[i] = h.leafHash(leaves[i]);
+            }
+            assertEq(h.rootOfLeafHashes(hashes), h.batchRoot(leaves));
+        }
+    }
+
+    function testFuzz_rootOfLeafHashes_matchesRecursiveReference(uint8 rawN, bytes32 salt) public view {
+        uint256 n = bound(rawN, 1, 70);
+        bytes32[] memory hashes = new bytes32[](n);
+        for (uint256 i = 0; i < n; ++i) {
+            hashes[i] = keccak256(abi.encode(salt, i));
+        }
+        assertEq(h.rootOfLeafHashes(hashes), _refRoot(hashes, 0, n));
     }
 
     function test_RevertWhen_leafProviderHasDirtyUpperBits() public {

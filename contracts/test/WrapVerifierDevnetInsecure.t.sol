@@ -10,8 +10,9 @@ import {TaskLeafHarness} from "./TaskLeaf.t.sol";
 /// @notice A real batch settled by the real wrap: three task proofs of two models aggregated,
 /// wrapped with the production FRI parameters and proven with Groth16 under the INSECURE devnet
 /// key (`tgrid-sequencer wrap --insecure-devnet-key`, file `*.batch.g16.json`). The contract side
-/// recomputes the batch root and the public input from the leaves exactly as Settlement does,
-/// and the verifier generated from that key accepts the Rust proof and nothing else.
+/// recomputes the batch root and the public input from the leaves with TaskLeafLib (the encoding
+/// TaskMarket's settleBatch hashes, the task id being the order digest), and the verifier
+/// generated from that key accepts the Rust proof and nothing else.
 contract WrapVerifierDevnetInsecureTest is Test {
     string internal constant KEY_ID = "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet";
     string internal constant DIR = "contracts/test/fixtures/groth16/";

@@ -10,7 +10,7 @@ import {Nonces} from "@openzeppelin/contracts/utils/Nonces.sol";
 /// @notice The TensorGrid token: task payments, provider stake and governance votes.
 /// @dev ERC20 + ERC-2612 permit + ERC20Votes on a timestamp clock (the Governor reads the same
 /// clock). The whole supply is minted once at deployment; there is no mint or burn afterwards, so
-/// every amount fits the 96-bit accounting of Staking and TaskEscrow. Holders must delegate
+/// every amount fits the 96-bit accounting of TaskMarket. Holders must delegate
 /// (possibly to themselves) for their balance to count as votes.
 contract TGRID is ERC20, ERC20Permit, ERC20Votes {
     /// @notice Fixed total supply: one billion tokens with 18 decimals.

@@ -5,7 +5,7 @@ import {MarketTest} from "./MarketTest.sol";
 import {IBonds} from "../../interfaces/market/IBonds.sol";
 import {Order} from "../../libraries/OrderLib.sol";
 
-/// @notice Providers' bonds: staking, unbonding (slashable until withdrawn), withdrawing.
+/// @notice Providers' bonds: stake, unbonding (slashable until withdrawn), withdrawing.
 contract BondsTest is MarketTest {
     uint256 internal constant BOND = 1_000e18;
 

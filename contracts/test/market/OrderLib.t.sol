@@ -4,8 +4,9 @@ pragma solidity ^0.8.24;
 import {MarketTest} from "./MarketTest.sol";
 import {ISettleBatch} from "../../interfaces/market/ISettleBatch.sol";
 import {Order, OrderLib} from "../../libraries/OrderLib.sol";
-import {TaskLeafLib} from "../../libraries/TaskLeaf.sol";
+import {TaskLeaf, TaskLeafLib} from "../../libraries/TaskLeaf.sol";
 import {TaskMarket} from "../../market/TaskMarket.sol";
+import {TaskLeafHarness} from "../TaskLeaf.t.sol";
 
 /// @notice Exposes OrderLib's internal functions.
 contract OrderLibHarness {
@@ -209,6 +210,31 @@ contract OrderLibTest is MarketTest {
         uint256 expectedInput =
             uint256(sha256(abi.encodePacked(expectedRoot, ROOT_B, uint64(3)))) & TaskLeafLib.PUBLIC_INPUT_MASK;
         assertEq(publicInput, expectedInput);
+    }
+
+    /// The market's batch root is TaskLeafLib's reference `batchRoot` (the calldata path the
+    /// vectors of TaskLeaf.t.sol pin) over task leaves whose task id is the order digest.
+    function test_computePublicInput_rootEqualsTaskLeafReference() public {
+        TaskLeafHarness ref = new TaskLeafHarness();
+        Item[] memory items = new Item[](5);
+        for (uint32 i = 0; i < 5; ++i) {
+            items[i] = _item(_order(i % 2 == 0 ? poster : poster2, 0, i), i < 3 ? provider : provider2);
+        }
+        items[4].order.modelId = MODEL2;
+        (ISettleBatch.BatchHeader memory h, ISettleBatch.SettlementLeaf[] memory leaves) = _build(items);
+        (bytes32 root, uint256 publicInput, bytes32[] memory hashes) = market.computePublicInput(h, leaves, ROOT_A);
+        TaskLeaf[] memory taskLeaves = new TaskLeaf[](5);
+        for (uint256 i = 0; i < 5; ++i) {
+            taskLeaves[i] = TaskLeaf({
+                taskId: hashes[i],
+                modelId: items[i].order.modelId,
+                inputCommitment: items[i].order.inputCommitment,
+                outputCommitment: items[i].output,
+                provider: items[i].provider
+            });
+        }
+        assertEq(root, ref.batchRoot(taskLeaves));
+        assertEq(publicInput, ref.publicInput(root, ROOT_A, 5));
     }
 
     /// expectEmit matches topic 0, so these prove the OrderSkipped literal is the event's topic.

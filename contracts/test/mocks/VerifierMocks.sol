@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
-import {IGroth16Verifier} from "../../interfaces/IGroth16Verifier.sol";
-import {ISettlement} from "../../interfaces/ISettlement.sol";
-import {TaskLeaf} from "../../libraries/TaskLeaf.sol";
+import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 
-/// @notice TEST ONLY. A verifier that always reverts: Settlement must treat it as a rejection.
+import {IGroth16Verifier} from "../../interfaces/IGroth16Verifier.sol";
+import {ISettleBatch} from "../../interfaces/market/ISettleBatch.sol";
+
+/// @notice TEST ONLY. A verifier that always reverts: the market must treat it as a rejection.
 contract RevertingVerifier is IGroth16Verifier {
     function verifyProof(uint256[8] calldata, uint256) external pure returns (bool) {
         revert("verifier exploded");
@@ -13,9 +14,9 @@ contract RevertingVerifier is IGroth16Verifier {
 }
 
 /// @notice TEST ONLY, never deployed. Accepts exactly the proof whose first word is
-/// keccak256(publicInput) and whose other words are zero, so the invariant tests can settle random
+/// keccak256(publicInput) and whose other words are zero, so the market tests can settle random
 /// batches without a snarkjs call per batch, while a proof for any other public input still fails.
-/// The real pairing check is covered by the Groth16Verifier and Settlement tests.
+/// The real pairing check is covered by the Groth16Verifier tests and the real-proof market tests.
 contract PublicInputBoundVerifier is IGroth16Verifier {
     function verifyProof(uint256[8] calldata proof, uint256 publicInput) external pure returns (bool) {
         if (proof[0] != uint256(keccak256(abi.encode(publicInput)))) return false;
@@ -30,34 +31,48 @@ contract PublicInputBoundVerifier is IGroth16Verifier {
     }
 }
 
-/// @notice TEST ONLY. An attacker-controlled verifier that tries to re-enter submitBatch (as a
-/// sequencer) while the outer batch is being verified. It is written as a state-changing function
-/// (not view) to show that Settlement's STATICCALL, plus its reentrancy guard, stop the re-entry.
-contract ReentrantVerifier {
-    ISettlement public immutable settlement;
-    TaskLeaf[] internal _leaves;
-    bytes32 internal _root;
+/// @notice TEST ONLY. Holds a batch to re-submit to the market's settleBatch from inside the
+/// verification of another (or the same) batch.
+abstract contract ReentrantVerifierBase {
+    address public immutable market;
+    bytes internal _batch; // abi.encode(header, leaves, registryRoot)
+
+    constructor(address market_) {
+        market = market_;
+    }
+
+    /// @notice Sets the batch the verifier re-submits.
+    function arm(
+        ISettleBatch.BatchHeader calldata header,
+        ISettleBatch.SettlementLeaf[] calldata leaves,
+        bytes32 registryRoot
+    ) external {
+        _batch = abi.encode(header, leaves, registryRoot);
+    }
+
+    /// @dev settleBatch calldata of the armed batch with `proof` (the proof being verified).
+    function _reentry(uint256[8] calldata proof) internal view returns (bytes memory) {
+        (ISettleBatch.BatchHeader memory h, ISettleBatch.SettlementLeaf[] memory leaves, bytes32 root) =
+            abi.decode(_batch, (ISettleBatch.BatchHeader, ISettleBatch.SettlementLeaf[], bytes32));
+        return abi.encodeCall(ISettleBatch.settleBatch, (h, leaves, root, proof));
+    }
+}
+
+/// @notice TEST ONLY. An attacker-controlled verifier that tries to re-enter settleBatch while the
+/// outer batch is being verified. It is written as a state-changing function (not view) to show
+/// that the market's STATICCALL, plus settleBatch's reentrancy guard, stop the re-entry.
+contract ReentrantVerifier is ReentrantVerifierBase {
     uint256 public reentryAttempts;
     bool public reentrySucceeded;
 
-    constructor(ISettlement settlement_) {
-        settlement = settlement_;
-    }
-
-    function arm(TaskLeaf[] calldata leaves, bytes32 root) external {
-        delete _leaves;
-        for (uint256 i = 0; i < leaves.length; ++i) {
-            _leaves.push(leaves[i]);
-        }
-        _root = root;
-    }
+    constructor(address market_) ReentrantVerifierBase(market_) {}
 
     /// @dev Same selector as IGroth16Verifier.verifyProof. Returns true only when the re-entry
-    /// failed, so the outer batch settles exactly once.
+    /// failed, so the outer batch would settle exactly once.
     function verifyProof(uint256[8] calldata proof, uint256) external returns (bool) {
-        (bool ok,) = address(settlement).call(abi.encodeCall(ISettlement.submitBatch, (_leaves, _root, proof)));
-        // In a STATICCALL these writes revert the whole frame; the try/catch in Settlement then
-        // reports a rejection. Only reached in a plain CALL context.
+        (bool ok,) = market.call(_reentry(proof));
+        // In a STATICCALL these writes revert the whole frame; the market's try/catch then reports
+        // a rejection. Only reached in a plain CALL context.
         reentryAttempts += 1;
         reentrySucceeded = ok;
         return !ok;
@@ -65,26 +80,15 @@ contract ReentrantVerifier {
 }
 
 /// @notice TEST ONLY. A view verifier that attempts the re-entry through a low-level call (allowed
-/// in a view function as a STATICCALL) and accepts the outer proof only if the re-entry failed.
-contract ReentrantViewVerifier is IGroth16Verifier {
-    ISettlement public immutable settlement;
-    TaskLeaf[] internal _leaves;
-    bytes32 internal _root;
-
-    constructor(ISettlement settlement_) {
-        settlement = settlement_;
-    }
-
-    function arm(TaskLeaf[] calldata leaves, bytes32 root) external {
-        delete _leaves;
-        for (uint256 i = 0; i < leaves.length; ++i) {
-            _leaves.push(leaves[i]);
-        }
-        _root = root;
-    }
+/// in a view function as a STATICCALL) and accepts the outer proof only if the re-entry was refused
+/// by settleBatch's reentrancy guard.
+contract ReentrantViewVerifier is ReentrantVerifierBase, IGroth16Verifier {
+    constructor(address market_) ReentrantVerifierBase(market_) {}
 
     function verifyProof(uint256[8] calldata proof, uint256) external view returns (bool) {
-        (bool ok,) = address(settlement).staticcall(abi.encodeCall(ISettlement.submitBatch, (_leaves, _root, proof)));
-        return !ok;
+        (bool ok, bytes memory ret) = market.staticcall(_reentry(proof));
+        return !ok
+            && keccak256(ret)
+                == keccak256(abi.encodeWithSelector(ReentrancyGuardTransient.ReentrancyGuardReentrantCall.selector));
     }
 }

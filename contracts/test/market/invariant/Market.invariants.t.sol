@@ -71,11 +71,11 @@ contract MarketInvariantTest is TGridTest {
         a[actors.length] = sequencer;
     }
 
-    /// Token conservation: every token is held by an actor, the treasury, this test, the market
-    /// or the v1 contracts, and the supply never changes.
+    /// Token conservation: every token is held by an actor, the treasury, this test or the market,
+    /// and the supply never changes.
     function invariant_tokenConservation() public view {
-        uint256 held = token.balanceOf(address(this)) + token.balanceOf(address(timelock))
-            + token.balanceOf(address(market)) + token.balanceOf(address(escrow)) + token.balanceOf(address(staking));
+        uint256 held =
+            token.balanceOf(address(this)) + token.balanceOf(address(timelock)) + token.balanceOf(address(market));
         address[6] memory fixedActors = [poster, poster2, provider, provider2, stranger, sequencer];
         for (uint256 i = 0; i < fixedActors.length; ++i) {
             held += token.balanceOf(fixedActors[i]);
