@@ -380,6 +380,7 @@ async fn the_task_market_end_to_end_on_anvil() {
         e.iter().any(|e| e["event"] == "settled" && e["task_id"] == own.as_str())
     });
     let self_settled = events.iter().find(|e| e["event"] == "self_settled").expect("a self-settlement");
+    eprintln!("self-settlement (dev build, test FRI): {self_settled}");
     let settled = events.iter().find(|e| e["event"] == "settled" && e["task_id"] == own.as_str()).unwrap();
     assert_eq!((settled["self_settled"].as_bool(), settled["paid"].as_bool()), (Some(true), Some(true)), "{settled}");
     let receipt = reader.get_transaction_receipt(self_settled["tx"].as_str().unwrap().parse().unwrap()).await.unwrap().unwrap();
