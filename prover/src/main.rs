@@ -342,7 +342,11 @@ fn run(command: Command, out: &Output) -> Result<()> {
             let key = match (proving_key, insecure_devnet_key) {
                 (Some(p), false) => settle::WrapKeySetting::File(p),
                 (None, true) => settle::WrapKeySetting::InsecureDevnet(keys_dir),
-                _ => return Err(bad_input(anyhow::anyhow!("give --proving-key FILE or (devnets) --insecure-devnet-key"))),
+                _ => {
+                    return Err(bad_input(anyhow::anyhow!(
+                        "give --proving-key FILE or (devnets) --insecure-devnet-key"
+                    )))
+                }
             };
             settle_command(orders, proofs, models, &rpc, &deployment, private_key, key, fri, out)
         }
@@ -395,7 +399,11 @@ fn settle_command(
     out: &Output,
 ) -> Result<()> {
     if orders.len() != proofs.len() {
-        return Err(bad_input(anyhow::anyhow!("{} --order but {} --proof: give them in pairs", orders.len(), proofs.len())));
+        return Err(bad_input(anyhow::anyhow!(
+            "{} --order but {} --proof: give them in pairs",
+            orders.len(),
+            proofs.len()
+        )));
     }
     let deployment = tgrid_chain::Deployment::load(deployment).map_err(bad_input)?;
     let key_hex = private_key.unwrap_or_else(|| daemon::ANVIL_KEY_1.to_string());

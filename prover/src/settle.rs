@@ -21,8 +21,7 @@ use tgrid_settlement_proof::{Aggregator, BatchWrapper, KeySource, SettlementProo
 use tgrid_wrap::FinalFri;
 
 /// Which Groth16 key self-settlement proves with.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind", content = "path")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WrapKeySetting {
     /// A ceremony's proving key file.
     File(PathBuf),
@@ -209,6 +208,12 @@ impl SelfSettler {
                 unpaid.push((e.inner.data.orderHash, format!("{:?}", e.inner.data.reason)));
             }
         }
-        Ok(SelfSettled { transaction: receipt.transaction_hash, gas_used: receipt.gas_used, skipped, unpaid, prove_seconds })
+        Ok(SelfSettled {
+            transaction: receipt.transaction_hash,
+            gas_used: receipt.gas_used,
+            skipped,
+            unpaid,
+            prove_seconds,
+        })
     }
 }

@@ -138,7 +138,8 @@ fn main() -> Result<()> {
             token.transfer(devnet.address(p), ether(100_000)).send().await?.get_receipt().await?;
             Market::new(&d, wallet(p)).stake(devnet.address(p), ether(100_000)).await?;
         }
-        let book = Market::new(&d, admin.clone()).open_book(poster_key.address(), args.tasks as u32, ether(10)).await?.value;
+        let book =
+            Market::new(&d, admin.clone()).open_book(poster_key.address(), args.tasks as u32, ether(10)).await?.value;
         let now = admin.get_block_by_number(Default::default()).await?.context("no block")?.header.timestamp;
         let mut tasks = Vec::new();
         for i in 0..args.tasks {

@@ -123,7 +123,7 @@ fn a_64_task_batch_of_two_interleaved_models_proves_the_native_root() {
     let s = setup();
     // Model of task i: the top bit of a multiplicative hash, 32 of each in runs of one or two
     // (0 1 0 1 0 0 1 0 1 1 0 1 ...).
-    let model_of = |i: u64| ((i * 2_654_435_761) % (1 << 32) >> 31) as usize;
+    let model_of = |i: u64| (((i * 2_654_435_761) % (1 << 32)) >> 31) as usize;
     let (proofs, expected): (Vec<TaskProof>, Vec<TaskLeaf>) = (0..64u64)
         .map(|i| {
             let m = model_of(i);

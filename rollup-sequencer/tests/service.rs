@@ -128,13 +128,7 @@ async fn post(http: &Http, url: &str, body: String) -> (u16, Value) {
 }
 
 async fn post_to(http: &Http, url: &str, body: String) -> (u16, Value) {
-    let r = http
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let r = http.post(url).header("content-type", "application/json").body(body).send().await.unwrap();
     let status = r.status().as_u16();
     let text = r.text().await.unwrap();
     (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
@@ -254,7 +248,8 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
         };
         (SignedOrder::sign(order, &poster_key, &domain).unwrap(), input)
     };
-    let accept = |signed: &SignedOrder, key: &PrivateKeySigner| Acceptance::sign(signed.hash(&domain), key, &domain).unwrap();
+    let accept =
+        |signed: &SignedOrder, key: &PrivateKeySigner| Acceptance::sign(signed.hash(&domain), key, &domain).unwrap();
     let orders: Vec<(SignedOrder, Vec<i8>)> = (0..4).map(|seed| order_of(seed, now + 86_400)).collect();
     let short = order_of(10, now + 700); // expires before it is submitted
     let forged = {
@@ -268,7 +263,11 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let chain = Chain::connect(&devnet.rpc_url(), d.clone(), &sequencer_key).await.unwrap();
     Market::new(&d, wallet(2)).cancel(vec![Order::nonce_of(book, 12)]).await.unwrap();
     let poster_addr = poster_key.address();
-    let asked = [(poster_addr, Order::nonce_of(book, 1)), (poster_addr, Order::nonce_of(book, 12)), (admin_address(&devnet), 5)];
+    let asked = [
+        (poster_addr, Order::nonce_of(book, 1)),
+        (poster_addr, Order::nonce_of(book, 12)),
+        (admin_address(&devnet), 5),
+    ];
     assert_eq!(chain.nonces_used(&asked).await.unwrap(), vec![false, true, false]);
 
     // The provider proves its orders (and a few results that must be refused).

@@ -159,7 +159,14 @@ async fn the_task_market_end_to_end_on_anvil() {
     // Model owner: compile the bundled MLP and list it in a registry.
     let compiled = json(
         "tgrid-prover",
-        &["compile", "fixtures/mlp/model.onnx", "--calibration", "fixtures/mlp/calibration.json", "--out", &w("mlp.tgm")],
+        &[
+            "compile",
+            "fixtures/mlp/model.onnx",
+            "--calibration",
+            "fixtures/mlp/calibration.json",
+            "--out",
+            &w("mlp.tgm"),
+        ],
         &[],
     );
     let model_id = compiled["model_id"].as_str().unwrap().to_string();
@@ -256,7 +263,8 @@ async fn the_task_market_end_to_end_on_anvil() {
         .into_iter()
         .map(|(k, v)| (format!("TGRID_PROVIDER_{k}"), v))
         .collect::<Vec<_>>();
-        let service = Service::start("tgrid-prover", &["--json", "run"], &env, &work.path().join(format!("provider-{i}.log")));
+        let service =
+            Service::start("tgrid-prover", &["--json", "run"], &env, &work.path().join(format!("provider-{i}.log")));
         let staked = service.next_json(Duration::from_secs(120), "the provider's first line");
         assert_eq!(staked["event"], "staked", "{staked}");
         let ready = service.next_json(Duration::from_secs(60), "the provider's ready line");
@@ -276,8 +284,18 @@ async fn the_task_market_end_to_end_on_anvil() {
     let post = |e: &[(&str, String)], i: usize, provider: Address, deadline_in: &str, extra: &[&str]| {
         let (model, inputs, input_path) = (w("mlp.tgm"), w("inputs"), input(i));
         let mut args = vec![
-            "order", "post", "--model", &model, "--payment", "10", "--deadline-in", deadline_in,
-            "--inputs-dir", &inputs, "--relay", &seq_url,
+            "order",
+            "post",
+            "--model",
+            &model,
+            "--payment",
+            "10",
+            "--deadline-in",
+            deadline_in,
+            "--inputs-dir",
+            &inputs,
+            "--relay",
+            &seq_url,
         ];
         let provider = provider.to_string();
         args.extend(["--input", &input_path, "--provider", &provider]);
@@ -297,10 +315,18 @@ async fn the_task_market_end_to_end_on_anvil() {
         let events = events_until(service, Duration::from_secs(1200), &format!("{name}'s two orders settling"), |e| {
             count(e, "settled") == 2
         });
-        assert_eq!((count(&events, "accepted"), count(&events, "proven"), count(&events, "submitted")), (2, 2, 2), "{events:?}");
+        assert_eq!(
+            (count(&events, "accepted"), count(&events, "proven"), count(&events, "submitted")),
+            (2, 2, 2),
+            "{events:?}"
+        );
         for e in events.iter().filter(|e| e["event"] == "settled") {
             // 10 TGRID less the 1 % protocol fee, settled by the sequencer.
-            assert_eq!((e["paid"].as_bool(), e["pay"].as_str(), e["self_settled"].as_bool()), (Some(true), Some("9.9"), Some(false)), "{e}");
+            assert_eq!(
+                (e["paid"].as_bool(), e["pay"].as_str(), e["self_settled"].as_bool()),
+                (Some(true), Some("9.9"), Some(false)),
+                "{e}"
+            );
         }
     }
     let mut txs = std::collections::BTreeSet::new();
@@ -310,7 +336,19 @@ async fn the_task_market_end_to_end_on_anvil() {
         let out_file = w(&format!("result-{i}.json"));
         let result = json(
             "tgrid",
-            &["order", "result", order, "--relay", &seq_url, "--model", &w("mlp.tgm"), "--out", &out_file, "--wait", "60"],
+            &[
+                "order",
+                "result",
+                order,
+                "--relay",
+                &seq_url,
+                "--model",
+                &w("mlp.tgm"),
+                "--out",
+                &out_file,
+                "--wait",
+                "60",
+            ],
             &poster_env,
         );
         assert_eq!(result["valid"], true, "{result}");
@@ -321,7 +359,11 @@ async fn the_task_market_end_to_end_on_anvil() {
             &["task", order, "--rpc", &rpc, "--deployment", &deployment, "--relay", &seq_url, "--output", &out_file],
             &[],
         );
-        assert_eq!((audit["status"].as_str(), audit["output_matches"].as_bool()), (Some("settled"), Some(true)), "{audit}");
+        assert_eq!(
+            (audit["status"].as_str(), audit["output_matches"].as_bool()),
+            (Some("settled"), Some(true)),
+            "{audit}"
+        );
         txs.insert(audit["tx"].as_str().unwrap_or_default().to_string());
         batch_roots.insert(audit["batch_root"].as_str().unwrap().to_string());
     }
@@ -334,7 +376,18 @@ async fn the_task_market_end_to_end_on_anvil() {
     assert_eq!(check.status.code(), Some(1), "{}", String::from_utf8_lossy(&check.stderr));
     let audit = run(
         "tgrid-verifier",
-        &["task", &orders[0], "--rpc", &rpc, "--deployment", &deployment, "--relay", &seq_url, "--output", &w("tampered.json")],
+        &[
+            "task",
+            &orders[0],
+            "--rpc",
+            &rpc,
+            "--deployment",
+            &deployment,
+            "--relay",
+            &seq_url,
+            "--output",
+            &w("tampered.json"),
+        ],
         &[],
     );
     assert_eq!(audit.status.code(), Some(1));
@@ -363,7 +416,13 @@ async fn the_task_market_end_to_end_on_anvil() {
 
     // 3 (set up now, disputed below). Provider L accepts an order of poster B naming it, and never
     // delivers: its acceptance is recorded in the relay.
-    let lazy_order = post(&with_key(3), 5, lazy, "1300", &["--collateral", "40", "--slash-bps", "5000", "--poster-share-bps", "5000"]);
+    let lazy_order = post(
+        &with_key(3),
+        5,
+        lazy,
+        "1300",
+        &["--collateral", "40", "--slash-bps", "5000", "--poster-share-bps", "5000"],
+    );
     let relay = RelayClient::new(&seq_url, Duration::from_secs(30)).unwrap();
     let acceptance = Acceptance::sign(lazy_order.parse().unwrap(), &devnet.signer(4), &domain).unwrap();
     relay.accept(&acceptance).await.unwrap();
@@ -383,14 +442,19 @@ async fn the_task_market_end_to_end_on_anvil() {
     eprintln!("self-settlement (dev build, test FRI): {self_settled}");
     let settled = events.iter().find(|e| e["event"] == "settled" && e["task_id"] == own.as_str()).unwrap();
     assert_eq!((settled["self_settled"].as_bool(), settled["paid"].as_bool()), (Some(true), Some(true)), "{settled}");
-    let receipt = reader.get_transaction_receipt(self_settled["tx"].as_str().unwrap().parse().unwrap()).await.unwrap().unwrap();
+    let receipt =
+        reader.get_transaction_receipt(self_settled["tx"].as_str().unwrap().parse().unwrap()).await.unwrap().unwrap();
     assert_eq!(receipt.from, p1, "P1 sent its own settlement");
     let order_file = work.path().join("poster-state/orders").join(format!("{own}.json"));
     let signed: SignedOrder = serde_json::from_slice(&std::fs::read(&order_file).unwrap()).unwrap();
     assert!(chain_now(&reader).await < signed.order.deadline, "settled before the deadline");
     json("tgrid", &["devnet", "advance-time", "1000"], &env);
     let p1_acceptance = w("p1-acceptance.json");
-    std::fs::write(&p1_acceptance, serde_json::to_vec(&Acceptance::sign(own.parse().unwrap(), &devnet.signer(1), &domain).unwrap()).unwrap()).unwrap();
+    std::fs::write(
+        &p1_acceptance,
+        serde_json::to_vec(&Acceptance::sign(own.parse().unwrap(), &devnet.signer(1), &domain).unwrap()).unwrap(),
+    )
+    .unwrap();
     let refused = run("tgrid", &["dispute", &own, "--acceptance", &p1_acceptance], &env);
     assert_ne!(refused.status.code(), Some(0), "a settled order cannot be disputed");
     assert_eq!(market.earner(p1).await.unwrap().tasksSlashed, 0);
@@ -405,7 +469,10 @@ async fn the_task_market_end_to_end_on_anvil() {
     let before = IERC20::new(d.token, &reader).balanceOf(poster_b).call().await.unwrap();
     let disputed = json("tgrid", &["dispute", &lazy_order, "--acceptance", &lazy_acceptance], &with_key(3));
     assert_eq!((disputed["slashed"].as_str(), disputed["to_poster"].as_str()), (Some("20"), Some("10")), "{disputed}");
-    assert_eq!(IERC20::new(d.token, &reader).balanceOf(poster_b).call().await.unwrap(), before + tgrid_chain::parse_tgrid("10").unwrap());
+    assert_eq!(
+        IERC20::new(d.token, &reader).balanceOf(poster_b).call().await.unwrap(),
+        before + tgrid_chain::parse_tgrid("10").unwrap()
+    );
     assert_eq!(market.bond(lazy).await.unwrap().bonded, alloy::primitives::Uint::from(480u128 * 10u128.pow(18)));
     assert_eq!(market.earner(lazy).await.unwrap().tasksSlashed, 1);
     let again = run("tgrid", &["dispute", &lazy_order, "--acceptance", &lazy_acceptance], &with_key(3));

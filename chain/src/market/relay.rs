@@ -130,10 +130,10 @@ pub struct RelayClient {
 impl RelayClient {
     /// A client of `base_url` (e.g. `http://127.0.0.1:8080`) whose requests time out after `timeout`.
     pub fn new(base_url: &str, timeout: Duration) -> Result<Self, RelayError> {
-        let http = reqwest::Client::builder().timeout(timeout).build().map_err(|e| RelayError::Unreachable {
-            url: base_url.to_string(),
-            reason: e.to_string(),
-        })?;
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| RelayError::Unreachable { url: base_url.to_string(), reason: e.to_string() })?;
         Ok(Self { base: base_url.trim_end_matches('/').to_string(), http })
     }
 
@@ -142,7 +142,11 @@ impl RelayClient {
         &self.base
     }
 
-    async fn call<T: serde::de::DeserializeOwned>(&self, request: reqwest::RequestBuilder, url: String) -> Result<T, RelayError> {
+    async fn call<T: serde::de::DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+        url: String,
+    ) -> Result<T, RelayError> {
         let unreachable = |reason: String| RelayError::Unreachable { url: url.clone(), reason };
         let response = request.send().await.map_err(|e| unreachable(e.to_string()))?;
         let status = response.status();

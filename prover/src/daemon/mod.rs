@@ -293,7 +293,7 @@ impl Daemon {
                 let step = match record.state {
                     TaskState::Accepted => self.prove(id, &record).await,
                     TaskState::Proven => self.submit(id, &record, now).await,
-                    TaskState::Submitted | TaskState::Refused { .. } => self.follow(id, &record).await,
+                    TaskState::Submitted | TaskState::Refused { .. } => self.follow(id, &record, now).await,
                     TaskState::Seen | TaskState::Settled { .. } | TaskState::Skipped { .. } => break,
                 };
                 if let Err(e) = step {

@@ -81,7 +81,11 @@ impl Daemon {
         if U256::from(o.payment) < min_payment {
             return self.skip(
                 id,
-                format!("payment {} TGRID is below {} TGRID", tgrid_amount(U256::from(o.payment)), tgrid_amount(min_payment)),
+                format!(
+                    "payment {} TGRID is below {} TGRID",
+                    tgrid_amount(U256::from(o.payment)),
+                    tgrid_amount(min_payment)
+                ),
             );
         }
         // The poster's book must back it until the deadline (else the work could go unpaid).

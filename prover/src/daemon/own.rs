@@ -42,7 +42,10 @@ impl Daemon {
         self.event(
             "self_settling",
             json!({"task_ids": ids, "orders": results.len()}),
-            format!("{} order(s) near their deadline are unsettled: settling them from this provider's account", results.len()),
+            format!(
+                "{} order(s) near their deadline are unsettled: settling them from this provider's account",
+                results.len()
+            ),
         );
         let settler = self.settler().await?;
         let bar = self.out.spinner("self-settlement: aggregating and wrapping");
@@ -80,7 +83,8 @@ impl Daemon {
             WrapFri::Production => FinalFri::PRODUCTION,
             WrapFri::InsecureTest => FinalFri::INSECURE_TEST,
         };
-        let built = SelfSettler::build(&self.chain, &self.deployment, &models, &self.settings.wrap_key_setting(), fri).await;
+        let built =
+            SelfSettler::build(&self.chain, &self.deployment, &models, &self.settings.wrap_key_setting(), fri).await;
         bar.finish_and_clear();
         let settler = Arc::new(built?);
         self.settler = Some(settler.clone());
@@ -99,7 +103,8 @@ impl Daemon {
         }
         let sent = self.market.withdraw_earnings().await?;
         self.settled_since_withdrawal = 0;
-        let settled = self.state.tasks.values().filter(|r| matches!(r.state, TaskState::Settled { paid: true, .. })).count();
+        let settled =
+            self.state.tasks.values().filter(|r| matches!(r.state, TaskState::Settled { paid: true, .. })).count();
         self.event(
             "withdrawn",
             json!({"amount": tgrid_amount(sent.value), "tx": sent.transaction.to_string(), "orders_paid": settled}),

@@ -157,7 +157,8 @@ mod tests {
         assert_eq!(s.stake_tgrid, 5);
         assert!(s.self_settle && s.auto_withdraw);
         assert_eq!(s.models, vec![PathBuf::from("a.tgm")]);
-        std::fs::write(&file, "models = [\"a.tgm\"]\nself_settle_before_secs = 900\nsettle_margin_secs = 600\n").unwrap();
+        std::fs::write(&file, "models = [\"a.tgm\"]\nself_settle_before_secs = 900\nsettle_margin_secs = 600\n")
+            .unwrap();
         assert!(Settings::load(Some(&file)).unwrap_err().to_string().contains("self_settle_before_secs"));
         assert_eq!(s.wrap_key_setting(), WrapKeySetting::InsecureDevnet(".tgrid/keys".into()));
         std::fs::write(&file, "models = [\"a.tgm\"]\nwrap_key = \"/keys/ceremony.pk\"\nwrap_fri = \"insecure-test\"\n")

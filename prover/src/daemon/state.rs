@@ -94,7 +94,8 @@ impl State {
             .tasks
             .iter()
             .filter(|(_, r)| {
-                let finished = matches!(r.state, TaskState::Settled { .. } | TaskState::Skipped { .. } | TaskState::Seen);
+                let finished =
+                    matches!(r.state, TaskState::Settled { .. } | TaskState::Skipped { .. } | TaskState::Seen);
                 finished && r.deadline().saturating_add(retention) < now
             })
             .map(|(id, _)| *id)

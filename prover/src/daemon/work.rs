@@ -75,7 +75,9 @@ impl Daemon {
         let x: Vec<i8> = match std::fs::read(self.accepted_input_path(&id)) {
             Ok(bytes) => serde_json::from_slice(&bytes)?,
             // Accepted before a crash lost the copy: fetch it again.
-            Err(_) => self.input(record).await?.ok_or_else(|| anyhow!("the input of order {id} is not in the store"))?,
+            Err(_) => {
+                self.input(record).await?.ok_or_else(|| anyhow!("the input of order {id} is not in the store"))?
+            }
         };
         let model_id = record.order.order.model_id;
         let prover = Arc::clone(&self.models[&model_id].prover);
@@ -105,7 +107,7 @@ impl Daemon {
 
     pub(super) async fn submit(&mut self, id: B256, record: &TaskRecord, now: u64) -> Result<()> {
         if now > record.deadline() {
-            return self.follow(id, record).await;
+            return self.follow(id, record, now).await;
         }
         let proof = std::fs::read(self.proof_path(&id))?;
         let output: serde_json::Value = serde_json::from_slice(&std::fs::read(self.output_path(&id))?)?;
@@ -147,15 +149,21 @@ impl Daemon {
     }
 
     /// Reads the order's fate from the chain once its nonce is used.
-    pub(super) async fn follow(&mut self, id: B256, record: &TaskRecord) -> Result<()> {
+    pub(super) async fn follow(&mut self, id: B256, record: &TaskRecord, now: u64) -> Result<()> {
         let o = &record.order.order;
         if !self.market.nonce_used(o.poster, o.nonce).await? {
+            if now > o.deadline {
+                // Nothing can settle it any more; it may be disputed.
+                return self.skip(id, "its deadline passed unsettled".into());
+            }
             return Ok(());
         }
-        let outcome = tgrid_chain::order_outcome(&self.chain, self.deployment.market, &self.domain, o, record.seen_block)
-            .await?;
+        let outcome =
+            tgrid_chain::order_outcome(&self.chain, self.deployment.market, &self.domain, o, record.seen_block).await?;
         match outcome {
-            OrderOutcome::Settled { paid, unpaid_reason, provider, transaction, settler, .. } if provider == self.me => {
+            OrderOutcome::Settled { paid, unpaid_reason, provider, transaction, settler, .. }
+                if provider == self.me =>
+            {
                 self.settled_since_withdrawal += 1;
                 let fee_bps = self.market.parameters().await?.protocolFeeBps;
                 let pay = U256::from(o.payment) - U256::from(o.payment) * fee_bps / U256::from(10_000u64);
@@ -183,11 +191,15 @@ impl Daemon {
                 );
                 Ok(())
             }
-            OrderOutcome::Settled { provider, .. } => self.skip(id, format!("settled with another provider's proof ({provider})")),
+            OrderOutcome::Settled { provider, .. } => {
+                self.skip(id, format!("settled with another provider's proof ({provider})"))
+            }
             OrderOutcome::Disputed { slashed, .. } => {
                 self.skip(id, format!("disputed: {} TGRID slashed", tgrid_amount(slashed)))
             }
-            OrderOutcome::Cancelled { transaction } => self.skip(id, format!("cancelled by the poster (tx {transaction})")),
+            OrderOutcome::Cancelled { transaction } => {
+                self.skip(id, format!("cancelled by the poster (tx {transaction})"))
+            }
             OrderOutcome::Open => Ok(()),
         }
     }

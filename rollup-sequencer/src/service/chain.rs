@@ -10,8 +10,8 @@ use alloy::rpc::types::TransactionRequest;
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use futures::stream::{self, StreamExt, TryStreamExt};
-use tgrid_chain::bindings::ITaskMarket::{self, Bond, Book, Parameters};
 use tgrid_chain::bindings::IModelRegistry;
+use tgrid_chain::bindings::ITaskMarket::{self, Bond, Book, Parameters};
 use tgrid_chain::market::{market_error, MarketDomain, SettlementBatch};
 use tgrid_chain::Deployment;
 
@@ -208,7 +208,12 @@ impl Chain {
         Ok((f.max_fee_per_gas, f.max_priority_fee_per_gas))
     }
 
-    fn settle_request(&self, batch: &SettlementBatch, registry_root: &[u8; 32], proof: &[U256; 8]) -> TransactionRequest {
+    fn settle_request(
+        &self,
+        batch: &SettlementBatch,
+        registry_root: &[u8; 32],
+        proof: &[U256; 8],
+    ) -> TransactionRequest {
         let call = batch.call(FixedBytes(*registry_root), *proof);
         TransactionRequest::default()
             .with_from(self.sender)

@@ -41,9 +41,11 @@ impl Metrics {
         let submissions =
             IntCounterVec::new(Opts::new("tgrid_sequencer_submissions_total", "submissions by outcome"), &["outcome"])
                 .expect("metric");
-        let orders =
-            IntCounterVec::new(Opts::new("tgrid_sequencer_relay_orders_total", "orders listed and acceptances recorded"), &["event"])
-                .expect("metric");
+        let orders = IntCounterVec::new(
+            Opts::new("tgrid_sequencer_relay_orders_total", "orders listed and acceptances recorded"),
+            &["event"],
+        )
+        .expect("metric");
         let ack_seconds = Histogram::with_opts(
             HistogramOpts::new("tgrid_sequencer_ack_seconds", "time from request to acknowledgement")
                 .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5]),

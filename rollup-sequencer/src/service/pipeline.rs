@@ -360,8 +360,12 @@ impl Worker {
         let gas = match self.rt.block_on(chain.estimate_settle(&batch, &registry_root, &words)) {
             Ok(gas) => gas,
             Err(ServiceError::Rejected(reason)) => {
-                let outcomes =
-                    record.tasks.iter().filter_map(|t| parse32(t).ok()).map(|id| (id, TaskState::Dropped { reason: reason.clone() })).collect();
+                let outcomes = record
+                    .tasks
+                    .iter()
+                    .filter_map(|t| parse32(t).ok())
+                    .map(|id| (id, TaskState::Dropped { reason: reason.clone() }))
+                    .collect();
                 return self.fail(record, reason, outcomes);
             }
             Err(e) => return Err(e),
@@ -504,8 +508,7 @@ impl Worker {
             let file = SettlementProofFile::from_json_bytes(proof.as_bytes())?;
             let batch = self.settlement_batch(&record, &file)?;
             let root = parse32(&file.registry_root)?;
-            let gas =
-                self.rt.block_on(chain.estimate_settle(&batch, &root, &file.proof_words()?)).unwrap_or(3_000_000);
+            let gas = self.rt.block_on(chain.estimate_settle(&batch, &root, &file.proof_words()?)).unwrap_or(3_000_000);
             let signed = self.rt.block_on(chain.sign_settle(
                 &batch,
                 &root,

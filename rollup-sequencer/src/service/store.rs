@@ -378,7 +378,11 @@ impl Store {
     }
 
     /// The order listed for `poster`'s `nonce`, if any.
-    pub fn order_for_nonce(&self, poster: &alloy::primitives::Address, nonce: u64) -> Result<Option<B256>, ServiceError> {
+    pub fn order_for_nonce(
+        &self,
+        poster: &alloy::primitives::Address,
+        nonce: u64,
+    ) -> Result<Option<B256>, ServiceError> {
         let mut key = poster.to_vec();
         key.extend(nonce.to_be_bytes());
         Ok(self.order_nonces.get(key)?.and_then(|v| B256::try_from(v.as_ref()).ok()))

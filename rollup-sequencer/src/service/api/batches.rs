@@ -13,7 +13,10 @@ use crate::service::Shared;
 /// A batch with each task's membership proof.
 #[utoipa::path(get, path = "/v1/batches/{id}", params(("id" = u64, Path, description = "batch sequence number")),
     responses((status = 200, body = BatchView), (status = 404, body = ErrorBody)))]
-pub(super) async fn batch_status(State(shared): State<Arc<Shared>>, Path(id): Path<u64>) -> Result<Json<BatchView>, ApiError> {
+pub(super) async fn batch_status(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<u64>,
+) -> Result<Json<BatchView>, ApiError> {
     let batch = shared
         .store
         .batch(id)
@@ -75,4 +78,3 @@ pub(super) fn batch_status_name(state: &BatchState) -> &'static str {
         BatchState::Failed { .. } => "failed",
     }
 }
-

@@ -260,7 +260,6 @@ pub(crate) fn hex0x(bytes: &[u8]) -> String {
     format!("0x{}", hex::encode(bytes))
 }
 
-
 /// The error of a body that is not the expected JSON (or too large).
 fn json_rejection(e: axum::extract::rejection::JsonRejection) -> ApiError {
     match e {

@@ -165,7 +165,8 @@ pub(super) async fn list_orders(
     let limit = q.limit.unwrap_or(100).min(MAX_LIST);
     let now = shared.chain.now().await.map_err(ApiError::unavailable)?;
     // Expired orders are left out unless asked for.
-    let not_before = if matches!(wanted, None | Some(RelayState::Expired) | Some(RelayState::Closed)) { 0 } else { now };
+    let not_before =
+        if matches!(wanted, None | Some(RelayState::Expired) | Some(RelayState::Closed)) { 0 } else { now };
     let mut out = Vec::new();
     let mut error = None;
     let records = shared
@@ -225,7 +226,10 @@ pub(super) async fn accept_order(
     let hash = B256::from(parse_hex::<32>(&hash, "order hash")?);
     let acceptance = body.map_err(json_rejection)?.0 .0;
     if acceptance.order_hash != hash {
-        return Err(ApiError::bad_request(format!("the acceptance is for order {}, not {hash}", acceptance.order_hash)));
+        return Err(ApiError::bad_request(format!(
+            "the acceptance is for order {}, not {hash}",
+            acceptance.order_hash
+        )));
     }
     acceptance
         .verify(&shared.chain.domain())
@@ -249,10 +253,12 @@ pub(super) async fn accept_order(
     if o.deadline <= now {
         return Err(ApiError::rejected(format!("order {hash}'s deadline {} has passed", o.deadline)));
     }
-    let (bond, params) = tokio::try_join!(chain.bond(acceptance.provider), chain.parameters()).map_err(ApiError::unavailable)?;
+    let (bond, params) =
+        tokio::try_join!(chain.bond(acceptance.provider), chain.parameters()).map_err(ApiError::unavailable)?;
     let window = params.disputeWindow.saturating_to::<u64>();
     // Orders this provider accepted here that may still end in a dispute.
-    let open = shared.store.accepted_by(&acceptance.provider, now.saturating_sub(window)).map_err(ApiError::unavailable)?;
+    let open =
+        shared.store.accepted_by(&acceptance.provider, now.saturating_sub(window)).map_err(ApiError::unavailable)?;
     let mut exposure = o.collateral;
     for (h, r) in &open {
         let settled = matches!(
@@ -263,7 +269,8 @@ pub(super) async fn accept_order(
             exposure = exposure.saturating_add(r.signed.order.collateral);
         }
     }
-    let lasting_unbonding = if bond.unbondingReadyAt.to::<u64>() > o.deadline + window { bond.unbonding.to::<u128>() } else { 0 };
+    let lasting_unbonding =
+        if bond.unbondingReadyAt.to::<u64>() > o.deadline + window { bond.unbonding.to::<u128>() } else { 0 };
     let cover = bond.bonded.to::<u128>() + lasting_unbonding;
     if cover < exposure {
         return Err(ApiError::rejected(format!(

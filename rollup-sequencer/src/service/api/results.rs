@@ -105,7 +105,10 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     }
     let provider = acceptance.provider;
     if order.order.is_named() && order.order.provider != provider {
-        return Err(ApiError::rejected(format!("order {hash} names provider {}, not {provider}", order.order.provider)));
+        return Err(ApiError::rejected(format!(
+            "order {hash} names provider {}, not {provider}",
+            order.order.provider
+        )));
     }
     if shared.limiter.check_key(&provider.0 .0).is_err() {
         return Err(ApiError::too_many(format!(
@@ -129,7 +132,9 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
 
     if let Some(existing) = shared.store.task(&task_id).map_err(ApiError::unavailable)? {
         if !matches!(existing.state, TaskState::Dropped { .. }) {
-            if existing.output_commitment == hex0x(&output_commitment) && existing.provider == hex0x(provider.as_slice()) {
+            if existing.output_commitment == hex0x(&output_commitment)
+                && existing.provider == hex0x(provider.as_slice())
+            {
                 return Ok(view(shared, existing, true));
             }
             return Err(ApiError::conflict(format!(
@@ -191,7 +196,10 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         )));
     }
     if o.deadline <= now {
-        return Err(ApiError::rejected(format!("order {hash}'s deadline {} has passed (chain time {now})", o.deadline)));
+        return Err(ApiError::rejected(format!(
+            "order {hash}'s deadline {} has passed (chain time {now})",
+            o.deadline
+        )));
     }
     if !active {
         return Err(ApiError::rejected(format!("model {} is not active in the on-chain registry", o.model_id)));
@@ -302,10 +310,9 @@ pub(super) async fn task_output(
         (Some(r), Some(output)) if matches!(r.state, TaskState::Settled { .. }) => {
             Ok(Json(OutputView { task_id, output_commitment: r.output_commitment, output }))
         }
-        (Some(_), Some(_)) => Err(ApiError::not_found(format!(
-            "task {task_id}'s output is published once its order settles"
-        ))),
+        (Some(_), Some(_)) => {
+            Err(ApiError::not_found(format!("task {task_id}'s output is published once its order settles")))
+        }
         _ => Err(ApiError::not_found(format!("no acknowledged result for task {task_id}"))),
     }
 }
-
