@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: demo demo-offline test test-rust test-contracts bench bench-aggregation bench-wrap bench-sequencer setup-contracts fmt
+.PHONY: demo demo-offline test test-rust test-contracts bench bench-aggregation bench-wrap bench-sequencer bench-self-settle setup-contracts fmt
 
 ## Every role end to end on a local devnet: compile the bundled models, deploy, register them by a
 ## DAO vote, stake a provider, post 8 tasks, prove, batch, wrap, settle one batch on-chain, check
@@ -53,6 +53,12 @@ bench-wrap:
 ## submissions and acknowledgement latency at 50 requests/s. One JSON object; ~6 minutes.
 bench-sequencer: setup-contracts
 	$(CARGO) run --release --locked -q -p tgrid-sequencer --example load_harness -- --tasks 200
+
+## Self-settlement: a provider settles its own result without a sequencer (aggregation, the
+## production wrap, Groth16, settleBatch from its account), release build, on anvil. One JSON
+## object; a few minutes (more on the first run: the INSECURE devnet key setup).
+bench-self-settle: setup-contracts
+	bash scripts/bench-self-settle.sh
 
 fmt:
 	$(CARGO) fmt --all
