@@ -14,15 +14,8 @@ BIN=target/release
 rm -rf "$DATA"
 mkdir -p "$DATA"
 PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT
-jget() {
-  node -e 'let d="";process.stdin.on("data",c=>d+=c).on("end",()=>{let v=JSON.parse(d.trim().split("\n").pop());for(const k of process.argv[1].split("."))v=v[k];console.log(v)})' "$1"
-}
-free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+source scripts/lib.sh
+trap stop_all EXIT
 
 bash scripts/foundry/setup.sh >&2
 cargo build --release --locked -q -p tgrid-prover -p tgrid-sequencer -p tgrid-client >&2
@@ -33,14 +26,7 @@ ROOT=$(jget root < "$DATA/registry.json")
 MODEL=$(jget model_id < "$DATA/compile.json")
 DIGEST=$(jget normalized_digest < "$DATA/compile.json")
 
-RPC_PORT=$(free_port)
-RPC=http://127.0.0.1:$RPC_PORT
-node_modules/.bin/anvil --port "$RPC_PORT" --silent > "$DATA/anvil.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do
-  node -e 'fetch(process.argv[1],{method:"POST",headers:{"content-type":"application/json"},body:JSON.stringify({jsonrpc:"2.0",id:1,method:"eth_chainId",params:[]})}).then(()=>process.exit(0),()=>process.exit(1))' "$RPC" && break
-  sleep 0.2
-done
+start_anvil "$DATA/anvil.log"
 TGRID_REGISTRY_ROOT=$ROOT TGRID_DEVNET_MODEL_ID=$MODEL TGRID_DEVNET_CIRCUIT_DIGEST=$DIGEST \
 TGRID_DEPLOYMENTS_OUT=$DATA/deployment.json node_modules/.bin/forge script contracts/script/Deploy.s.sol \
   --rpc-url "$RPC" --broadcast --slow > "$DATA/deploy.log" 2>&1 || { tail -40 "$DATA/deploy.log" >&2; exit 1; }

@@ -28,17 +28,8 @@ S=$BIN/tgrid-sequencer
 V=$BIN/tgrid-verifier
 T=$BIN/tgrid
 PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT
-
-# One field of a JSON object on stdin (dotted path); node is there for Foundry anyway.
-jget() {
-  node -e 'let d="";process.stdin.on("data",c=>d+=c).on("end",()=>{let v;try{v=JSON.parse(d)}catch{v=JSON.parse(d.trim().split("\n").pop())}for(const k of process.argv[1].split("."))v=v[k];console.log(typeof v==="object"?JSON.stringify(v):v)})' "$1"
-}
-free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+source scripts/lib.sh
+trap stop_all EXIT
 step() { echo; echo "==> $*"; }
 
 step "toolchain: Foundry from npm, then tgrid, tgrid-prover, tgrid-sequencer, tgrid-verifier"
@@ -57,14 +48,7 @@ done
 echo "    registry root $(jget root < "$DATA/registry.json")"
 
 step "devnet: anvil and the contracts (Groth16 verifier for the INSECURE devnet key)"
-RPC_PORT=$(free_port)
-RPC=http://127.0.0.1:$RPC_PORT
-node_modules/.bin/anvil --port "$RPC_PORT" --silent > "$DATA/anvil.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do
-  node -e 'fetch(process.argv[1],{method:"POST",headers:{"content-type":"application/json"},body:JSON.stringify({jsonrpc:"2.0",id:1,method:"eth_chainId",params:[]})}).then(()=>process.exit(0),()=>process.exit(1))' "$RPC" && break
-  sleep 0.2
-done
+start_anvil "$DATA/anvil.log"
 export TGRID_RPC_URL=$RPC TGRID_DEPLOYMENT=$DATA/deployment.json
 # No placeholder model: the DAO registers the real ones below.
 TGRID_DEVNET_MODEL_ID=0x0000000000000000000000000000000000000000000000000000000000000000 \

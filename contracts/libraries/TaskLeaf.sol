@@ -66,46 +66,20 @@ library TaskLeafLib {
     function batchRoot(TaskLeaf[] calldata leaves) internal view returns (bytes32 root) {
         uint256 n = leaves.length;
         if (n == 0) revert TaskLeafEmptyBatch();
-        bool ok = true;
-        uint256 badLeaf = type(uint256).max;
-        assembly ("memory-safe") {
-            let buf := mload(0x40) // n words: the current level
-            let scratch := add(buf, shl(5, n)) // 0xc0 bytes: one hash preimage
-            mstore(0x40, add(scratch, 0xc0))
-            // Leaves: sha256(0x00 ‖ taskId ‖ modelId ‖ inputCommitment ‖ outputCommitment ‖ provider).
-            // The prefix byte scratch[0] is written once per level; the copies below never touch it.
-            mstore8(scratch, 0x00)
-            let src := leaves.offset
-            for { let i := 0 } lt(i, n) { i := add(i, 1) } {
-                let provider := calldataload(add(src, 0x80))
-                if shr(160, provider) {
-                    if eq(badLeaf, not(0)) { badLeaf := i }
-                }
-                calldatacopy(add(scratch, 1), src, 0x80)
-                mstore(add(scratch, 0x81), shl(96, provider))
-                ok := and(ok, staticcall(gas(), 0x02, scratch, 149, add(buf, shl(5, i)), 0x20))
-                src := add(src, 0xa0)
-            }
-            // Interior nodes: sha256(0x01 ‖ left ‖ right).
-            mstore8(scratch, 0x01)
-            for {} gt(n, 1) {} {
-                let half := shr(1, n)
-                for { let i := 0 } lt(i, half) { i := add(i, 1) } {
-                    let pair := add(buf, shl(6, i))
-                    mstore(add(scratch, 1), mload(pair))
-                    mstore(add(scratch, 0x21), mload(add(pair, 0x20)))
-                    ok := and(ok, staticcall(gas(), 0x02, scratch, 65, add(buf, shl(5, i)), 0x20))
-                }
-                if and(n, 1) {
-                    mstore(add(buf, shl(5, half)), mload(add(buf, shl(5, sub(n, 1)))))
-                    half := add(half, 1)
-                }
-                n := half
-            }
-            root := mload(buf)
+        bytes32[] memory hashes = new bytes32[](n);
+        for (uint256 i = 0; i < n; ++i) {
+            // Checked on the raw word: reading `provider` through Solidity would revert without a reason.
+            if (uint256(_providerWord(leaves, i)) >> 160 != 0) revert TaskLeafMalformedProvider(i);
+            hashes[i] = leafHash(leaves[i]);
         }
-        if (badLeaf != type(uint256).max) revert TaskLeafMalformedProvider(badLeaf);
-        if (!ok) revert TaskLeafSha256Failed();
+        root = rootOfLeafHashes(hashes);
+    }
+
+    /// @dev Leaf `i`'s raw provider word (an address has its upper 12 bytes zero).
+    function _providerWord(TaskLeaf[] calldata leaves, uint256 i) private pure returns (bytes32 word) {
+        assembly ("memory-safe") {
+            word := calldataload(add(add(leaves.offset, mul(i, 0xa0)), 0x80))
+        }
     }
 
     /// @notice The RFC 6962 root (see {batchRoot}) of already hashed leaves. Overwrites `hashes`.

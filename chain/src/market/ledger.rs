@@ -123,12 +123,8 @@ impl<P: Provider + Clone> Market<P> {
         self.approve(owner, per_order_max * U256::from(capacity)).await?;
         let receipt =
             self.send("TaskMarket.openBook", self.contract.openBook(U256::from(capacity), per_order_max)).await?;
-        let id = receipt
-            .inner
-            .logs()
-            .iter()
-            .find_map(|l| l.log_decode::<ITaskMarket::BookOpened>().ok())
-            .map(|l| l.inner.data.book)
+        let id = event::<ITaskMarket::BookOpened>(&receipt)
+            .map(|e| e.book)
             .ok_or_else(|| Error::Chain { step: "TaskMarket.openBook".into(), reason: "no BookOpened event".into() })?;
         Ok(sent(id, &receipt))
     }
@@ -142,13 +138,7 @@ impl<P: Provider + Clone> Market<P> {
     /// Withdraws the remainder of a closed, unlocked book of the signer.
     pub async fn withdraw_book(&self, book: u32) -> Result<Sent<U256>> {
         let receipt = self.send("TaskMarket.withdrawBook", self.contract.withdrawBook(book)).await?;
-        let amount = receipt
-            .inner
-            .logs()
-            .iter()
-            .find_map(|l| l.log_decode::<ITaskMarket::BookWithdrawn>().ok())
-            .map(|l| l.inner.data.amount)
-            .unwrap_or_default();
+        let amount = event::<ITaskMarket::BookWithdrawn>(&receipt).map(|e| e.amount).unwrap_or_default();
         Ok(sent(amount, &receipt))
     }
 
@@ -174,26 +164,14 @@ impl<P: Provider + Clone> Market<P> {
     /// Withdraws the signer's unbonded stake.
     pub async fn withdraw_stake(&self) -> Result<Sent<U256>> {
         let receipt = self.send("TaskMarket.withdrawStake", self.contract.withdrawStake()).await?;
-        let amount = receipt
-            .inner
-            .logs()
-            .iter()
-            .find_map(|l| l.log_decode::<ITaskMarket::StakeWithdrawn>().ok())
-            .map(|l| l.inner.data.amount)
-            .unwrap_or_default();
+        let amount = event::<ITaskMarket::StakeWithdrawn>(&receipt).map(|e| e.amount).unwrap_or_default();
         Ok(sent(amount, &receipt))
     }
 
     /// Withdraws the signer's earnings.
     pub async fn withdraw_earnings(&self) -> Result<Sent<U256>> {
         let receipt = self.send("TaskMarket.withdrawEarnings", self.contract.withdrawEarnings()).await?;
-        let amount = receipt
-            .inner
-            .logs()
-            .iter()
-            .find_map(|l| l.log_decode::<ITaskMarket::EarningsWithdrawn>().ok())
-            .map(|l| l.inner.data.amount)
-            .unwrap_or_default();
+        let amount = event::<ITaskMarket::EarningsWithdrawn>(&receipt).map(|e| e.amount).unwrap_or_default();
         Ok(sent(amount, &receipt))
     }
 
@@ -223,6 +201,11 @@ impl<P: Provider + Clone> Market<P> {
         call.call().await.map_err(|e| market_error(step, e))?;
         confirm(step, call.send().await).await
     }
+}
+
+/// The first `E` event in `receipt`.
+fn event<E: alloy::sol_types::SolEvent>(receipt: &alloy::rpc::types::TransactionReceipt) -> Option<E> {
+    receipt.inner.logs().iter().find_map(|l| l.log_decode::<E>().ok()).map(|l| l.inner.data)
 }
 
 fn sent<T>(value: T, receipt: &alloy::rpc::types::TransactionReceipt) -> Sent<T> {

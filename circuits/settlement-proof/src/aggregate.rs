@@ -78,14 +78,7 @@ impl Aggregator {
                 .iter()
                 .map(|n| tgrid_aggregation::RegistryEntry { model_id: n.model_id(), normalized_digest: n.digest() }),
         )?;
-        let slots =
-            normalizers.into_iter().map(|n| (n.model_id(), Arc::new(OnceLock::from(Ok(Arc::new(n)))))).collect();
-        Ok(Self {
-            file: RegistryFile::empty(Default::default()),
-            registry,
-            circuits: AggregationCircuits::build()?,
-            normalizers: Mutex::new(slots),
-        })
+        Self::with_registry(registry, normalizers)
     }
 
     /// An aggregator for a registry whose full list of models comes from elsewhere (the chain),

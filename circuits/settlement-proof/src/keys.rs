@@ -32,6 +32,26 @@ pub enum KeySource {
     File(PathBuf),
 }
 
+/// Final-layer FRI parameters of the wrap, as the services' settings name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WrapFri {
+    /// 100 conjectured bits: what a real verifier (and the default devnet one) expects.
+    Production,
+    /// INSECURE: 10 bits, for tests only (needs a verifier deployed for its key).
+    InsecureTest,
+}
+
+impl WrapFri {
+    /// The parameters.
+    pub fn params(self) -> tgrid_wrap::FinalFri {
+        match self {
+            Self::Production => tgrid_wrap::FinalFri::PRODUCTION,
+            Self::InsecureTest => tgrid_wrap::FinalFri::INSECURE_TEST,
+        }
+    }
+}
+
 /// A proving key ready for a [`BatchWrapper`].
 pub struct WrapKey {
     /// The key.

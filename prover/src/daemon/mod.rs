@@ -34,7 +34,7 @@ use tgrid_chain::{format_tgrid as tgrid_amount, Deployment};
 use tgrid_circuits::{ModelFile, TaskProver};
 use tgrid_cli::Output;
 
-pub use settings::{Settings, WrapFri, ANVIL_KEY_1};
+pub use settings::{Settings, ANVIL_KEY_1};
 pub use state::{State, TaskRecord, TaskState};
 
 use crate::settle::SelfSettler;

@@ -8,9 +8,8 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use tgrid_chain::format_tgrid as tgrid_amount;
 use tgrid_circuits::TaskProof;
-use tgrid_wrap::FinalFri;
 
-use super::{Daemon, TaskState, WrapFri};
+use super::{Daemon, TaskState};
 use crate::settle::{OwnResult, SelfSettler};
 
 impl Daemon {
@@ -79,10 +78,7 @@ impl Daemon {
         }
         let bar = self.out.spinner("building the self-settlement circuits and loading the wrap key");
         let models: Vec<_> = self.models.values().map(|m| m.file.clone()).collect();
-        let fri = match self.settings.wrap_fri {
-            WrapFri::Production => FinalFri::PRODUCTION,
-            WrapFri::InsecureTest => FinalFri::INSECURE_TEST,
-        };
+        let fri = self.settings.wrap_fri.params();
         let built =
             SelfSettler::build(&self.chain, &self.deployment, &models, &self.settings.wrap_key_setting(), fri).await;
         bar.finish_and_clear();

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Result};
 use serde::{Deserialize, Serialize};
 
+pub use tgrid_settlement_proof::WrapFri;
+
 use crate::settle::WrapKeySetting;
 
 /// Anvil's second default account key (public knowledge; the devnet's provider account only).
@@ -16,16 +18,6 @@ pub const ENV_PREFIX: &str = "TGRID_PROVIDER_";
 
 /// The `wrap_key` value naming the INSECURE devnet key.
 pub const INSECURE_DEVNET_KEY: &str = "insecure-devnet";
-
-/// Final-layer FRI parameters of self-settlement's wrap (must match the deployed verifier).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum WrapFri {
-    /// 100 conjectured bits: what a real verifier expects.
-    Production,
-    /// INSECURE: 10 bits, for tests only.
-    InsecureTest,
-}
 
 /// Settings of the daemon.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

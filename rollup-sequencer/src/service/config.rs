@@ -5,21 +5,12 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+pub use tgrid_settlement_proof::WrapFri;
 
 use crate::service::ServiceError;
 
 /// Anvil's first default account key (public knowledge; local devnets only).
 pub const ANVIL_KEY_0: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
-
-/// Final-layer FRI parameters of the wrap.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum WrapFri {
-    /// 100 conjectured bits: what the default devnet verifier contract expects.
-    Production,
-    /// INSECURE: 10 bits, for tests only (needs a verifier deployed for its key).
-    InsecureTest,
-}
 
 /// Every setting of the service.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

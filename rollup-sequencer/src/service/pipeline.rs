@@ -11,12 +11,11 @@ use alloy::primitives::{Address, B256};
 use tgrid_chain::market::{SettlementBatch, SettlementItem};
 use tgrid_circuits::TaskProof;
 use tgrid_settlement_proof::{BatchWrapper, KeySource, SettlementProofFile, WrapKey};
-use tgrid_wrap::FinalFri;
 use tracing::{error, info, warn};
 
 use crate::service::chain::Mined;
 use crate::service::store::{BatchRecord, BatchState, TaskRecord, TaskState};
-use crate::service::{unix_now, ServiceError, Shared, WrapFri};
+use crate::service::{unix_now, ServiceError, Shared};
 use crate::{Aggregator, IncrementalTree};
 
 type Result<T> = std::result::Result<T, ServiceError>;
@@ -104,10 +103,7 @@ fn parse32(s: &str) -> Result<[u8; 32]> {
 impl Worker {
     fn new(shared: Arc<Shared>, rt: tokio::runtime::Handle) -> Result<Self> {
         let settings = &shared.settings;
-        let fri = match settings.wrap_fri {
-            WrapFri::Production => FinalFri::PRODUCTION,
-            WrapFri::InsecureTest => FinalFri::INSECURE_TEST,
-        };
+        let fri = settings.wrap_fri.params();
         info!(fri = ?settings.wrap_fri, "building the wrap circuits");
         let wrapper = BatchWrapper::build(fri)?;
         // Before the key: the synthesis' transient memory and the key are then never resident together.
