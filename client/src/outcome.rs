@@ -225,12 +225,19 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
     let (output, source) = match (local_output, &a.output_file) {
         (Some(v), Some(path)) => (v, path.display().to_string()),
         _ => {
-            let fetched = relay(&a.relay)?.output(o.hash).await.map_err(|e| match e {
-                RelayError::Refused { status: 404, .. } => {
-                    anyhow!("the sequencer at {} has no output for order {}", a.relay, o.hash)
+            let client = relay(&a.relay)?;
+            // The sequencer publishes an output once it sees the order settled; within --wait,
+            // a moment's lag (or a restart) is waited out.
+            let fetched = loop {
+                match client.output(o.hash).await {
+                    Ok(v) => break v,
+                    Err(_) if started.elapsed().as_secs() < a.wait => tokio::time::sleep(Duration::from_secs(2)).await,
+                    Err(RelayError::Refused { status: 404, .. }) => {
+                        bail!("the sequencer at {} has no output for order {}", a.relay, o.hash)
+                    }
+                    Err(other) => bail!("fetching the output of order {}: {other}", o.hash),
                 }
-                other => anyhow!("fetching the output of order {}: {other}", o.hash),
-            })?;
+            };
             (fetched.output, format!("{}/v1/tasks/{}/output", a.relay.trim_end_matches('/'), o.hash))
         }
     };

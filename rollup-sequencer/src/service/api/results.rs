@@ -295,8 +295,8 @@ pub(super) async fn task_status(
     }
 }
 
-/// A task's output, published once its order settled (before that, a poster could read the
-/// output and cancel the order).
+/// A task's output, published once its order's nonce is used on-chain (before that, a poster
+/// could read the output and cancel the order).
 #[utoipa::path(get, path = "/v1/tasks/{task_id}/output", params(("task_id" = String, Path, description = "0x + 64 hex")),
     responses((status = 200, body = OutputView), (status = 404, description = "unknown, or not settled yet", body = ErrorBody)))]
 pub(super) async fn task_output(
@@ -306,13 +306,15 @@ pub(super) async fn task_output(
     let id: [u8; 32] = parse_hex(&task_id, "task_id")?;
     let record = shared.store.task(&id).map_err(ApiError::unavailable)?;
     let output = shared.store.output(&id).map_err(ApiError::unavailable)?;
-    match (record, output) {
-        (Some(r), Some(output)) if matches!(r.state, TaskState::Settled { .. }) => {
-            Ok(Json(OutputView { task_id, output_commitment: r.output_commitment, output }))
-        }
-        (Some(_), Some(_)) => {
-            Err(ApiError::not_found(format!("task {task_id}'s output is published once its order settles")))
-        }
-        _ => Err(ApiError::not_found(format!("no acknowledged result for task {task_id}"))),
+    let (Some(r), Some(output)) = (record, output) else {
+        return Err(ApiError::not_found(format!("no acknowledged result for task {task_id}")));
+    };
+    // Published once the order's nonce is used on-chain: the pipeline may not have recorded the
+    // settlement yet (confirmations), but the poster can no longer cancel the order.
+    let closed = matches!(r.state, TaskState::Settled { .. })
+        || shared.chain.nonce_used(r.order.order.poster, r.order.order.nonce).await.map_err(ApiError::unavailable)?;
+    if !closed {
+        return Err(ApiError::not_found(format!("task {task_id}'s output is published once its order settles")));
     }
+    Ok(Json(OutputView { task_id, output_commitment: r.output_commitment, output }))
 }
