@@ -24,7 +24,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use tgrid_aggregation::{Normalizer, RegistryFile, RegistryFileEntry};
 use tgrid_chain::bindings::IERC20;
-use tgrid_chain::market::{Acceptance, Market, MarketDomain, Order, SignedOrder};
+use tgrid_chain::market::{Acceptance, Market, MarketDomain, Order, ResultSubmission, SignedOrder};
 use tgrid_chain::{Devnet, DevnetConfig};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, ModelFile, SegmentPlan, TaskProver, TaskVerifier};
@@ -173,15 +173,18 @@ fn main() -> Result<()> {
         let provider = devnet.address(*p);
         let task = order.hash(&domain);
         let (proof, trace, _) = prover.prove(input, task.0, provider.0 .0, &mut |_, _, _| {})?;
-        bodies.push(
-            json!({
-                "order": order,
-                "acceptance": acceptance,
-                "output": trace.output(),
-                "proof": format!("0x{}", hex::encode(proof.to_bytes())),
-            })
-            .to_string(),
-        );
+        let output = trace.output().to_vec();
+        let commitment = B256::from(commit(&output).0);
+        let submission = ResultSubmission::sign(
+            order.clone(),
+            acceptance.clone(),
+            output,
+            commitment,
+            &proof.to_bytes(),
+            &devnet.signer(*p),
+            &domain,
+        )?;
+        bodies.push(serde_json::to_string(&submission)?);
         if (n + 1) % 50 == 0 {
             eprintln!("proved {}/{} results", n + 1, tasks.len());
         }

@@ -2,11 +2,14 @@
 //! orders (refusing forged, equivocating or unbacked ones) and records acceptances (the first
 //! provider wins; a bond too small for its acceptances is refused); providers' results are
 //! checked, acknowledged, batched, proven (aggregation, wrap, Groth16) and settled on-chain by
-//! the permissionless TaskMarket; bad submissions are refused with their reason; the process is killed with SIGKILL while a
+//! the permissionless TaskMarket, each acknowledgement with the sequencer's signed receipt; bad
+//! submissions (forged order or delivery signatures among them) are refused with their reason,
+//! a forged flood before the rate limit; the process is killed with SIGKILL while a
 //! batch is proving, in the middle of an ingest, while a task waits in the open batch, and
 //! between sending the settlement transaction and its receipt, and after each restart every
 //! acknowledged result settles exactly once; a settlement reorganized away before its
-//! confirmations is sent again and settles once.
+//! confirmations is sent again and settles once; an account without gas money holds its batch
+//! (retried, reported by /v1/status and the metrics) until it is topped up.
 //!
 //! The wrap uses the INSECURE test FRI parameters and the INSECURE devnet Groth16 key (cached in
 //! target/tgrid-test-keys), and the devnet's verifier is a Groth16KeyedVerifier for that key.
@@ -24,7 +27,7 @@ use alloy::sol_types::SolEvent;
 use serde_json::{json, Value};
 use tgrid_aggregation::{Normalizer, RegistryFile, RegistryFileEntry};
 use tgrid_chain::bindings::{ITaskMarket, IERC20};
-use tgrid_chain::market::{Acceptance, Market, MarketDomain, Order, SignedOrder};
+use tgrid_chain::market::{Acceptance, Delivery, Market, MarketDomain, Order, SignedOrder, SignedReceipt};
 use tgrid_chain::{advance_time, Devnet, DevnetConfig};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, ModelFile, QuantModel, SegmentPlan, TaskProver, TaskVerifier};
@@ -198,6 +201,16 @@ struct Submission {
     body: Value,
 }
 
+/// Signs the delivery of `body`'s output and proof with `key` (what a provider sends with its
+/// result), replacing any signature there.
+fn sign_delivery(body: &mut Value, key: &PrivateKeySigner, domain: &MarketDomain) {
+    let order: SignedOrder = serde_json::from_value(body["order"].clone()).unwrap();
+    let output: Vec<i8> = serde_json::from_value(body["output"].clone()).unwrap();
+    let proof = hex::decode(body["proof"].as_str().unwrap().trim_start_matches("0x")).unwrap();
+    let delivery = Delivery::of_proof(order.hash(domain), B256::from(commit(&output).0), &proof);
+    body["signature"] = json!(format!("0x{}", hex::encode(delivery.sign(key, domain).unwrap().as_bytes())));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs() {
     let work = tempfile::tempdir().unwrap();
@@ -275,15 +288,14 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let prove = |signed: &SignedOrder, input: &[i8], key: &PrivateKeySigner| {
         let task = signed.hash(&domain);
         let (proof, trace, _) = prover.prove(input, task.0, key.address().0 .0, &mut |_, _, _| {}).unwrap();
-        Submission {
-            task,
-            body: json!({
-                "order": signed,
-                "acceptance": accept(signed, key),
-                "output": trace.output(),
-                "proof": format!("0x{}", hex::encode(proof.to_bytes())),
-            }),
-        }
+        let mut body = json!({
+            "order": signed,
+            "acceptance": accept(signed, key),
+            "output": trace.output(),
+            "proof": format!("0x{}", hex::encode(proof.to_bytes())),
+        });
+        sign_delivery(&mut body, key, &domain);
+        Submission { task, body }
     };
     let good: Vec<Submission> = orders.iter().map(|(o, input)| prove(o, input, &provider_key)).collect();
     let expired = prove(&short.0, &short.1, &provider_key);
@@ -293,6 +305,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
         // Proven for provider 3, accepted by provider 1.
         let mut body = someone_else.body.clone();
         body["acceptance"] = json!(accept(&orders[0].0, &provider_key));
+        sign_delivery(&mut body, &provider_key, &domain);
         body
     };
     let other_model = {
@@ -300,12 +313,14 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
         let input = random_input(0, other.model().input_len());
         let task = orders[1].0.hash(&domain);
         let (proof, trace, _) = other.prove(&input, task.0, provider_addr.0 .0, &mut |_, _, _| {}).unwrap();
-        json!({
+        let mut body = json!({
             "order": orders[1].0,
             "acceptance": accept(&orders[1].0, &provider_key),
             "output": trace.output(),
             "proof": format!("0x{}", hex::encode(proof.to_bytes())),
-        })
+        });
+        sign_delivery(&mut body, &provider_key, &domain);
+        body
     };
     drop(prover);
 
@@ -382,9 +397,14 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let flipped = if &p[flip..flip + 1] == "0" { "1" } else { "0" };
     tampered["proof"] = json!(format!("{}{}{}", &p[..flip], flipped, &p[flip + 1..]));
     let (code, v) = post(&http, &api, tampered.to_string()).await;
+    assert_eq!((code, v["error"].as_str()), (422, Some("bad_signature")), "a changed proof, not signed: {v}");
+    sign_delivery(&mut tampered, &provider_key, &domain);
+    let (code, v) = post(&http, &api, tampered.to_string()).await;
     assert!(code == 422 || code == 400, "tampered proof: {code} {v}");
+    assert_ne!(v["error"], "bad_signature", "{v}");
     let mut wrong_output = good[0].body.clone();
     wrong_output["output"][0] = json!(wrong_output["output"][0].as_i64().unwrap() ^ 1);
+    sign_delivery(&mut wrong_output, &provider_key, &domain);
     let (code, v) = post(&http, &api, wrong_output.to_string()).await;
     assert_eq!(code, 422, "{v}");
     assert!(v["reason"].as_str().unwrap().contains("output"), "{v}");
@@ -407,16 +427,38 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
         let (code, _) = get(&http, &format!("{api}/v1/tasks/{}", s.task)).await;
         assert_eq!(code, 404, "a refused submission must not be stored");
     }
+    // An order and its acceptance are public; the delivery is not. A flood naming provider 1
+    // (twice its rate limit, signed by another key) is refused before the rate limit, so provider
+    // 1's own submission below still gets through.
+    let mut spam = good[0].body.clone();
+    sign_delivery(&mut spam, &other_key, &domain);
+    for _ in 0..100 {
+        let (code, v) = post(&http, &api, spam.to_string()).await;
+        assert_eq!((code, v["error"].as_str()), (422, Some("bad_signature")), "{v}");
+        assert!(v["reason"].as_str().unwrap().contains("delivery"), "{v}");
+    }
 
-    // Two good results: acknowledged, a replay is idempotent, the batch of two closes.
+    // Two good results: acknowledged with a receipt signed by the sequencer, a replay is
+    // idempotent (the same receipt), the batch of two closes.
+    let sequencer_address = devnet.signer(0).address();
+    let mut receipts = vec![];
     for s in &good[..2] {
         let (code, v) = post(&http, &api, s.body.to_string()).await;
         assert_eq!(code, 202, "{v}");
         assert_eq!(v["duplicate"], false);
+        let receipt: SignedReceipt = serde_json::from_value(v["receipt"].clone()).unwrap();
+        receipt.verify(&domain).unwrap();
+        assert_eq!(receipt.sequencer, sequencer_address);
+        let output: Vec<i8> = serde_json::from_value(s.body["output"].clone()).unwrap();
+        let proof = hex::decode(s.body["proof"].as_str().unwrap().trim_start_matches("0x")).unwrap();
+        let delivery = Delivery::of_proof(s.task, B256::from(commit(&output).0), &proof);
+        assert!(receipt.receipt.acknowledges(&delivery, provider_addr), "{receipt:?}");
+        receipts.push(receipt);
     }
     let (code, v) = post(&http, &api, good[0].body.to_string()).await;
     assert_eq!(code, 200, "{v}");
     assert_eq!(v["duplicate"], true);
+    assert_eq!(serde_json::from_value::<SignedReceipt>(v["receipt"].clone()).unwrap(), receipts[0]);
     // An output is published only once its order settled (a poster could otherwise read it and
     // cancel the order).
     let (code, _) = get(&http, &format!("{api}/v1/tasks/{}/output", good[1].task)).await;
@@ -478,9 +520,33 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     reorg_env.push(("TGRID_SEQUENCER_GAS_BUMP_AFTER_SECS".into(), "3600".into()));
     let seq = Sequencer::start(&reorg_env);
     let api = seq.url.clone();
+    // First the sequencer's account runs dry: the proven batch is retried (its task stays
+    // queued, never dropped) and the status endpoint says why until the account is topped up.
+    let sequencer_balance = admin.get_balance(sequencer_address).await.unwrap();
+    rpc("anvil_setBalance", json!([sequencer_address, "0x0"])).await;
     let (code, v) = post(&http, &api, good[3].body.to_string()).await;
     assert_eq!(code, 202, "{v}");
-    let submitted = wait_for_status(&http, &api, good[3].task, "submitted", Duration::from_secs(900)).await;
+    let started = Instant::now();
+    let status = loop {
+        let (code, status) = get(&http, &format!("{api}/v1/status")).await;
+        assert_eq!(code, 200, "{status}");
+        if status["account"]["low_funds"].is_string() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(900), "low funds never reported: {status}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(status["status"], "degraded", "{status}");
+    assert_eq!(status["account"]["balance_wei"], "0", "{status}");
+    assert_eq!(status["retrying"][0]["kind"], "funds", "{status}");
+    assert!(status["problems"][0].as_str().unwrap().contains("failed settlement attempt"), "{status}");
+    let (_, v) = get(&http, &format!("{api}/v1/tasks/{}", good[3].task)).await;
+    assert_eq!(v["status"], "proving", "proven and waiting for funds, not dropped: {v}");
+    let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.lines().any(|l| l == "tgrid_sequencer_low_funds 1"), "{metrics}");
+    assert!(metrics.lines().any(|l| l == "tgrid_sequencer_retrying_batches 1"), "{metrics}");
+    rpc("anvil_setBalance", json!([sequencer_address, format!("{sequencer_balance:#x}")])).await;
+    let submitted = wait_for_status(&http, &api, good[3].task, "submitted", Duration::from_secs(300)).await;
     let (_, batch) = get(&http, &format!("{api}/v1/batches/{}", submitted["batch"])).await;
     let tx: B256 = batch["txs"][0].as_str().unwrap().parse().unwrap();
     let started = Instant::now();
@@ -513,6 +579,13 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     assert!(admin.get_block_number().await.unwrap() + 1 >= receipt.block_number.unwrap() + 3, "3 confirmations");
     let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(metrics.lines().any(|l| l == "tgrid_sequencer_resent_transactions_total 1"), "{metrics}");
+    assert!(metrics.lines().any(|l| l == "tgrid_sequencer_low_funds 0"), "{metrics}");
+    let (_, status) = get(&http, &format!("{api}/v1/status")).await;
+    assert_eq!(
+        (status["status"].as_str(), status["retrying"].as_array().map(Vec::len)),
+        (Some("ok"), Some(0)),
+        "{status}"
+    );
 
     // Exactly once: every acknowledged order settled and paid on-chain, three batches, no more.
     let market = Market::new(&d, admin.clone());

@@ -21,7 +21,7 @@ use alloy::primitives::{Address, B256, U256};
 use alloy::providers::{Provider, ProviderBuilder};
 use serde_json::Value;
 use tgrid_chain::bindings::IERC20;
-use tgrid_chain::market::{Acceptance, Market, MarketDomain, RelayClient, SignedOrder};
+use tgrid_chain::market::{Acceptance, Market, MarketDomain, RelayClient, SignedOrder, SignedReceipt};
 use tgrid_chain::{Devnet, DevnetConfig};
 
 fn repo_root() -> PathBuf {
@@ -320,6 +320,13 @@ async fn the_task_market_end_to_end_on_anvil() {
             (2, 2, 2),
             "{events:?}"
         );
+        for e in events.iter().filter(|e| e["event"] == "submitted") {
+            // Each acknowledgement came with the sequencer's (anvil 0's) signed receipt.
+            let receipt: SignedReceipt = serde_json::from_value(e["receipt"].clone()).expect("a receipt");
+            receipt.verify(&domain).unwrap();
+            assert_eq!(receipt.sequencer, devnet.address(0), "{e}");
+            assert_eq!(receipt.receipt.order_hash.to_string(), e["task_id"].as_str().unwrap(), "{e}");
+        }
         for e in events.iter().filter(|e| e["event"] == "settled") {
             // 10 TGRID less the 1 % protocol fee, settled by the sequencer.
             assert_eq!(

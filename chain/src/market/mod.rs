@@ -1,13 +1,16 @@
-//! The task market (version 2, `contracts/market/`): signed orders and acceptances, the
-//! settlement calldata, the accounts and transactions, and where an order ended up.
+//! The task market (version 2, `contracts/market/`): signed orders and acceptances, signed
+//! deliveries and receipts of results, the settlement calldata, the accounts and transactions,
+//! and where an order ended up.
 
 pub mod batch;
+pub mod delivery;
 pub mod ledger;
 pub mod order;
 pub mod relay;
 pub mod status;
 
 pub use batch::{BatchError, SettleCall, SettlementBatch, SettlementItem};
+pub use delivery::{Delivery, Receipt, SignedReceipt};
 pub use ledger::{market_error, Market, Sent};
 pub use order::{Acceptance, MarketDomain, Order, OrderError, SignedOrder};
 pub use relay::{OrderView, RelayClient, RelayError, RelayState, ResultSubmission};

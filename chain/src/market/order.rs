@@ -276,13 +276,18 @@ impl Acceptance {
     }
 }
 
-fn sign(signer: &PrivateKeySigner, digest: B256) -> Result<Signature, OrderError> {
+pub(super) fn sign(signer: &PrivateKeySigner, digest: B256) -> Result<Signature, OrderError> {
     let sig = signer.sign_hash_sync(&digest).map_err(|e| OrderError::Signing(e.to_string()))?;
     // k256 signs with a low s already; normalizing keeps that true whatever the backend.
     Ok(sig.normalize_s().unwrap_or(sig))
 }
 
-fn check_signer(what: &'static str, sig: &Signature, digest: B256, expected: Address) -> Result<(), OrderError> {
+pub(super) fn check_signer(
+    what: &'static str,
+    sig: &Signature,
+    digest: B256,
+    expected: Address,
+) -> Result<(), OrderError> {
     if sig.s() > HALF_N {
         return Err(OrderError::Malleable(what));
     }
@@ -315,14 +320,16 @@ mod decimal {
     }
 }
 
-/// Serde of a signature as 0x-hex of its 65 bytes `r ‖ s ‖ v`.
-pub(crate) mod signature_hex {
+/// Serde of a signature as 0x-hex of its 65 bytes `r ‖ s ‖ v` (`#[serde(with = "signature_hex")]`).
+pub mod signature_hex {
     use super::*;
 
+    /// As 0x-hex.
     pub fn serialize<S: Serializer>(sig: &Signature, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format!("0x{}", hex::encode(sig.as_bytes())))
     }
 
+    /// From 0x-hex of exactly 65 bytes.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Signature, D::Error> {
         let s = String::deserialize(d)?;
         let bytes = hex::decode(s.strip_prefix("0x").unwrap_or(&s))

@@ -9,7 +9,8 @@
 //! | `GET /v1/orders/{hash}` | | [`OrderView`] |
 //! | `POST /v1/orders/{hash}/acceptance` | [`Acceptance`] | 200 [`OrderView`] |
 //!
-//! Results (`POST /v1/results`, [`ResultSubmission`]) go to the sequencer that batches them; an
+//! Results (`POST /v1/results`, [`ResultSubmission`], signed by the provider; the answer carries
+//! the sequencer's [`SignedReceipt`](crate::market::SignedReceipt)) go to the sequencer that batches them; an
 //! output is published (`GET /v1/tasks/{hash}/output`, [`OutputView`]) once its order settled.
 //! Refusals carry [`ErrorBody`].
 
@@ -19,7 +20,11 @@ use alloy::primitives::B256;
 use alloy::transports::http::reqwest;
 use serde::{Deserialize, Serialize};
 
-use crate::market::order::{Acceptance, SignedOrder};
+use alloy::primitives::Signature;
+use alloy::signers::local::PrivateKeySigner;
+
+use crate::market::delivery::Delivery;
+use crate::market::order::{signature_hex, Acceptance, MarketDomain, OrderError, SignedOrder};
 
 /// Where an order stands in the relay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +68,28 @@ pub struct ResultSubmission {
     pub output: Vec<i8>,
     /// The task proof file (.tgp), 0x-prefixed hex.
     pub proof: String,
+    /// The provider's signature of the [`Delivery`] of this output and proof, by the key that
+    /// accepted the order.
+    #[serde(with = "signature_hex")]
+    pub signature: Signature,
+}
+
+impl ResultSubmission {
+    /// A submission signed by `provider` (the key of `acceptance`); `output_commitment` is the
+    /// proven commitment of `output`, `proof` the .tgp bytes.
+    pub fn sign(
+        order: SignedOrder,
+        acceptance: Acceptance,
+        output: Vec<i8>,
+        output_commitment: B256,
+        proof: &[u8],
+        provider: &PrivateKeySigner,
+        domain: &MarketDomain,
+    ) -> Result<Self, OrderError> {
+        let delivery = Delivery::of_proof(acceptance.order_hash, output_commitment, proof);
+        let signature = delivery.sign(provider, domain)?;
+        Ok(Self { order, acceptance, output, proof: format!("0x{}", hex::encode(proof)), signature })
+    }
 }
 
 /// A published output.

@@ -39,8 +39,13 @@ impl Daemon {
                     json!({"task_id": view.hash.to_string(), "model": name, "payment": tgrid_amount(U256::from(o.payment)), "deadline": o.deadline}),
                     format!("order {} for {name}: payment {} TGRID", short(&view.hash), tgrid_amount(U256::from(o.payment))),
                 );
-                let record =
-                    TaskRecord { order: view.signed, acceptance: None, seen_block: block, state: TaskState::Seen };
+                let record = TaskRecord {
+                    order: view.signed,
+                    acceptance: None,
+                    seen_block: block,
+                    receipt: None,
+                    state: TaskState::Seen,
+                };
                 self.state.tasks.insert(view.hash, record);
             }
         }

@@ -7,7 +7,7 @@ use std::path::Path;
 use alloy::primitives::B256;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use tgrid_chain::market::{Acceptance, SignedOrder};
+use tgrid_chain::market::{Acceptance, SignedOrder, SignedReceipt};
 
 /// Where an order stands for this provider.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +56,9 @@ pub struct TaskRecord {
     pub acceptance: Option<Acceptance>,
     /// A block before the order was accepted (events about it are searched from here).
     pub seen_block: u64,
+    /// The sequencer's signed receipt of this provider's result: evidence of timely delivery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<SignedReceipt>,
     /// Where it stands.
     #[serde(flatten)]
     pub state: TaskState,
@@ -143,7 +146,13 @@ mod tests {
             poster_share_bps: 0,
         };
         let domain = MarketDomain { chain_id: 1, market: Address::ZERO };
-        TaskRecord { order: SignedOrder::sign(order, &key, &domain).unwrap(), acceptance: None, seen_block: 1, state }
+        TaskRecord {
+            order: SignedOrder::sign(order, &key, &domain).unwrap(),
+            acceptance: None,
+            seen_block: 1,
+            receipt: None,
+            state,
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use alloy::primitives::{B256, U256};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::json;
 use tgrid_chain::format_tgrid as tgrid_amount;
-use tgrid_chain::market::{OrderOutcome, RelayError, ResultSubmission};
+use tgrid_chain::market::{Delivery, OrderOutcome, RelayError, ResultSubmission, SignedReceipt};
 use tgrid_circuits::commit;
 use tgrid_onnx::InputData;
 
@@ -113,19 +113,32 @@ impl Daemon {
         let output: serde_json::Value = serde_json::from_slice(&std::fs::read(self.output_path(&id))?)?;
         let output: Vec<i8> = serde_json::from_value(output["output_int8"].clone())?;
         let acceptance = record.acceptance.clone().ok_or_else(|| anyhow!("order {id} has no acceptance"))?;
-        let submission = ResultSubmission {
-            order: record.order.clone(),
+        let output_commitment = B256::from(commit(&output).0);
+        let delivery = Delivery::of_proof(id, output_commitment, &proof);
+        let submission = ResultSubmission::sign(
+            record.order.clone(),
             acceptance,
             output,
-            proof: format!("0x{}", hex::encode(&proof)),
-        };
+            output_commitment,
+            &proof,
+            &self.signer,
+            &self.domain,
+        )?;
         match self.relay.submit_result(&submission).await {
-            Ok(_) => {
+            Ok(answer) => {
+                let receipt = self.check_receipt(&answer, &delivery);
+                if let Some(r) = self.state.tasks.get_mut(&id) {
+                    r.receipt = receipt.clone();
+                }
                 self.set(id, TaskState::Submitted)?;
+                let by = receipt.as_ref().map(|r| r.sequencer.to_string());
                 self.event(
                     "submitted",
-                    json!({"task_id": id.to_string()}),
-                    format!("submitted order {} to the sequencer", short(&id)),
+                    json!({"task_id": id.to_string(), "receipt": receipt}),
+                    match by {
+                        Some(by) => format!("submitted order {} to the sequencer (receipt signed by {by})", short(&id)),
+                        None => format!("submitted order {} to the sequencer (no valid receipt)", short(&id)),
+                    },
                 );
                 Ok(())
             }
@@ -146,6 +159,24 @@ impl Daemon {
                 self.set(id, TaskState::Refused { reason })
             }
         }
+    }
+
+    /// The sequencer's receipt in its answer, if it is signed and acknowledges exactly this
+    /// delivery. Without one the result still counts as submitted (the chain decides, and the
+    /// daemon self-settles near the deadline), but there is no evidence to show: say so.
+    fn check_receipt(&self, answer: &serde_json::Value, delivery: &Delivery) -> Option<SignedReceipt> {
+        let problem = match serde_json::from_value::<SignedReceipt>(answer["receipt"].clone()) {
+            Err(e) => format!("no receipt in the sequencer's answer ({e})"),
+            Ok(r) => match r.verify(&self.domain) {
+                Err(e) => format!("the sequencer's receipt does not verify: {e}"),
+                Ok(()) if !r.receipt.acknowledges(delivery, self.me) => {
+                    format!("the sequencer's receipt is for another delivery: {:?}", r.receipt)
+                }
+                Ok(()) => return Some(r),
+            },
+        };
+        tracing::warn!(order = %delivery.order_hash, "{problem}");
+        None
     }
 
     /// Reads the order's fate from the chain once its nonce is used.

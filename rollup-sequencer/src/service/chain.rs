@@ -12,7 +12,7 @@ use alloy::sol_types::SolCall;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tgrid_chain::bindings::IModelRegistry;
 use tgrid_chain::bindings::ITaskMarket::{self, Bond, Book, Parameters};
-use tgrid_chain::market::{market_error, MarketDomain, SettlementBatch};
+use tgrid_chain::market::{market_error, MarketDomain, Receipt, SettlementBatch, SignedReceipt};
 use tgrid_chain::Deployment;
 
 use crate::service::ServiceError;
@@ -45,11 +45,32 @@ pub struct SignedTx {
     pub raw: Bytes,
 }
 
+/// Whether a failed call is the contract refusing it (revert data, or a node that reports the
+/// revert only in its message) rather than the node failing to answer.
+fn is_revert(e: &alloy::contract::Error) -> bool {
+    if e.as_revert_data().is_some() {
+        return true;
+    }
+    match e {
+        alloy::contract::Error::TransportError(t) => {
+            t.as_error_resp().is_some_and(|r| r.message.to_ascii_lowercase().contains("revert"))
+        }
+        _ => false,
+    }
+}
+
+/// Whether a node's error message says the account cannot pay (geth, anvil, reth word it so).
+fn is_insufficient_funds(message: &str) -> bool {
+    message.to_ascii_lowercase().contains("insufficient funds")
+}
+
 /// Chain access for the sequencer.
 #[derive(Clone, Debug)]
 pub struct Chain {
     provider: DynProvider,
     wallet: EthereumWallet,
+    /// The same key, for the receipts of acknowledged results.
+    signer: PrivateKeySigner,
     sender: Address,
     deployment: Deployment,
 }
@@ -75,7 +96,7 @@ impl Chain {
             tgrid_chain::Error::WrongChain { .. } => ServiceError::Config(e.to_string()),
             other => ServiceError::Chain(other.to_string()),
         })?;
-        let chain = Self { provider, wallet: EthereumWallet::from(signer), sender, deployment };
+        let chain = Self { provider, wallet: EthereumWallet::from(signer.clone()), signer, sender, deployment };
         let contract = ITaskMarket::new(chain.deployment.market, &chain.provider);
         if !contract.isSequencer(sender).call().await.map_err(|e| market("TaskMarket.isSequencer", e))? {
             // Settlement is permissionless: without the role the sequencer can still settle, but
@@ -101,6 +122,11 @@ impl Chain {
     /// The market's EIP-712 domain.
     pub fn domain(&self) -> MarketDomain {
         MarketDomain::of(&self.deployment)
+    }
+
+    /// Signs the receipt of an acknowledged result with the sequencer's key.
+    pub fn sign_receipt(&self, receipt: Receipt) -> Result<SignedReceipt, ServiceError> {
+        SignedReceipt::sign(receipt, &self.signer, &self.domain()).map_err(|e| ServiceError::Io(e.to_string()))
     }
 
     /// Whether `poster`'s nonce is used on-chain (settled, disputed or cancelled).
@@ -232,8 +258,20 @@ impl Chain {
         let contract = ITaskMarket::new(self.deployment.market, &self.provider);
         let builder = contract.settleBatch(call.header, call.leaves, call.registryRoot, call.proof).from(self.sender);
         builder.estimate_gas().await.map_err(|e| {
-            ServiceError::Rejected(format!("settleBatch would revert: {}", market_error("settleBatch", e)))
+            if is_revert(&e) {
+                ServiceError::Rejected(format!("settleBatch would revert: {}", market_error("settleBatch", e)))
+            } else if is_insufficient_funds(&e.to_string()) {
+                ServiceError::Funds(format!("account {}: {e}", self.sender))
+            } else {
+                // A timeout, a refused connection, a node error: nothing is wrong with the batch.
+                rpc("eth_estimateGas(settleBatch)", e)
+            }
         })
+    }
+
+    /// The sequencer account's balance in wei.
+    pub async fn balance(&self) -> Result<U256, ServiceError> {
+        self.provider.get_balance(self.sender).await.map_err(|e| rpc("eth_getBalance", e))
     }
 
     /// Signs `settleBatch` with an explicit nonce, gas and fees (not sent).
@@ -265,6 +303,9 @@ impl Chain {
         match self.provider.send_raw_transaction(raw).await {
             Ok(_) => Ok(()),
             Err(e) if e.to_string().to_ascii_lowercase().contains("already") => Ok(()),
+            Err(e) if is_insufficient_funds(&e.to_string()) => {
+                Err(ServiceError::Funds(format!("account {}: {e}", self.sender)))
+            }
             Err(e) => Err(rpc("eth_sendRawTransaction", e)),
         }
     }

@@ -30,6 +30,16 @@ pub struct Metrics {
     pub resent_transactions: IntCounter,
     /// 1 once the pipeline has built its circuits and loaded its key (the API serves before).
     pub pipeline_ready: IntGauge,
+    /// Failed settlement steps that will be retried, by kind (`rpc`, `funds`, `store`, `other`).
+    pub settlement_retries: IntCounterVec,
+    /// Batches whose settlement is being retried now.
+    pub retrying_batches: IntGauge,
+    /// Batches retried at least `health::STALLED_AFTER_ATTEMPTS` times in a row.
+    pub stalled_batches: IntGauge,
+    /// 1 while the sequencer's account could not pay its last settlement.
+    pub low_funds: IntGauge,
+    /// The sequencer account's balance in ETH (wei / 10^18), read before each settlement.
+    pub balance_eth: prometheus::Gauge,
 }
 
 impl Metrics {
@@ -76,6 +86,22 @@ impl Metrics {
             "settlement transactions re-sent after the node forgot them (reorg or eviction)",
         )
         .expect("metric");
+        let settlement_retries = IntCounterVec::new(
+            Opts::new("tgrid_sequencer_settlement_retries_total", "failed settlement steps retried, by kind"),
+            &["kind"],
+        )
+        .expect("metric");
+        let retrying_batches =
+            IntGauge::new("tgrid_sequencer_retrying_batches", "batches whose settlement is being retried")
+                .expect("metric");
+        let stalled_batches =
+            IntGauge::new("tgrid_sequencer_stalled_batches", "batches retried 3 or more times in a row")
+                .expect("metric");
+        let low_funds =
+            IntGauge::new("tgrid_sequencer_low_funds", "1 while the account could not pay its last settlement")
+                .expect("metric");
+        let balance_eth =
+            prometheus::Gauge::new("tgrid_sequencer_balance_eth", "the sequencer account's balance").expect("metric");
         let pipeline_ready = IntGauge::new(
             "tgrid_sequencer_pipeline_ready",
             "whether the pipeline has built its circuits and loaded its Groth16 key (1) or not yet (0)",
@@ -93,6 +119,11 @@ impl Metrics {
             Box::new(gas_per_task.clone()),
             Box::new(failed_batches.clone()),
             Box::new(resent_transactions.clone()),
+            Box::new(settlement_retries.clone()),
+            Box::new(retrying_batches.clone()),
+            Box::new(stalled_batches.clone()),
+            Box::new(low_funds.clone()),
+            Box::new(balance_eth.clone()),
         ] {
             registry.register(m).expect("unique metric names");
         }
@@ -109,6 +140,11 @@ impl Metrics {
             failed_batches,
             resent_transactions,
             pipeline_ready,
+            settlement_retries,
+            retrying_batches,
+            stalled_batches,
+            low_funds,
+            balance_eth,
         }
     }
 

@@ -10,6 +10,7 @@
 pub mod api;
 pub mod chain;
 pub mod config;
+pub mod health;
 pub mod metrics;
 pub mod pipeline;
 pub mod store;
@@ -26,6 +27,7 @@ pub use config::{Settings, WrapFri};
 
 use crate::Aggregator;
 use chain::Chain;
+use health::Health;
 use metrics::Metrics;
 use store::{Store, TaskRecord};
 
@@ -45,6 +47,9 @@ pub enum ServiceError {
     /// The chain refuses the action (a revert, a task in the wrong state).
     #[error("{0}")]
     Rejected(String),
+    /// The sequencer's account cannot pay for a transaction.
+    #[error("low funds: {0}")]
+    Funds(String),
     /// Aggregation failed.
     #[error(transparent)]
     Aggregation(#[from] crate::Error),
@@ -75,6 +80,8 @@ pub struct Shared {
     pub in_flight: Mutex<HashSet<[u8; 32]>>,
     /// Bounds concurrent proof checks to the cores.
     pub verify_slots: tokio::sync::Semaphore,
+    /// The pipeline's trouble (retrying batches, low funds), for the status endpoint.
+    pub health: Health,
 }
 
 /// Seconds since the epoch.
@@ -173,6 +180,7 @@ pub async fn run(
         limiter: RateLimiter::keyed(quota),
         in_flight: Mutex::default(),
         verify_slots: tokio::sync::Semaphore::new(cores),
+        health: Health::default(),
     });
     shared.metrics.queue_depth.set(shared.store.queued_count() as i64);
 

@@ -7,13 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use alloy::primitives::{Address, B256};
+use alloy::primitives::{Address, B256, U256};
 use tgrid_chain::market::{SettlementBatch, SettlementItem};
 use tgrid_circuits::TaskProof;
 use tgrid_settlement_proof::{BatchWrapper, KeySource, SettlementProofFile, WrapKey};
 use tracing::{error, info, warn};
 
 use crate::service::chain::Mined;
+use crate::service::health::RetryKind;
 use crate::service::store::{BatchRecord, BatchState, TaskRecord, TaskState};
 use crate::service::{unix_now, ServiceError, Shared};
 use crate::{Aggregator, IncrementalTree};
@@ -85,6 +86,9 @@ struct OpenBatch<'a> {
     record: BatchRecord,
     deadlines: Vec<u64>,
     tree: IncrementalTree<'a>,
+    /// The most tasks it takes: the setting, or the market's `maxBatchSize` when smaller (read
+    /// when the batch opens, so a governance change applies to the next batch).
+    max_tasks: usize,
 }
 
 struct Worker {
@@ -137,6 +141,42 @@ impl Worker {
         }
     }
 
+    /// Records a failed settlement step of `batch`: logged, counted, retried after a backoff.
+    fn retry_later(&self, batch: u64, step: &str, error: &ServiceError) {
+        let (retry, wait) = self.shared.health.failed(batch, error);
+        let m = &self.shared.metrics;
+        m.settlement_retries.with_label_values(&[retry.kind.label()]).inc();
+        if retry.kind == RetryKind::Funds {
+            m.low_funds.set(1);
+        }
+        self.publish_retries();
+        warn!(
+            batch,
+            step,
+            attempts = retry.attempts,
+            kind = retry.kind.label(),
+            retry_in_secs = wait.as_secs(),
+            stalled = retry.stalled,
+            error = %error,
+            "settlement step failed; retrying (its tasks stay queued)"
+        );
+    }
+
+    fn recovered(&self, batch: u64, paid_gas: bool) {
+        self.shared.health.recovered(batch, paid_gas);
+        if paid_gas {
+            self.shared.metrics.low_funds.set(0);
+        }
+        self.publish_retries();
+    }
+
+    fn publish_retries(&self) {
+        let retrying = self.shared.health.retrying();
+        let m = &self.shared.metrics;
+        m.retrying_batches.set(retrying.len() as i64);
+        m.stalled_batches.set(retrying.iter().filter(|r| r.stalled).count() as i64);
+    }
+
     fn store(&self) -> &crate::service::store::Store {
         &self.shared.store
     }
@@ -146,28 +186,39 @@ impl Worker {
     #[allow(clippy::collapsible_match)]
     fn step<'a>(&mut self, aggregator: &'a Aggregator, open: &mut Option<OpenBatch<'a>>) -> Result<bool> {
         for batch in self.store().live_batches()? {
+            let id = batch.id;
+            // A batch whose settlement step fails waits out its backoff while the batches behind
+            // it move on: one bad batch, or a flaky node, never holds up the rest.
             match &batch.state {
                 BatchState::Proving if open.as_ref().is_none_or(|o| o.record.id != batch.id) => {
                     self.prove_after_restart(aggregator, batch)?;
                     return Ok(true);
                 }
-                BatchState::Proven { .. } => {
-                    self.submit(batch)?;
-                    return Ok(true);
-                }
-                BatchState::Submitted { .. } => {
-                    if self.reconcile(batch)? {
+                BatchState::Proven { .. } if self.shared.health.due(id) => match self.submit(batch) {
+                    Ok(()) => {
+                        self.recovered(id, true);
                         return Ok(true);
                     }
-                }
+                    Err(e) => self.retry_later(id, "submitting", &e),
+                },
+                BatchState::Submitted { .. } if self.shared.health.due(id) => match self.reconcile(batch) {
+                    Ok(moved) => {
+                        self.recovered(id, false);
+                        if moved {
+                            return Ok(true);
+                        }
+                    }
+                    Err(e) => self.retry_later(id, "following", &e),
+                },
                 _ => {}
             }
         }
         if open.is_none() {
             if let Some(batch) = self.store().live_batches()?.into_iter().find(|b| b.state == BatchState::Open) {
                 info!(batch = batch.id, tasks = batch.tasks.len(), "resuming the open batch: re-proving its leaves");
+                let max_tasks = self.batch_limit()?.max(batch.tasks.len());
                 let mut resumed =
-                    OpenBatch { deadlines: vec![], tree: IncrementalTree::new(aggregator), record: batch };
+                    OpenBatch { deadlines: vec![], tree: IncrementalTree::new(aggregator), record: batch, max_tasks };
                 for t in resumed.record.tasks.clone() {
                     let record = self.task(&t)?;
                     let proof = self.proof(&t)?;
@@ -180,11 +231,10 @@ impl Worker {
             }
         }
 
-        let max = self.shared.settings.max_batch_tasks;
         self.shared.metrics.queue_depth.set(self.store().queued_count() as i64);
         // Nearest deadline first: those tasks go into the next batch.
         if let Some(next) = self.store().next_queued()? {
-            if open.as_ref().is_none_or(|o| o.record.tasks.len() < max) {
+            if open.as_ref().is_none_or(|o| o.record.tasks.len() < o.max_tasks) {
                 self.add_to_open_batch(aggregator, open, &next)?;
                 return Ok(true);
             }
@@ -194,7 +244,7 @@ impl Worker {
         let chain_now = self.rt.block_on(self.shared.chain.now())?;
         let settings = &self.shared.settings;
         let nearest = o.deadlines.iter().copied().min().unwrap_or(u64::MAX);
-        let full = o.record.tasks.len() >= max;
+        let full = o.record.tasks.len() >= o.max_tasks;
         let old = unix_now().saturating_sub(o.record.opened_at) >= settings.max_batch_age_secs;
         let urgent = nearest <= chain_now.saturating_add(settings.deadline_margin_secs);
         if !(full || old || urgent) {
@@ -209,6 +259,13 @@ impl Worker {
         let batch_file = tree.finish()?;
         self.wrap(record, &batch_file)?;
         Ok(true)
+    }
+
+    /// The most tasks a new batch may take: the setting, capped by the market's `maxBatchSize`.
+    fn batch_limit(&self) -> Result<usize> {
+        let on_chain = self.rt.block_on(self.shared.chain.parameters())?.maxBatchSize;
+        let on_chain = on_chain.saturating_to::<usize>().max(1);
+        Ok(self.shared.settings.max_batch_tasks.min(on_chain))
     }
 
     fn task(&self, id: &str) -> Result<TaskRecord> {
@@ -240,10 +297,11 @@ impl Worker {
             }
         };
         if open.is_none() {
+            let max_tasks = self.batch_limit()?;
             let id = self.store().next_batch_id()?;
             let record =
                 BatchRecord { id, tasks: vec![], opened_at: unix_now(), closed_at: None, state: BatchState::Open };
-            *open = Some(OpenBatch { record, deadlines: vec![], tree: IncrementalTree::new(aggregator) });
+            *open = Some(OpenBatch { record, deadlines: vec![], tree: IncrementalTree::new(aggregator), max_tasks });
         }
         let o = open.as_mut().expect("opened above");
         o.tree.push(leaf, subtree)?;
@@ -355,20 +413,27 @@ impl Worker {
         }
         let gas = match self.rt.block_on(chain.estimate_settle(&batch, &registry_root, &words)) {
             Ok(gas) => gas,
-            Err(ServiceError::Rejected(reason)) => {
-                let outcomes = record
-                    .tasks
-                    .iter()
-                    .filter_map(|t| parse32(t).ok())
-                    .map(|id| (id, TaskState::Dropped { reason: reason.clone() }))
-                    .collect();
-                return self.fail(record, reason, outcomes);
-            }
+            // The contract refuses the batch as a whole (what it refuses per order it skips,
+            // and what is known unsettleable was dropped above): its orders are still good, so
+            // they go back to the queue and settle in another batch. A smaller chain limit on
+            // batch sizes applies to the next batch (read when it opens).
+            Err(ServiceError::Rejected(reason)) => return self.fail(record, reason, outcomes),
+            // Node trouble: the batch stays proven and is retried.
             Err(e) => return Err(e),
         };
         let nonce = self.rt.block_on(chain.pending_nonce())?;
         let (max_fee, priority) = self.rt.block_on(chain.fees())?;
         let gas_limit = gas + gas / 5;
+        let balance = self.rt.block_on(chain.balance())?;
+        self.shared.metrics.balance_eth.set(f64::from(balance) / 1e18);
+        let needed = U256::from(gas_limit) * U256::from(max_fee);
+        if balance < needed {
+            return Err(ServiceError::Funds(format!(
+                "account {} holds {balance} wei; batch {}'s settlement may cost {needed} wei ({gas_limit} gas at {max_fee} wei)",
+                chain.sender(),
+                record.id
+            )));
+        }
         let signed =
             self.rt.block_on(chain.sign_settle(&batch, &registry_root, &words, nonce, gas_limit, max_fee, priority))?;
         let raw = format!("0x{}", hex::encode(&signed.raw));

@@ -72,6 +72,10 @@ pub struct TaskRecord {
     pub order: SignedOrder,
     /// The provider's acceptance of it.
     pub acceptance: Acceptance,
+    /// keccak256 of the stored proof's bytes (what the receipt acknowledges); `None` in records
+    /// written before receipts existed.
+    #[serde(default)]
+    pub proof_digest: Option<B256>,
     /// Where it is.
     #[serde(flatten)]
     pub state: TaskState,
@@ -507,6 +511,7 @@ mod tests {
             received_at: 1,
             order: signed(u64::from(id), 1, 100),
             acceptance: Acceptance::sign(B256::repeat_byte(id), &key, &domain).unwrap(),
+            proof_digest: Some(B256::repeat_byte(4)),
             state: TaskState::Verified,
         }
     }

@@ -1,22 +1,24 @@
 //! HTTP API: the order relay (post and list signed orders, record acceptances), result
 //! submission (checked against the proof, the signed order and the chain before it is
-//! acknowledged), task and batch status with membership proofs, published outputs, the OpenAPI
-//! document and Prometheus metrics.
+//! acknowledged), task and batch status with membership proofs, published outputs, the
+//! operator's status (retrying batches, funds), the OpenAPI document and Prometheus metrics.
 
 mod batches;
 mod orders;
 mod results;
+mod status;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use alloy::primitives::Signature;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use tgrid_chain::market::{Acceptance, OrderView, SignedOrder};
+use tgrid_chain::market::{Acceptance, OrderView, SignedOrder, SignedReceipt};
 use utoipa::{OpenApi, ToSchema};
 
 use crate::service::Shared;
@@ -33,7 +35,8 @@ pub struct ApiError {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ErrorBody {
     /// Stable machine-readable code (`bad_request`, `bad_signature`, `invalid_proof`, `rejected`,
-    /// `conflict`, `rate_limited`, `not_found`, `unavailable`).
+    /// `conflict`, `rate_limited`, `not_found`, `busy`, `unavailable`). 429 and 503 carry
+    /// `Retry-After`.
     pub error: String,
     /// What is wrong, for a human.
     pub reason: String,
@@ -58,6 +61,9 @@ impl ApiError {
     fn not_found(reason: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", reason)
     }
+    fn busy(reason: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "busy", reason)
+    }
     fn unavailable(reason: impl std::fmt::Display) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", reason.to_string())
     }
@@ -65,7 +71,14 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(ErrorBody { error: self.code.into(), reason: self.reason })).into_response()
+        let body = Json(ErrorBody { error: self.code.into(), reason: self.reason });
+        match self.status {
+            // Busy or briefly unavailable: say when to come back rather than leave clients guessing.
+            StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS => {
+                (self.status, [(axum::http::header::RETRY_AFTER, "1")], body).into_response()
+            }
+            status => (status, body).into_response(),
+        }
     }
 }
 
@@ -86,6 +99,12 @@ pub struct SubmitRequest {
     pub output: Vec<i8>,
     /// The task proof file (.tgp from `tgrid-prover prove`), 0x-prefixed hex.
     pub proof: String,
+    /// The provider's EIP-712 signature of `Delivery(orderHash, outputCommitment, proofDigest)`
+    /// (proofDigest = keccak256 of the proof bytes), by the key that accepted the order: 0x + 65
+    /// bytes. Checked before anything costly.
+    #[serde(with = "tgrid_chain::market::order::signature_hex")]
+    #[schema(value_type = String)]
+    pub signature: Signature,
 }
 
 /// An order as the relay lists it: `{"hash", "signed": {"order", "signature"}, "acceptance",
@@ -139,6 +158,11 @@ pub struct TaskView {
     /// Whether this answer is for a repeated submission of an already acknowledged result.
     #[serde(default)]
     pub duplicate: bool,
+    /// In answers to a submission: the sequencer's signed receipt
+    /// (`tgrid_chain::market::SignedReceipt`), the provider's evidence of delivery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub receipt: Option<SignedReceipt>,
 }
 
 /// A published output.
@@ -200,7 +224,8 @@ pub struct BatchView {
         results::submit,
         results::task_status,
         results::task_output,
-        batches::batch_status
+        batches::batch_status,
+        status::status
     ),
     components(schemas(
         SubmitRequest,
@@ -211,7 +236,12 @@ pub struct BatchView {
         OutputView,
         BatchView,
         BatchMember,
-        ErrorBody
+        ErrorBody,
+        status::StatusView,
+        status::LiveBatch,
+        status::Account,
+        crate::service::health::Retrying,
+        crate::service::health::RetryKind
     ))
 )]
 struct ApiDoc;
@@ -233,6 +263,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/tasks/{task_id}", get(results::task_status))
         .route("/v1/tasks/{task_id}/output", get(results::task_output))
         .route("/v1/batches/{id}", get(batches::batch_status))
+        .route("/v1/status", get(status::status))
         .route("/openapi.json", get(|| async { ([("content-type", "application/json")], openapi_json()) }))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))

@@ -4,11 +4,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use alloy::primitives::B256;
+use alloy::primitives::{keccak256, B256};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use tgrid_chain::market::{Delivery, Receipt};
 use tgrid_circuits::{commit, TaskProof};
 
 use super::{hex0x, json_rejection, parse_hex, ApiError, ErrorBody, OutputView, SubmitRequest, TaskView};
@@ -19,17 +20,19 @@ use crate::service::{unix_now, Shared};
 /// Submit the result of a signed order. Checked before it is acknowledged: the poster's order
 /// signature and the provider's acceptance, the proof (its task id is the order's hash, its
 /// provider the accepting one, its model, input and output the order's and the output's), and
-/// the chain (nonce unused, deadline not passed, model active). The acknowledgement means the
-/// result is on disk. Repeating an acknowledged submission is harmless (200, `duplicate: true`).
+/// the chain (nonce unused, deadline not passed, model active). The provider signs the delivery
+/// (order hash, output commitment, proof digest); the rate limit counts per signing provider.
+/// The acknowledgement means the result is on disk and carries the sequencer's signed receipt.
+/// Repeating an acknowledged submission is harmless (200, `duplicate: true`, the same receipt).
 #[utoipa::path(post, path = "/v1/results", request_body = SubmitRequest, responses(
     (status = 202, description = "verified and durably stored", body = TaskView),
     (status = 200, description = "already acknowledged (idempotent repeat)", body = TaskView),
     (status = 400, description = "malformed request", body = ErrorBody),
     (status = 409, description = "another result is acknowledged, another provider accepted the order first, or its nonce is used on-chain", body = ErrorBody),
     (status = 413, description = "body too large"),
-    (status = 422, description = "bad signature, invalid proof, or the chain does not allow this result", body = ErrorBody),
-    (status = 429, description = "provider over its rate limit", body = ErrorBody),
-    (status = 503, description = "chain or store unavailable; retry", body = ErrorBody),
+    (status = 422, description = "bad signature (order, acceptance or delivery), invalid proof, or the chain does not allow this result", body = ErrorBody),
+    (status = 429, description = "provider over its rate limit; Retry-After", body = ErrorBody),
+    (status = 503, description = "the same order's submission is being checked, or chain or store unavailable; Retry-After", body = ErrorBody),
 ))]
 pub(super) async fn submit(
     State(shared): State<Arc<Shared>>,
@@ -93,8 +96,9 @@ impl Drop for InFlight<'_> {
 
 async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, ApiError> {
     let domain = shared.chain.domain();
-    let SubmitRequest { order, acceptance, output, proof } = request;
-    // Signatures first: cheap, and they make the rate limit's key an authenticated provider.
+    let SubmitRequest { order, acceptance, output, proof, signature } = request;
+    // Signatures first: cheap, and the delivery's makes the rate limit's key the provider who
+    // really sent this result (an order and its acceptance are public; a delivery is not).
     let bad_signature = |e: tgrid_chain::market::OrderError| {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "bad_signature", e.to_string())
     };
@@ -110,32 +114,23 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
             order.order.provider
         )));
     }
-    if shared.limiter.check_key(&provider.0 .0).is_err() {
-        return Err(ApiError::too_many(format!(
-            "provider {provider} is over {} submissions/s",
-            shared.settings.submissions_per_provider_per_sec
-        )));
-    }
-    let task_id = hash.0;
-    if !shared.in_flight.lock().expect("in-flight lock").insert(task_id) {
-        return Err(ApiError::conflict("a submission for this order is being checked; retry"));
-    }
-    let _guard = InFlight(shared, task_id);
-    let mut stages = StageClock::start();
-
     let proof_hex = proof.strip_prefix("0x").ok_or_else(|| ApiError::bad_request("proof lacks the 0x prefix"))?;
     // const-hex (through alloy): a proof is ~300 KB of hex, and the `hex` crate's decoder took
     // about a tenth of an acknowledgement's CPU in the load harness (dev profile).
     let proof_bytes = alloy::hex::decode(proof_hex).map_err(|e| ApiError::bad_request(format!("proof: {e}")))?;
-    let proof = TaskProof::from_bytes(&proof_bytes).map_err(|e| ApiError::bad_request(format!("proof: {e}")))?;
     let output_commitment = commit(&output).0;
+    let delivery = Delivery::of_proof(hash, B256::from(output_commitment), &proof_bytes);
+    delivery.verify(&signature, provider, &domain).map_err(bad_signature)?;
 
+    let task_id = hash.0;
+    // A repeat of an acknowledged result is answered before the rate limit: a provider that
+    // lost an answer must always be able to fetch its receipt.
     if let Some(existing) = shared.store.task(&task_id).map_err(ApiError::unavailable)? {
         if !matches!(existing.state, TaskState::Dropped { .. }) {
             if existing.output_commitment == hex0x(&output_commitment)
                 && existing.provider == hex0x(provider.as_slice())
             {
-                return Ok(view(shared, existing, true));
+                return view_with_receipt(shared, existing, true);
             }
             return Err(ApiError::conflict(format!(
                 "another result for order {hash} is already acknowledged (output commitment {})",
@@ -143,6 +138,21 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
             )));
         }
     }
+    if shared.limiter.check_key(&provider.0 .0).is_err() {
+        return Err(ApiError::too_many(format!(
+            "provider {provider} is over {} submissions/s",
+            shared.settings.submissions_per_provider_per_sec
+        )));
+    }
+    if !shared.in_flight.lock().expect("in-flight lock").insert(task_id) {
+        // Only the provider itself can race itself here (the delivery is signed): a retry that
+        // overtook its first attempt. Not final: come back when the first check is over.
+        return Err(ApiError::busy(format!("a submission for order {hash} is being checked; retry")));
+    }
+    let _guard = InFlight(shared, task_id);
+    let mut stages = StageClock::start();
+    let proof = TaskProof::from_bytes(&proof_bytes).map_err(|e| ApiError::bad_request(format!("proof: {e}")))?;
+
     // An open order accepted here by another provider first: the relay keeps it theirs.
     let listed = shared.store.order(&hash).map_err(ApiError::unavailable)?;
     if let Some(first) = listed.as_ref().and_then(|r| r.acceptance.as_ref()) {
@@ -215,6 +225,7 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         received_at: unix_now(),
         order: order.clone(),
         acceptance: acceptance.clone(),
+        proof_digest: Some(delivery.proof_digest),
         state: TaskState::Verified,
     };
     shared.store.insert_result(&task_id, &record, &proof_bytes, &output).map_err(ApiError::unavailable)?;
@@ -234,7 +245,25 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     stages.record(&shared.metrics);
     shared.metrics.queue_depth.inc();
     tracing::info!(task = %record.task_id, provider = %record.provider, "result acknowledged");
-    Ok(view(shared, record, false))
+    view_with_receipt(shared, record, false)
+}
+
+/// The answer to a submission: the task's view with the sequencer's signed receipt.
+fn view_with_receipt(shared: &Shared, record: TaskRecord, duplicate: bool) -> Result<TaskView, ApiError> {
+    let id: [u8; 32] = parse_hex(&record.task_id, "stored task id")?;
+    let proof_digest = match record.proof_digest {
+        Some(d) => d,
+        None => keccak256(shared.store.proof(&id).map_err(ApiError::unavailable)?.unwrap_or_default()),
+    };
+    let receipt = Receipt {
+        order_hash: B256::from(id),
+        provider: record.acceptance.provider,
+        output_commitment: B256::from(parse_hex::<32>(&record.output_commitment, "stored output commitment")?),
+        proof_digest,
+        received_at: record.received_at,
+    };
+    let signed = shared.chain.sign_receipt(receipt).map_err(ApiError::unavailable)?;
+    Ok(TaskView { receipt: Some(signed), ..view(shared, record, duplicate) })
 }
 
 fn view(shared: &Shared, record: TaskRecord, duplicate: bool) -> TaskView {
@@ -265,6 +294,7 @@ fn view(shared: &Shared, record: TaskRecord, duplicate: bool) -> TaskView {
         batch,
         tx,
         duplicate,
+        receipt: None,
     }
 }
 
@@ -290,6 +320,7 @@ pub(super) async fn task_status(
             batch: None,
             tx: None,
             duplicate: false,
+            receipt: None,
         })),
         None => Err(ApiError::not_found(format!("no acknowledged result for task {task_id}"))),
     }

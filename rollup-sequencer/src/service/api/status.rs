@@ -1,0 +1,125 @@
+//! The operator's view: is anything stuck, and why. Everything a provider could be slashed over
+//! shows here first: a batch whose settlement keeps failing, an account that cannot pay gas, a
+//! pipeline that never became ready.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{ApiError, ErrorBody};
+use crate::service::health::Retrying;
+use crate::service::store::BatchState;
+use crate::service::{unix_now, Shared};
+
+/// A batch not settled yet.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LiveBatch {
+    /// Sequence number.
+    pub id: u64,
+    /// `open`, `proving`, `proven` or `submitted`.
+    pub status: String,
+    /// Tasks in it.
+    pub tasks: usize,
+    /// Seconds since it opened.
+    pub age_secs: u64,
+}
+
+/// The sequencer's account.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Account {
+    /// Address that signs settlements and receipts.
+    pub address: String,
+    /// Balance in wei (decimal), read now; absent if the node did not answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub balance_wei: Option<String>,
+    /// Why the last settlement could not be paid, until one is paid again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub low_funds: Option<String>,
+}
+
+/// What an operator needs to see before providers are hurt.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatusView {
+    /// `ok`, or `degraded` when `problems` is not empty.
+    pub status: String,
+    /// Each problem, for a human (empty when healthy).
+    pub problems: Vec<String>,
+    /// Whether the pipeline has built its circuits and loaded its key.
+    pub pipeline_ready: bool,
+    /// Acknowledged results waiting for a batch (what a provider weighs before accepting more).
+    pub queue_depth: usize,
+    /// Batches not settled yet, oldest first.
+    pub batches: Vec<LiveBatch>,
+    /// Batches whose settlement step failed and is being retried.
+    pub retrying: Vec<Retrying>,
+    /// The sequencer's account.
+    pub account: Account,
+}
+
+/// The sequencer's health: queue, live batches, retrying settlements, the account's funds.
+#[utoipa::path(get, path = "/v1/status", responses(
+    (status = 200, description = "current state; `status` is `degraded` when something needs an operator", body = StatusView),
+    (status = 503, description = "the store failed", body = ErrorBody),
+))]
+pub(super) async fn status(State(shared): State<Arc<Shared>>) -> Result<Json<StatusView>, ApiError> {
+    let now = unix_now();
+    let batches: Vec<LiveBatch> = shared
+        .store
+        .live_batches()
+        .map_err(ApiError::unavailable)?
+        .into_iter()
+        .map(|b| LiveBatch {
+            id: b.id,
+            status: match b.state {
+                BatchState::Open => "open",
+                BatchState::Proving => "proving",
+                BatchState::Proven { .. } => "proven",
+                _ => "submitted",
+            }
+            .into(),
+            tasks: b.tasks.len(),
+            age_secs: now.saturating_sub(b.opened_at),
+        })
+        .collect();
+    let retrying = shared.health.retrying();
+    let low_funds = shared.health.low_funds();
+    let balance = shared.chain.balance().await;
+    let pipeline_ready = shared.metrics.pipeline_ready.get() == 1;
+
+    let mut problems = Vec::new();
+    if !pipeline_ready {
+        problems.push("the pipeline is not ready: results are acknowledged but not settled".to_string());
+    }
+    for r in &retrying {
+        problems.push(format!(
+            "batch {}: {} failed settlement attempt(s) in a row ({}{}): {}",
+            r.batch,
+            r.attempts,
+            r.kind.label(),
+            if r.stalled { ", stalled" } else { "" },
+            r.last_error
+        ));
+    }
+    if let Some(why) = &low_funds {
+        problems.push(format!("low funds: {why}"));
+    }
+    if let Err(e) = &balance {
+        problems.push(format!("the node does not answer: {e}"));
+    }
+    Ok(Json(StatusView {
+        status: if problems.is_empty() { "ok" } else { "degraded" }.into(),
+        problems,
+        pipeline_ready,
+        queue_depth: shared.store.queued_count(),
+        batches,
+        retrying,
+        account: Account {
+            address: shared.chain.sender().to_string(),
+            balance_wei: balance.ok().map(|b| b.to_string()),
+            low_funds,
+        },
+    }))
+}
