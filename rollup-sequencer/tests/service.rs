@@ -8,8 +8,10 @@
 //! batch is proving, in the middle of an ingest, while a task waits in the open batch, and
 //! between sending the settlement transaction and its receipt, and after each restart every
 //! acknowledged result settles exactly once; a settlement reorganized away before its
-//! confirmations is sent again and settles once; an account without gas money holds its batch
-//! (retried, reported by /v1/status and the metrics) until it is topped up.
+//! confirmations is sent again and settles once; node faults (a fault-injecting RPC proxy fails
+//! the gas estimate and the transaction) are retried, never dropping the batch; an account
+//! without gas money holds its batch (retried, reported by /v1/status and the metrics) until it
+//! is topped up.
 //!
 //! The wrap uses the INSECURE test FRI parameters and the INSECURE devnet Groth16 key (cached in
 //! target/tgrid-test-keys), and the devnet's verifier is a Groth16KeyedVerifier for that key.
@@ -32,6 +34,8 @@ use tgrid_chain::{advance_time, Devnet, DevnetConfig};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, ModelFile, QuantModel, SegmentPlan, TaskProver, TaskVerifier};
 use tgrid_sequencer::service::chain::Chain;
+
+mod fault_proxy;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tgrid-sequencer");
 type Http = alloy::transports::http::reqwest::Client;
@@ -324,10 +328,12 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     };
     drop(prover);
 
+    // The sequencer reaches anvil through a proxy that fails chosen calls on demand.
+    let proxy = fault_proxy::FaultProxy::start(&devnet.rpc_url());
     let data_dir = work.path().join("sequencer");
     let env = |max_age: u64| -> Vec<(String, String)> {
         [
-            ("RPC_URL", devnet.rpc_url()),
+            ("RPC_URL", proxy.url.clone()),
             ("DEPLOYMENT", devnet.deployment_path().display().to_string()),
             ("REGISTRY", work.path().join("registry.json").display().to_string()),
             ("DATA_DIR", data_dir.display().to_string()),
@@ -458,6 +464,10 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let (code, v) = post(&http, &api, good[0].body.to_string()).await;
     assert_eq!(code, 200, "{v}");
     assert_eq!(v["duplicate"], true);
+    // The node will fail the batch's gas estimate twice and its transaction once: node trouble,
+    // not a refusal, so the batch is retried (never dropped) and settles once.
+    proxy.fail("eth_estimateGas", 2);
+    proxy.fail("eth_sendRawTransaction", 1);
     assert_eq!(serde_json::from_value::<SignedReceipt>(v["receipt"].clone()).unwrap(), receipts[0]);
     // An output is published only once its order settled (a poster could otherwise read it and
     // cancel the order).
@@ -471,6 +481,14 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let api = seq.url.clone();
     let settled = wait_for_status(&http, &api, good[0].task, "settled", Duration::from_secs(900)).await;
     let batch_id = settled["batch"].as_u64().unwrap();
+    assert_eq!((proxy.injected("eth_estimateGas"), proxy.injected("eth_sendRawTransaction")), (2, 1));
+    let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(
+        metrics.lines().any(|l| l == r#"tgrid_sequencer_settlement_retries_total{kind="rpc"} 3"#),
+        "three node faults, three retries: {metrics}"
+    );
+    let (_, status) = get(&http, &format!("{api}/v1/status")).await;
+    assert_eq!(status["retrying"], json!([]), "{status}");
     let (code, out) = get(&http, &format!("{api}/v1/tasks/{}/output", good[1].task)).await;
     assert_eq!(code, 200);
     assert_eq!(out["output"], good[1].body["output"]);
