@@ -8,7 +8,8 @@
 //! batch is proving, in the middle of an ingest, while a task waits in the open batch, and
 //! between sending the settlement transaction and its receipt, and after each restart every
 //! acknowledged result settles exactly once; a settlement reorganized away before its
-//! confirmations is sent again and settles once; node faults (a fault-injecting RPC proxy fails
+//! confirmations is sent again and settles once; results for a model deregistered by
+//! governance are acknowledged and settle while the old root is in its grace window; node faults (a fault-injecting RPC proxy fails
 //! the gas estimate and the transaction) are retried, never dropping the batch; an account
 //! without gas money holds its batch (retried, reported by /v1/status and the metrics) until it
 //! is topped up.
@@ -25,7 +26,7 @@ use alloy::network::EthereumWallet;
 use alloy::primitives::{Address, B256, U256};
 use alloy::providers::{Provider, ProviderBuilder};
 use alloy::signers::local::PrivateKeySigner;
-use alloy::sol_types::SolEvent;
+use alloy::sol_types::{SolCall, SolEvent};
 use serde_json::{json, Value};
 use tgrid_aggregation::{Normalizer, RegistryFile, RegistryFileEntry};
 use tgrid_chain::bindings::{ITaskMarket, IERC20};
@@ -36,6 +37,10 @@ use tgrid_circuits::{commit, ModelFile, QuantModel, SegmentPlan, TaskProver, Tas
 use tgrid_sequencer::service::chain::Chain;
 
 mod fault_proxy;
+
+alloy::sol! {
+    function deregisterModel(bytes32 modelId, bytes32 newRoot);
+}
 
 const BIN: &str = env!("CARGO_BIN_EXE_tgrid-sequencer");
 type Http = alloy::transports::http::reqwest::Client;
@@ -495,6 +500,10 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let (_, relayed) = get(&http, &format!("{api}/v1/orders/{}", good[1].task)).await;
     assert_eq!(relayed["state"], "closed", "a delivered order unknown to the relay is recorded: {relayed}");
 
+    let rpc = |method: &'static str, params: Value| {
+        let admin = &admin;
+        async move { admin.raw_request::<_, Value>(method.into(), params).await.unwrap() }
+    };
     // Crash 2a: SIGKILL in the middle of an ingest (half the body received): nothing is
     // acknowledged, so nothing may be stored; the provider sends it again after the restart.
     let half = half_sent_post(&api, &good[2].body.to_string());
@@ -504,6 +513,17 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let api = seq.url.clone();
     let (code, _) = get(&http, &format!("{api}/v1/tasks/{}", good[2].task)).await;
     assert_eq!(code, 404, "an unacknowledged submission must leave no record");
+    // Governance deregisters the model (the timelock, impersonated, calls the registry as a
+    // passed vote would) and moves the root on. The old root stays accepted for its grace period,
+    // so results for the model are still acknowledged and settle under it (below).
+    rpc("anvil_impersonateAccount", json!([d.timelock])).await;
+    rpc("anvil_setBalance", json!([d.timelock, "0x56bc75e2d63100000"])).await;
+    let deregister =
+        deregisterModelCall { modelId: B256::from(model_id), newRoot: B256::repeat_byte(0x5e) }.abi_encode();
+    let data = format!("0x{}", hex::encode(deregister));
+    rpc("eth_sendTransaction", json!([{"from": d.timelock, "to": d.registry, "data": data}])).await;
+    assert!(!chain.model_active(&model_id).await.unwrap(), "deregistered");
+    assert!(chain.root_accepted(&registry_root).await.unwrap(), "the old root is in its grace window");
     // Crash 2b: a third result waits alone in the open batch; SIGKILL right after its
     // acknowledgement; the restart (batch age now 1 s) closes and settles it.
     let (code, v) = post(&http, &api, good[2].body.to_string()).await;
@@ -512,10 +532,6 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     // Crash 3: the chain stops mining, so the settlement transaction stays pending; SIGKILL once
     // it is sent. The restarted service finds the stored transaction (re-sends the same bytes)
     // and settles when it is mined.
-    let rpc = |method: &'static str, params: Value| {
-        let admin = &admin;
-        async move { admin.raw_request::<_, Value>(method.into(), params).await.unwrap() }
-    };
     rpc("evm_setAutomine", json!([false])).await;
     let seq = Sequencer::start(&env(1));
     let api = seq.url.clone();

@@ -196,9 +196,17 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     // The chain: nonce unused, deadline ahead, model active. (A book that cannot pay does not stop
     // the result: settled unpaid, the order can no longer be disputed, which the provider needs.)
     let chain = &shared.chain;
-    let (used, now, active) =
-        tokio::try_join!(chain.nonce_used(o.poster, o.nonce), chain.now(), chain.model_active(&leaf.model_id))
-            .map_err(ApiError::unavailable)?;
+    // The model may have been deregistered since: the contract still settles it under a root
+    // that lists it while that root is accepted (current or in its grace window), and this
+    // sequencer proves under its registry file's root, which lists it (the proof checked above).
+    let file_root = shared.aggregator.registry().root();
+    let (used, now, active, file_root_accepted) = tokio::try_join!(
+        chain.nonce_used(o.poster, o.nonce),
+        chain.now(),
+        chain.model_active(&leaf.model_id),
+        chain.root_accepted(&file_root)
+    )
+    .map_err(ApiError::unavailable)?;
     stages.lap(IngestStage::Chain);
     if used {
         return Err(ApiError::conflict(format!(
@@ -211,8 +219,12 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
             o.deadline
         )));
     }
-    if !active {
-        return Err(ApiError::rejected(format!("model {} is not active in the on-chain registry", o.model_id)));
+    if !active && !file_root_accepted {
+        return Err(ApiError::rejected(format!(
+            "model {} is not active in the on-chain registry, and the root listing it ({}) is no longer accepted",
+            o.model_id,
+            hex0x(&file_root)
+        )));
     }
 
     let record = TaskRecord {
