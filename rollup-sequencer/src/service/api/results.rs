@@ -95,6 +95,8 @@ impl Drop for InFlight<'_> {
 }
 
 async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, ApiError> {
+    // "decode" covers the signatures, the hex and the proof's parsing, up to the verify queue.
+    let mut stages = StageClock::start();
     let domain = shared.chain.domain();
     let SubmitRequest { order, acceptance, output, proof, signature } = request;
     // Signatures first: cheap, and the delivery's makes the rate limit's key the provider who
@@ -150,7 +152,6 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         return Err(ApiError::busy(format!("a submission for order {hash} is being checked; retry")));
     }
     let _guard = InFlight(shared, task_id);
-    let mut stages = StageClock::start();
     let proof = TaskProof::from_bytes(&proof_bytes).map_err(|e| ApiError::bad_request(format!("proof: {e}")))?;
 
     // An open order accepted here by another provider first: the relay keeps it theirs.
@@ -199,14 +200,12 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     // The model may have been deregistered since: the contract still settles it under a root
     // that lists it while that root is accepted (current or in its grace window), and this
     // sequencer proves under its registry file's root, which lists it (the proof checked above).
+    let (used, now, active) =
+        tokio::try_join!(chain.nonce_used(o.poster, o.nonce), chain.now(), chain.model_active(&leaf.model_id))
+            .map_err(ApiError::unavailable)?;
     let file_root = shared.aggregator.registry().root();
-    let (used, now, active, file_root_accepted) = tokio::try_join!(
-        chain.nonce_used(o.poster, o.nonce),
-        chain.now(),
-        chain.model_active(&leaf.model_id),
-        chain.root_accepted(&file_root)
-    )
-    .map_err(ApiError::unavailable)?;
+    // A second round trip only for a deregistered model (rare), not on every acknowledgement.
+    let servable = active || chain.root_accepted(&file_root).await.map_err(ApiError::unavailable)?;
     stages.lap(IngestStage::Chain);
     if used {
         return Err(ApiError::conflict(format!(
@@ -219,7 +218,7 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
             o.deadline
         )));
     }
-    if !active && !file_root_accepted {
+    if !servable {
         return Err(ApiError::rejected(format!(
             "model {} is not active in the on-chain registry, and the root listing it ({}) is no longer accepted",
             o.model_id,
