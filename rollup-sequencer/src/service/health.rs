@@ -1,5 +1,5 @@
 //! What the pipeline knows about its own trouble: batches whose settlement keeps failing (with
-//! the error and the next attempt) and the sequencer's funds. The pipeline writes it; the status
+//! the error and the next attempt), batches it gave up, and the sequencer's funds. The pipeline writes it; the status
 //! endpoint and the metrics read it, so an operator sees a stalled batch or an empty account
 //! before a provider's deadline passes.
 
@@ -72,10 +72,25 @@ pub struct Retrying {
     pub next_attempt_at: u64,
 }
 
+/// A batch given up (its tasks re-queued or dropped), as the status endpoint lists it.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct FailedBatch {
+    /// Batch id.
+    pub batch: u64,
+    /// Why.
+    pub reason: String,
+    /// Unix time.
+    pub at: u64,
+}
+
+/// Failed batches kept for the status endpoint.
+const FAILURES_KEPT: usize = 16;
+
 #[derive(Debug, Default)]
 struct State {
     retrying: BTreeMap<u64, Retrying>,
     low_funds: Option<String>,
+    failures: std::collections::VecDeque<FailedBatch>,
 }
 
 /// The pipeline's trouble, shared with the API.
@@ -132,6 +147,22 @@ impl Health {
         self.lock().retrying.get(&batch).is_none_or(|r| r.next_attempt_at <= unix_now())
     }
 
+    /// Records a batch given up; the last few are kept. A batch that keeps failing the same
+    /// way (say, proofs the deployed verifier refuses) shows here as a run of failures.
+    pub fn batch_failed(&self, batch: u64, reason: &str) {
+        let mut state = self.lock();
+        state.retrying.remove(&batch);
+        if state.failures.len() == FAILURES_KEPT {
+            state.failures.pop_front();
+        }
+        state.failures.push_back(FailedBatch { batch, reason: reason.to_string(), at: unix_now() });
+    }
+
+    /// The last batches given up, oldest first.
+    pub fn failures(&self) -> Vec<FailedBatch> {
+        self.lock().failures.iter().cloned().collect()
+    }
+
     /// The batches being retried, by id.
     pub fn retrying(&self) -> Vec<Retrying> {
         self.lock().retrying.values().cloned().collect()
@@ -166,5 +197,12 @@ mod tests {
         assert!(health.low_funds().is_some(), "only a paid transaction clears low funds");
         health.recovered(8, true);
         assert!(health.retrying().is_empty() && health.low_funds().is_none());
+
+        for batch in 0..20 {
+            health.batch_failed(batch, "settleBatch would revert: MarketInvalidProof");
+        }
+        let failures = health.failures();
+        assert_eq!(failures.len(), FAILURES_KEPT);
+        assert_eq!((failures[0].batch, failures[FAILURES_KEPT - 1].batch), (4, 19), "the last ones, oldest first");
     }
 }

@@ -21,6 +21,9 @@ use crate::{Aggregator, IncrementalTree};
 
 type Result<T> = std::result::Result<T, ServiceError>;
 
+/// Failed batches after which a task is dropped rather than queued again.
+const MAX_FAILED_BATCHES: u32 = 3;
+
 /// The running pipeline thread.
 #[derive(Debug)]
 pub struct Pipeline {
@@ -195,8 +198,8 @@ impl Worker {
                     return Ok(true);
                 }
                 BatchState::Proven { .. } if self.shared.health.due(id) => match self.submit(batch) {
-                    Ok(()) => {
-                        self.recovered(id, true);
+                    Ok(sent) => {
+                        self.recovered(id, sent);
                         return Ok(true);
                     }
                     Err(e) => self.retry_later(id, "submitting", &e),
@@ -336,13 +339,27 @@ impl Worker {
         self.store().flush_blocking()
     }
 
-    /// Abandons a batch: `outcomes` says what became of some tasks, the rest go back to the queue.
+    /// Abandons a batch: `outcomes` says what became of some tasks, the rest go back to the queue
+    /// (up to their third failed batch).
     fn fail(&self, mut record: BatchRecord, reason: String, outcomes: Vec<([u8; 32], TaskState)>) -> Result<()> {
         warn!(batch = record.id, %reason, "batch failed");
+        self.shared.health.batch_failed(record.id, &reason);
         for t in &record.tasks {
             let id = parse32(t)?;
-            let state = outcomes.iter().find(|(o, _)| *o == id).map(|(_, s)| s.clone()).unwrap_or(TaskState::Verified);
-            self.store().set_task_state(&id, state)?;
+            let outcome = outcomes.iter().find(|(o, _)| *o == id).map(|(_, s)| s.clone());
+            self.store().update_task(&id, |task| {
+                task.failed_batches += 1;
+                task.state = match outcome {
+                    Some(state) => state,
+                    // Whatever keeps failing its batches (a verifier that refuses this
+                    // sequencer's proofs, a registry file the chain no longer accepts) must not
+                    // loop forever: the provider settles it itself, with its own proof.
+                    None if task.failed_batches >= MAX_FAILED_BATCHES => TaskState::Dropped {
+                        reason: format!("{} batches holding it failed; the last: {reason}", task.failed_batches),
+                    },
+                    None => TaskState::Verified,
+                };
+            })?;
         }
         record.state = BatchState::Failed { reason };
         self.store().put_batch(&record)?;
@@ -378,7 +395,9 @@ impl Worker {
         SettlementBatch::build(&items).map_err(|e| ServiceError::Store(format!("batch {}: {e}", record.id)))
     }
 
-    fn submit(&mut self, mut record: BatchRecord) -> Result<()> {
+    /// Sends the settlement of a proven batch (`Ok(true)`), or gives the batch up and re-queues
+    /// or drops its tasks (`Ok(false)`).
+    fn submit(&mut self, mut record: BatchRecord) -> Result<bool> {
         let BatchState::Proven { proof } = &record.state else { unreachable!("called on proven batches") };
         let file = SettlementProofFile::from_json_bytes(proof.as_bytes())?;
         let batch = self.settlement_batch(&record, &file)?;
@@ -403,13 +422,13 @@ impl Worker {
             }
         }
         if outcomes.len() == items.len() {
-            return self.fail(record, "no task of the batch can settle any more".into(), outcomes);
+            return self.fail(record, "no task of the batch can settle any more".into(), outcomes).map(|()| false);
         }
         // A batch proven under a registry root the chain no longer accepts (grace over) is
         // re-proven: its tasks go back to the queue.
         if !self.rt.block_on(chain.root_accepted(&registry_root))? {
             let reason = format!("registry root {} is no longer accepted on-chain", file.registry_root);
-            return self.fail(record, reason, vec![]);
+            return self.fail(record, reason, vec![]).map(|()| false);
         }
         let gas = match self.rt.block_on(chain.estimate_settle(&batch, &registry_root, &words)) {
             Ok(gas) => gas,
@@ -417,7 +436,7 @@ impl Worker {
             // and what is known unsettleable was dropped above): its orders are still good, so
             // they go back to the queue and settle in another batch. A smaller chain limit on
             // batch sizes applies to the next batch (read when it opens).
-            Err(ServiceError::Rejected(reason)) => return self.fail(record, reason, outcomes),
+            Err(ServiceError::Rejected(reason)) => return self.fail(record, reason, outcomes).map(|()| false),
             // Node trouble: the batch stays proven and is retried.
             Err(e) => return Err(e),
         };
@@ -452,7 +471,7 @@ impl Worker {
         self.rt.block_on(chain.send_raw(&signed.raw))?;
         self.resent.insert(record.id);
         info!(batch = record.id, tx = %signed.hash, nonce, gas_limit, "settlement transaction sent");
-        Ok(())
+        Ok(true)
     }
 
     /// Records a mined settlement: each task settled (paid or not) or skipped by the contract.

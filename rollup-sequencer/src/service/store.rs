@@ -76,6 +76,9 @@ pub struct TaskRecord {
     /// written before receipts existed.
     #[serde(default)]
     pub proof_digest: Option<B256>,
+    /// Batches holding it that were given up (it went back to the queue each time).
+    #[serde(default)]
+    pub failed_batches: u32,
     /// Where it is.
     #[serde(flatten)]
     pub state: TaskState,
@@ -317,10 +320,15 @@ impl Store {
 
     /// Overwrites a task's state.
     pub fn set_task_state(&self, id: &[u8; 32], state: TaskState) -> Result<(), ServiceError> {
+        self.update_task(id, |record| record.state = state)
+    }
+
+    /// Changes a task's record (its state, its count of failed batches) and its queue entry.
+    pub fn update_task(&self, id: &[u8; 32], change: impl FnOnce(&mut TaskRecord)) -> Result<(), ServiceError> {
         let mut indexes = self.lock();
         let mut record = self.task(id)?.ok_or_else(|| ServiceError::Store(format!("no task 0x{}", hex::encode(id))))?;
         let old = record.queue_key(id);
-        record.state = state;
+        change(&mut record);
         self.tasks.insert(id, serde_json::to_vec(&record).expect("records serialize"))?;
         if let Some(old) = old {
             indexes.queue.remove(&old);
@@ -512,6 +520,7 @@ mod tests {
             order: signed(u64::from(id), 1, 100),
             acceptance: Acceptance::sign(B256::repeat_byte(id), &key, &domain).unwrap(),
             proof_digest: Some(B256::repeat_byte(4)),
+            failed_batches: 0,
             state: TaskState::Verified,
         }
     }
@@ -589,9 +598,15 @@ mod tests {
             assert_eq!(store.next_queued().unwrap().unwrap().deadline, 200);
             store.set_task_state(&[3; 32], TaskState::Dropped { reason: "x".into() }).unwrap();
             assert_eq!(store.queued_count(), 1);
-            // A failed batch puts its task back in the queue.
-            store.set_task_state(&[2; 32], TaskState::Verified).unwrap();
+            // A failed batch puts its task back in the queue, counted.
+            store
+                .update_task(&[2; 32], |t| {
+                    t.failed_batches += 1;
+                    t.state = TaskState::Verified;
+                })
+                .unwrap();
             assert_eq!(store.next_queued().unwrap().unwrap().deadline, 100);
+            assert_eq!(store.task(&[2; 32]).unwrap().unwrap().failed_batches, 1);
             // A dropped task resubmitted is queued again, once.
             store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", &[]).unwrap();
             store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", &[]).unwrap();
@@ -608,6 +623,7 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.queued_count(), 3);
         assert_eq!(store.next_queued().unwrap().unwrap().deadline, 100);
+        assert_eq!(store.task(&[2; 32]).unwrap().unwrap().failed_batches, 1);
         let live: Vec<u64> = store.live_batches().unwrap().iter().map(|b| b.id).collect();
         assert_eq!(live, vec![2]);
     }

@@ -241,6 +241,7 @@ pub struct BatchView {
         status::LiveBatch,
         status::Account,
         crate::service::health::Retrying,
+        crate::service::health::FailedBatch,
         crate::service::health::RetryKind
     ))
 )]

@@ -237,6 +237,7 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         order: order.clone(),
         acceptance: acceptance.clone(),
         proof_digest: Some(delivery.proof_digest),
+        failed_batches: 0,
         state: TaskState::Verified,
     };
     shared.store.insert_result(&task_id, &record, &proof_bytes, &output).map_err(ApiError::unavailable)?;

@@ -10,9 +10,12 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{ApiError, ErrorBody};
-use crate::service::health::Retrying;
+use crate::service::health::{FailedBatch, Retrying};
 use crate::service::store::BatchState;
 use crate::service::{unix_now, Shared};
+
+/// How long a failed batch counts as a problem.
+const RECENT_FAILURE_SECS: u64 = 15 * 60;
 
 /// A batch not settled yet.
 #[derive(Debug, Serialize, ToSchema)]
@@ -55,6 +58,9 @@ pub struct StatusView {
     pub batches: Vec<LiveBatch>,
     /// Batches whose settlement step failed and is being retried.
     pub retrying: Vec<Retrying>,
+    /// The last batches given up (tasks re-queued, or dropped when they could no longer
+    /// settle), oldest first; those of the last 15 minutes count as problems.
+    pub failed: Vec<FailedBatch>,
     /// The sequencer's account.
     pub account: Account,
 }
@@ -103,6 +109,10 @@ pub(super) async fn status(State(shared): State<Arc<Shared>>) -> Result<Json<Sta
             r.last_error
         ));
     }
+    let failed = shared.health.failures();
+    for f in failed.iter().filter(|f| now.saturating_sub(f.at) < RECENT_FAILURE_SECS) {
+        problems.push(format!("batch {} failed {} s ago: {}", f.batch, now.saturating_sub(f.at), f.reason));
+    }
     if let Some(why) = &low_funds {
         problems.push(format!("low funds: {why}"));
     }
@@ -116,6 +126,7 @@ pub(super) async fn status(State(shared): State<Arc<Shared>>) -> Result<Json<Sta
         queue_depth: shared.store.queued_count(),
         batches,
         retrying,
+        failed,
         account: Account {
             address: shared.chain.sender().to_string(),
             balance_wei: balance.ok().map(|b| b.to_string()),
