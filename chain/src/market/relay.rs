@@ -10,18 +10,16 @@
 //! | `POST /v1/orders/{hash}/acceptance` | [`Acceptance`] | 200 [`OrderView`] |
 //!
 //! Results (`POST /v1/results`, [`ResultSubmission`], signed by the provider; the answer carries
-//! the sequencer's [`SignedReceipt`](crate::market::SignedReceipt)) go to the sequencer that batches them; an
-//! output is published (`GET /v1/tasks/{hash}/output`, [`OutputView`]) once its order settled.
-//! Refusals carry [`ErrorBody`].
+//! the sequencer's [`SignedReceipt`](crate::market::SignedReceipt)) go to the sequencer that
+//! batches them; an output is published (`GET /v1/tasks/{hash}/output`, [`OutputView`]) once its
+//! order settled. Refusals carry [`ErrorBody`].
 
 use std::time::Duration;
 
-use alloy::primitives::B256;
+use alloy::primitives::{Signature, B256};
+use alloy::signers::local::PrivateKeySigner;
 use alloy::transports::http::reqwest;
 use serde::{Deserialize, Serialize};
-
-use alloy::primitives::Signature;
-use alloy::signers::local::PrivateKeySigner;
 
 use crate::market::delivery::Delivery;
 use crate::market::order::{signature_hex, Acceptance, MarketDomain, OrderError, SignedOrder};

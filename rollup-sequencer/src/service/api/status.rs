@@ -14,6 +14,9 @@ use crate::service::health::{FailedBatch, Retrying};
 use crate::service::store::BatchState;
 use crate::service::{unix_now, Shared};
 
+/// How long the status waits for the node's answer about the account's balance.
+const BALANCE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How long a failed batch counts as a problem.
 const RECENT_FAILURE_SECS: u64 = 15 * 60;
 
@@ -92,7 +95,11 @@ pub(super) async fn status(State(shared): State<Arc<Shared>>) -> Result<Json<Sta
         .collect();
     let retrying = shared.health.retrying();
     let low_funds = shared.health.low_funds();
-    let balance = shared.chain.balance().await;
+    // A hanging node must not take the operator's view down with it.
+    let balance = match tokio::time::timeout(BALANCE_TIMEOUT, shared.chain.balance()).await {
+        Ok(balance) => balance.map_err(|e| e.to_string()),
+        Err(_) => Err(format!("no answer to eth_getBalance within {} s", BALANCE_TIMEOUT.as_secs())),
+    };
     let pipeline_ready = shared.metrics.pipeline_ready.get() == 1;
 
     let mut problems = Vec::new();
