@@ -1,7 +1,7 @@
 //! What the pipeline knows about its own trouble: batches whose settlement keeps failing (with
-//! the error and the next attempt), batches it gave up, and the sequencer's funds. The pipeline writes it; the status
-//! endpoint and the metrics read it, so an operator sees a stalled batch or an empty account
-//! before a provider's deadline passes.
+//! the error and the next attempt), batches it gave up, and the sequencer's funds. The pipeline
+//! writes it; the status endpoint and the metrics read it, so an operator sees a stalled batch or
+//! an empty account before a provider's deadline passes.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
