@@ -9,9 +9,9 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::batches::batch_status_name;
 use super::{ApiError, ErrorBody};
 use crate::service::health::{FailedBatch, Retrying};
-use crate::service::store::BatchState;
 use crate::service::{unix_now, Shared};
 
 /// How long the status waits for the node's answer about the account's balance.
@@ -82,13 +82,7 @@ pub(super) async fn status(State(shared): State<Arc<Shared>>) -> Result<Json<Sta
         .into_iter()
         .map(|b| LiveBatch {
             id: b.id,
-            status: match b.state {
-                BatchState::Open => "open",
-                BatchState::Proving => "proving",
-                BatchState::Proven { .. } => "proven",
-                _ => "submitted",
-            }
-            .into(),
+            status: batch_status_name(&b.state).into(),
             tasks: b.tasks.len(),
             age_secs: now.saturating_sub(b.opened_at),
         })
