@@ -6,8 +6,10 @@ pragma solidity ^0.8.24;
 /// Goldilocks-Poseidon Merkle root of (model id, normalized circuit digest) pairs) with its history,
 /// and the list of registered models for auditors. Owned by the governance timelock.
 /// @dev Grace rule: a root is accepted for settlement while it is the current root, and for
-/// `rootGracePeriod` seconds after it was replaced (measured from the replacement). Any root
-/// retired longer ago, or never set, is rejected. The zero root is never accepted.
+/// `rootGracePeriod` seconds after it was replaced (the grace period in force at the replacement:
+/// a later change of the period moves no window that is already open or closed). Any root retired
+/// longer ago, revoked, or never set, is rejected. The zero root is never accepted. A revoked
+/// root stays rejected for good: it can never become current again.
 interface IModelRegistry {
     /// @notice How a registry root stands for settlement.
     enum RootStatus {
@@ -18,7 +20,9 @@ interface IModelRegistry {
         /// Replaced less than the grace period ago: still accepted.
         Grace,
         /// Replaced at least the grace period ago: rejected.
-        Expired
+        Expired,
+        /// Revoked by governance: rejected for good.
+        Revoked
     }
 
     /// @notice A registered model.
@@ -59,6 +63,10 @@ interface IModelRegistry {
     /// @param previousAcceptedUntil End of the previous root's grace window (exclusive).
     event RegistryRootUpdated(bytes32 indexed previousRoot, bytes32 indexed newRoot, uint256 previousAcceptedUntil);
 
+    /// @notice `root` was revoked: rejected from now on, for good.
+    /// @param root The revoked root.
+    event RegistryRootRevoked(bytes32 indexed root);
+
     /// @notice The root grace period changed.
     /// @param gracePeriod New grace period in seconds.
     event RootGracePeriodUpdated(uint256 gracePeriod);
@@ -80,6 +88,18 @@ interface IModelRegistry {
     /// @notice `root` is already the current root.
     /// @param root The root.
     error ModelRegistryRootUnchanged(bytes32 root);
+
+    /// @notice `root` was revoked and can never be set or accepted again.
+    /// @param root The root.
+    error ModelRegistryRootRevoked(bytes32 root);
+
+    /// @notice `root` was never a registry root, so there is nothing to revoke.
+    /// @param root The root.
+    error ModelRegistryUnknownRoot(bytes32 root);
+
+    /// @notice The current root cannot be revoked: replace it first (in the same proposal).
+    /// @param root The root.
+    error ModelRegistryRevokeCurrentRoot(bytes32 root);
 
     /// @notice The grace period is above the allowed maximum.
     /// @param gracePeriod The value.
@@ -105,8 +125,14 @@ interface IModelRegistry {
     /// @param newRoot The new registry root.
     function setRegistryRoot(bytes32 newRoot) external;
 
-    /// @notice Sets the grace period of replaced roots (applies to roots already replaced too).
-    /// Owner only.
+    /// @notice Revokes a replaced `root` at once (a broken circuit, a leaked key): batches proven
+    /// under it are refused from this block on, and it can never be set again. Owner only.
+    /// @dev Emits {RegistryRootRevoked}.
+    /// @param root A known root other than the current one.
+    function revokeRoot(bytes32 root) external;
+
+    /// @notice Sets the grace period of roots replaced from now on (windows already open keep
+    /// their end). Owner only.
     /// @dev Emits {RootGracePeriodUpdated}.
     /// @param gracePeriod Seconds (at most 30 days).
     function setRootGracePeriod(uint256 gracePeriod) external;
@@ -117,7 +143,8 @@ interface IModelRegistry {
     /// @notice How `root` stands for settlement, and until when it is accepted.
     /// @param root The root to check.
     /// @return status Its status.
-    /// @return acceptedUntil For `Grace`/`Expired`: end of its grace window (exclusive); else 0.
+    /// @return acceptedUntil For `Grace`/`Expired`: end of its grace window (exclusive); for
+    /// `Revoked`: when it was revoked (or its window's end if that came first); else 0.
     function rootStatus(bytes32 root) external view returns (RootStatus status, uint256 acceptedUntil);
 
     /// @notice Grace period of replaced roots, in seconds.

@@ -75,7 +75,7 @@ abstract contract BatchSettlement is MarketBase, ReentrancyGuardTransient {
         }
         batchRoot = TaskLeafLib.rootOfLeafHashes(b.leafHashes);
         publicInput = TaskLeafLib.publicInput(batchRoot, registryRoot, n);
-        if (!_verify(verifier_, proof, publicInput)) revert MarketInvalidProof(publicInput);
+        if (!_accepts(verifier_, proof, publicInput)) revert MarketInvalidProof(publicInput);
 
         _closeBatch(b);
         paidCount = b.paidCount;
@@ -386,20 +386,9 @@ abstract contract BatchSettlement is MarketBase, ReentrancyGuardTransient {
     function _checkRegistryRoot(bytes32 registryRoot) private view {
         (IModelRegistry.RootStatus status, uint256 acceptedUntil) = _registry.rootStatus(registryRoot);
         if (status == IModelRegistry.RootStatus.Current || status == IModelRegistry.RootStatus.Grace) return;
-        if (status == IModelRegistry.RootStatus.Expired) revert MarketRegistryRootExpired(registryRoot, acceptedUntil);
-        revert MarketUnknownRegistryRoot(registryRoot, _registry.registryRoot());
-    }
-
-    /// @dev A verifier that reverts counts as a rejection.
-    function _verify(IGroth16Verifier verifier_, uint256[8] calldata proof, uint256 publicInput)
-        private
-        view
-        returns (bool)
-    {
-        try verifier_.verifyProof(proof, publicInput) returns (bool ok) {
-            return ok;
-        } catch {
-            return false;
+        if (status == IModelRegistry.RootStatus.Expired || status == IModelRegistry.RootStatus.Revoked) {
+            revert MarketRegistryRootExpired(registryRoot, acceptedUntil);
         }
+        revert MarketUnknownRegistryRoot(registryRoot, _registry.registryRoot());
     }
 }

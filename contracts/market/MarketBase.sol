@@ -115,6 +115,21 @@ abstract contract MarketBase is ITaskMarket, Ownable, EIP712 {
         return uint96(amount);
     }
 
+    // ------------------------------------------------------------------ verification
+
+    /// @dev A verifier that reverts counts as a rejection.
+    function _accepts(IGroth16Verifier verifier_, uint256[8] calldata proof, uint256 publicInput)
+        internal
+        view
+        returns (bool)
+    {
+        try verifier_.verifyProof(proof, publicInput) returns (bool ok) {
+            return ok;
+        } catch {
+            return false;
+        }
+    }
+
     // ------------------------------------------------------------------ parameter setters
 
     function _setVerifier(address verifier_) internal {

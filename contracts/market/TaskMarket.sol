@@ -3,6 +3,7 @@ pragma solidity ^0.8.24;
 
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 
+import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
 import {IModelRegistry} from "../interfaces/IModelRegistry.sol";
 import {Order, OrderLib} from "../libraries/OrderLib.sol";
 import {BatchSettlement} from "./BatchSettlement.sol";
@@ -59,8 +60,13 @@ contract TaskMarket is Deposits, Disputes, BatchSettlement {
     }
 
     /// @inheritdoc ITaskMarket
-    function setVerifier(address verifier_) external onlyOwner {
+    function setVerifier(address verifier_, uint256[8] calldata proof, uint256 publicInput) external onlyOwner {
         _setVerifier(verifier_);
+        IGroth16Verifier v = IGroth16Verifier(verifier_);
+        if (!_accepts(v, proof, publicInput)) revert MarketVerifierRejectsGoodProof(verifier_);
+        // A verifier that ignores the proof or the input accepts this one too. (For the largest
+        // inputs the flip leaves the field, which a verifier must refuse as well.)
+        if (_accepts(v, proof, publicInput ^ 1)) revert MarketVerifierAcceptsWrongInput(verifier_);
     }
 
     /// @inheritdoc ITaskMarket

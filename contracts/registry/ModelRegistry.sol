@@ -8,15 +8,19 @@ import {IModelRegistry} from "../interfaces/IModelRegistry.sol";
 /// @title ModelRegistry
 /// @notice The registry root of allowed circuits, its history, and the registered models.
 /// @dev Grace rule (see {IModelRegistry}): the current root is accepted; a replaced root stays
-/// accepted until `replacedAt + rootGracePeriod` (exclusive), using the grace period in force when
-/// checked; everything else is rejected. Governance revokes a root at once by setting the grace
-/// period to 0 in the same proposal that replaces it. The owner is the governance timelock.
+/// accepted until `replacedAt + rootGracePeriod` (exclusive), the end fixed at the replacement
+/// (so raising the grace period later cannot revive an expired root); everything else is
+/// rejected. Governance revokes a replaced root at once with {revokeRoot}; a revoked root is
+/// never accepted or set again. The owner is the governance timelock.
 contract ModelRegistry is IModelRegistry, Ownable {
     /// @dev Lifetime of a root.
     struct RootInfo {
         bool known;
+        bool revoked;
         uint40 activatedAt;
         uint40 retiredAt;
+        // End of the grace window (exclusive), fixed when the root is replaced or revoked.
+        uint40 acceptedUntil;
     }
 
     /// @notice Upper bound of the root grace period.
@@ -74,6 +78,17 @@ contract ModelRegistry is IModelRegistry, Ownable {
     }
 
     /// @inheritdoc IModelRegistry
+    function revokeRoot(bytes32 root) external onlyOwner {
+        RootInfo storage info = _rootInfo[root];
+        if (!info.known) revert ModelRegistryUnknownRoot(root);
+        if (root == _currentRoot) revert ModelRegistryRevokeCurrentRoot(root);
+        if (info.revoked) revert ModelRegistryRootRevoked(root);
+        info.revoked = true;
+        if (info.acceptedUntil > block.timestamp) info.acceptedUntil = uint40(block.timestamp);
+        emit RegistryRootRevoked(root);
+    }
+
+    /// @inheritdoc IModelRegistry
     function setRootGracePeriod(uint256 gracePeriod) external onlyOwner {
         _setRootGracePeriod(gracePeriod);
     }
@@ -91,8 +106,9 @@ contract ModelRegistry is IModelRegistry, Ownable {
         if (root == _currentRoot) return (RootStatus.Current, 0);
         RootInfo storage info = _rootInfo[root];
         if (!info.known) return (RootStatus.Unknown, 0);
-        acceptedUntil = uint256(info.retiredAt) + _rootGracePeriod;
-        status = block.timestamp < acceptedUntil ? RootStatus.Grace : RootStatus.Expired;
+        acceptedUntil = info.acceptedUntil;
+        if (info.revoked) status = RootStatus.Revoked;
+        else status = block.timestamp < acceptedUntil ? RootStatus.Grace : RootStatus.Expired;
     }
 
     /// @inheritdoc IModelRegistry
@@ -136,12 +152,17 @@ contract ModelRegistry is IModelRegistry, Ownable {
         if (newRoot == bytes32(0)) revert ModelRegistryZeroRoot();
         bytes32 previous = _currentRoot;
         if (newRoot == previous) revert ModelRegistryRootUnchanged(newRoot);
+        if (_rootInfo[newRoot].revoked) revert ModelRegistryRootRevoked(newRoot);
         uint256 previousAcceptedUntil;
         if (previous != bytes32(0)) {
-            _rootInfo[previous].retiredAt = uint40(block.timestamp);
             previousAcceptedUntil = block.timestamp + _rootGracePeriod;
+            RootInfo storage retired = _rootInfo[previous];
+            retired.retiredAt = uint40(block.timestamp);
+            // forge-lint: disable-next-line(unsafe-typecast) -- a timestamp plus at most 30 days
+            retired.acceptedUntil = uint40(previousAcceptedUntil);
         }
-        _rootInfo[newRoot] = RootInfo({known: true, activatedAt: uint40(block.timestamp), retiredAt: 0});
+        _rootInfo[newRoot] =
+            RootInfo({known: true, revoked: false, activatedAt: uint40(block.timestamp), retiredAt: 0, acceptedUntil: 0});
         _currentRoot = newRoot;
         _history.push(RootRecord({root: newRoot, activatedAt: uint40(block.timestamp)}));
         emit RegistryRootUpdated(previous, newRoot, previousAcceptedUntil);

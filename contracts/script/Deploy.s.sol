@@ -2,14 +2,16 @@
 pragma solidity ^0.8.24;
 
 import {Script} from "forge-std/Script.sol";
-import {TimelockController} from "@openzeppelin/contracts/governance/TimelockController.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {IVotes} from "@openzeppelin/contracts/governance/utils/IVotes.sol";
 
 import {TGRID} from "../token/TGRID.sol";
 import {TGridGovernor} from "../governance/TGridGovernor.sol";
+import {TGridTimelock} from "../governance/TGridTimelock.sol";
 import {ModelRegistry} from "../registry/ModelRegistry.sol";
 import {WrapVerifierDevnetInsecure} from "../verifier/WrapVerifierDevnetInsecure.sol";
+import {WrapVerifierInsecureTest} from "../verifier/WrapVerifierInsecureTest.sol";
+import {Groth16Verifier} from "../verifier/Groth16Verifier.sol";
 import {Groth16KeyedVerifier} from "../verifier/Groth16KeyedVerifier.sol";
 import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
 import {IModelRegistry} from "../interfaces/IModelRegistry.sol";
@@ -43,13 +45,39 @@ interface IKeyedGroth16Verifier is IGroth16Verifier {
 /// circuit (production FRI parameters) under the INSECURE devnet key that
 /// `tgrid-sequencer wrap --insecure-devnet-key` uses, so devnet batches settle with real proofs.
 /// Its toxic waste is public: local devnets only; production deploys a ceremony key's verifier.
+/// Outside the devnet chain id (31337) the script refuses to run without an explicit
+/// PRIVATE_KEY, with any of anvil's public keys, and without a verifier (or with one of the
+/// insecure verifiers shipped for devnets and tests).
+/// Governance defaults are those of a real launch (see docs/contracts.md): votes start a day after
+/// the proposal, last three days, need 0.1 % of the supply to propose and 4 % to pass, and the
+/// timelock waits as long as the unbonding delay.
 contract Deploy is Script {
     /// @notice TGRID_VERIFIER_KEY does not hold 18 words.
     /// @param count Number of words given.
     error BadVerifierKeyLength(uint256 count);
 
+    /// @notice Outside the devnet chain, no verifier was given or it is a known insecure one.
+    /// @param chainId The chain deployed to.
+    /// @param verifier The verifier given (zero: none).
+    error InsecureVerifierOutsideDevnet(uint256 chainId, address verifier);
+
+    /// @notice Outside the devnet chain, PRIVATE_KEY is missing or is one of anvil's public keys.
+    /// @param chainId The chain deployed to.
+    error PublicKeyOutsideDevnet(uint256 chainId);
+
+    /// @notice The timelock delay is shorter than the market's unbonding delay: a bonded provider
+    /// could not leave before a passed proposal lands.
+    /// @param timelockDelay The timelock delay.
+    /// @param unbondingDelay The market's unbonding delay.
+    error TimelockShorterThanUnbonding(uint256 timelockDelay, uint256 unbondingDelay);
+
+    /// @notice Chain id of local anvil devnets, the only chain the insecure defaults may reach.
+    uint256 public constant DEVNET_CHAIN_ID = 31337;
+
     /// @notice Anvil's first default account key (public knowledge; local devnet only).
     uint256 internal constant ANVIL_KEY_0 = 0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80;
+    /// @notice The mnemonic anvil derives its public accounts from.
+    string internal constant ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
 
     /// @notice Everything `deploy` needs.
     struct Config {
@@ -75,7 +103,7 @@ contract Deploy is Script {
     /// @notice The deployed contracts.
     struct Deployment {
         TGRID token;
-        TimelockController timelock;
+        TGridTimelock timelock;
         TGridGovernor governor;
         ModelRegistry registry;
         IKeyedGroth16Verifier verifier;
@@ -85,7 +113,9 @@ contract Deploy is Script {
     /// @notice Deploys to the chain of `--rpc-url` and writes the addresses JSON.
     /// @return d The deployment.
     function run() external returns (Deployment memory d) {
-        uint256 key = vm.envOr("PRIVATE_KEY", ANVIL_KEY_0);
+        uint256 key = vm.envOr("PRIVATE_KEY", uint256(0));
+        if (block.chainid == DEVNET_CHAIN_ID && key == 0) key = ANVIL_KEY_0;
+        if (block.chainid != DEVNET_CHAIN_ID && isPublicKey(key)) revert PublicKeyOutsideDevnet(block.chainid);
         Config memory c = defaultConfig(vm.addr(key));
         c.tokenHolder = vm.envOr("TGRID_TOKEN_HOLDER", c.tokenHolder);
         c.sequencer = vm.envOr("TGRID_SEQUENCER", c.sequencer);
@@ -119,7 +149,18 @@ contract Deploy is Script {
         writeAddresses(d, c, out);
     }
 
-    /// @notice Devnet defaults; `admin` sends the deployment calls and gets the supply and the
+    /// @notice True for no key (0) and for anvil's ten public keys.
+    /// @param key A private key.
+    /// @return Whether anyone may know it.
+    function isPublicKey(uint256 key) public pure returns (bool) {
+        if (key == 0) return true;
+        for (uint32 i = 0; i < 10; ++i) {
+            if (key == vm.deriveKey(ANVIL_MNEMONIC, i)) return true;
+        }
+        return false;
+    }
+
+    /// @notice Defaults; `admin` sends the deployment calls and gets the supply and the
     /// market's sequencer role.
     /// @param admin The deploying account.
     /// @return c The configuration.
@@ -127,10 +168,11 @@ contract Deploy is Script {
         c.admin = admin;
         c.tokenHolder = admin;
         c.sequencer = admin;
-        c.timelockDelay = 1 hours;
-        c.votingDelay = 1; // seconds (timestamp clock)
-        c.votingPeriod = 1 hours;
-        c.proposalThreshold = 0;
+        // Governance (timestamp clock, seconds): see the contract's NatSpec and docs/contracts.md.
+        c.timelockDelay = 8 days; // = market.unbondingDelay below
+        c.votingDelay = 1 days;
+        c.votingPeriod = 3 days;
+        c.proposalThreshold = 1_000_000e18; // 0.1 % of the supply
         c.quorumPercent = 4;
         c.registryRoot = keccak256("tensorgrid devnet registry root v1");
         c.rootGracePeriod = 1 days;
@@ -154,11 +196,17 @@ contract Deploy is Script {
     /// @param c The configuration.
     /// @return d The deployment.
     function deploy(Config memory c) public returns (Deployment memory d) {
+        if (block.chainid != DEVNET_CHAIN_ID && isInsecureVerifier(c.verifier)) {
+            revert InsecureVerifierOutsideDevnet(block.chainid, c.verifier);
+        }
+        if (c.timelockDelay < c.market.unbondingDelay) {
+            revert TimelockShorterThanUnbonding(c.timelockDelay, c.market.unbondingDelay);
+        }
         d.token = new TGRID(c.tokenHolder);
 
         address[] memory none = new address[](0);
         address[] memory anyone = new address[](1); // executor role open to everyone
-        d.timelock = new TimelockController(c.timelockDelay, none, anyone, c.admin);
+        d.timelock = new TGridTimelock(c.timelockDelay, none, anyone, c.admin);
         d.governor = new TGridGovernor(
             IVotes(address(d.token)), d.timelock, c.votingDelay, c.votingPeriod, c.proposalThreshold, c.quorumPercent
         );
@@ -183,6 +231,19 @@ contract Deploy is Script {
         d.registry.transferOwnership(address(d.timelock));
         d.market.transferOwnership(address(d.timelock));
         d.timelock.renounceRole(d.timelock.DEFAULT_ADMIN_ROLE(), c.admin);
+    }
+
+    /// @notice True for no verifier and for the verifiers whose keys are public: the devnet wrap
+    /// verifier, the test-parameter wrap verifier and the one-constraint test verifier (recognized
+    /// by their code, not by what they call themselves).
+    /// @param verifier A verifier address (zero: none).
+    /// @return Whether proofs for it can be forged.
+    function isInsecureVerifier(address verifier) public view returns (bool) {
+        if (verifier == address(0)) return true;
+        bytes32 h = verifier.codehash;
+        return h == keccak256(type(WrapVerifierDevnetInsecure).runtimeCode)
+            || h == keccak256(type(WrapVerifierInsecureTest).runtimeCode)
+            || h == keccak256(type(Groth16Verifier).runtimeCode);
     }
 
     /// @notice Writes the deployment's addresses and key parameters as JSON to `path`.

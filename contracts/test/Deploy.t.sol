@@ -7,6 +7,8 @@ import {stdJson} from "forge-std/StdJson.sol";
 import {Deploy} from "../script/Deploy.s.sol";
 import {ITaskMarket} from "../interfaces/market/ITaskMarket.sol";
 import {Groth16Verifier} from "../verifier/Groth16Verifier.sol";
+import {WrapVerifierDevnetInsecure} from "../verifier/WrapVerifierDevnetInsecure.sol";
+import {PublicInputBoundVerifier} from "./mocks/VerifierMocks.sol";
 
 /// @notice Runs the deployment script as on a devnet (broadcasting from anvil's first account) and
 /// checks the wiring and the addresses JSON it writes.
@@ -119,5 +121,44 @@ contract DeployTest is Test {
         assertFalse(d.market.isSequencer(address(script)));
         assertFalse(d.market.isSequencer(address(0)));
         assertFalse(d.timelock.hasRole(d.timelock.DEFAULT_ADMIN_ROLE(), address(script)));
+    }
+
+    /// Off the devnet chain, `deploy` refuses every verifier whose key is public (or none).
+    function test_RevertWhen_insecureVerifierOutsideDevnet() public {
+        Deploy script = new Deploy();
+        Deploy.Config memory c = script.defaultConfig(address(script));
+        vm.chainId(1);
+        address[3] memory insecure =
+            [address(0), address(new Groth16Verifier()), address(new WrapVerifierDevnetInsecure())];
+        for (uint256 i = 0; i < insecure.length; ++i) {
+            c.verifier = insecure[i];
+            vm.expectRevert(abi.encodeWithSelector(Deploy.InsecureVerifierOutsideDevnet.selector, 1, insecure[i]));
+            script.deploy(c);
+        }
+        // Any other verifier is the deployer's call (here a test double, to reach the end).
+        c.verifier = address(new PublicInputBoundVerifier());
+        Deploy.Deployment memory d = script.deploy(c);
+        assertEq(d.market.parameters().verifier, c.verifier);
+    }
+
+    function test_RevertWhen_timelockShorterThanUnbonding() public {
+        Deploy script = new Deploy();
+        Deploy.Config memory c = script.defaultConfig(address(script));
+        c.timelockDelay = c.market.unbondingDelay - 1;
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                Deploy.TimelockShorterThanUnbonding.selector, c.market.unbondingDelay - 1, c.market.unbondingDelay
+            )
+        );
+        script.deploy(c);
+    }
+
+    /// anvil's ten accounts (and no key at all) count as public keys; a fresh key does not.
+    function test_isPublicKey() public {
+        Deploy script = new Deploy();
+        assertTrue(script.isPublicKey(0));
+        assertTrue(script.isPublicKey(0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80));
+        assertTrue(script.isPublicKey(0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6)); // #9
+        assertFalse(script.isPublicKey(uint256(keccak256("a key nobody published"))));
     }
 }

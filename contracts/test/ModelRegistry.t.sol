@@ -138,6 +138,79 @@ contract ModelRegistryTest is TGridTest {
         assertEq(uint8(s), uint8(e < g ? IModelRegistry.RootStatus.Grace : IModelRegistry.RootStatus.Expired));
     }
 
+    function test_rootStatus_graceIncreaseDoesNotReviveExpiredRoot() public {
+        vm.startPrank(address(timelock));
+        registry.setRootGracePeriod(0);
+        registry.setRegistryRoot(ROOT_B);
+        registry.setRootGracePeriod(30 days);
+        vm.stopPrank();
+        (IModelRegistry.RootStatus s, uint256 until) = registry.rootStatus(ROOT_A);
+        assertEq(uint8(s), uint8(IModelRegistry.RootStatus.Expired));
+        assertEq(until, block.timestamp);
+    }
+
+    function test_rootStatus_graceChangeKeepsOpenWindow() public {
+        vm.startPrank(address(timelock));
+        registry.setRegistryRoot(ROOT_B);
+        uint256 end = block.timestamp + 1 days;
+        registry.setRootGracePeriod(0);
+        vm.stopPrank();
+        (IModelRegistry.RootStatus s, uint256 until) = registry.rootStatus(ROOT_A);
+        assertEq(uint8(s), uint8(IModelRegistry.RootStatus.Grace));
+        assertEq(until, end);
+    }
+
+    function test_revokeRoot_staysRevoked() public {
+        vm.startPrank(address(timelock));
+        registry.setRegistryRoot(ROOT_B);
+        skip(1 hours);
+        vm.expectEmit(address(registry));
+        emit IModelRegistry.RegistryRootRevoked(ROOT_A);
+        registry.revokeRoot(ROOT_A);
+        (IModelRegistry.RootStatus s, uint256 until) = registry.rootStatus(ROOT_A);
+        assertEq(uint8(s), uint8(IModelRegistry.RootStatus.Revoked));
+        assertEq(until, block.timestamp);
+
+        // Neither a longer grace period nor setting it again brings it back.
+        registry.setRootGracePeriod(30 days);
+        (s,) = registry.rootStatus(ROOT_A);
+        assertEq(uint8(s), uint8(IModelRegistry.RootStatus.Revoked));
+        vm.expectRevert(abi.encodeWithSelector(IModelRegistry.ModelRegistryRootRevoked.selector, ROOT_A));
+        registry.setRegistryRoot(ROOT_A);
+        vm.expectRevert(abi.encodeWithSelector(IModelRegistry.ModelRegistryRootRevoked.selector, ROOT_A));
+        registry.registerModel(MODEL2, DIGEST, "", ROOT_A);
+        vm.expectRevert(abi.encodeWithSelector(IModelRegistry.ModelRegistryRootRevoked.selector, ROOT_A));
+        registry.revokeRoot(ROOT_A);
+        vm.stopPrank();
+        skip(60 days);
+        (s,) = registry.rootStatus(ROOT_A);
+        assertEq(uint8(s), uint8(IModelRegistry.RootStatus.Revoked));
+    }
+
+    function test_revokeRoot_afterExpiryKeepsWindowEnd() public {
+        vm.startPrank(address(timelock));
+        registry.setRegistryRoot(ROOT_B);
+        uint256 end = block.timestamp + 1 days;
+        skip(2 days);
+        registry.revokeRoot(ROOT_A);
+        vm.stopPrank();
+        (IModelRegistry.RootStatus s, uint256 until) = registry.rootStatus(ROOT_A);
+        assertEq(uint8(s), uint8(IModelRegistry.RootStatus.Revoked));
+        assertEq(until, end);
+    }
+
+    function test_RevertWhen_revokeCurrentOrUnknownRoot() public {
+        vm.startPrank(address(timelock));
+        vm.expectRevert(abi.encodeWithSelector(IModelRegistry.ModelRegistryRevokeCurrentRoot.selector, ROOT_A));
+        registry.revokeRoot(ROOT_A);
+        bytes32 never = keccak256("never");
+        vm.expectRevert(abi.encodeWithSelector(IModelRegistry.ModelRegistryUnknownRoot.selector, never));
+        registry.revokeRoot(never);
+        vm.expectRevert(abi.encodeWithSelector(IModelRegistry.ModelRegistryUnknownRoot.selector, bytes32(0)));
+        registry.revokeRoot(bytes32(0));
+        vm.stopPrank();
+    }
+
     function test_setRootGracePeriod_emits() public {
         vm.expectEmit(address(registry));
         emit IModelRegistry.RootGracePeriodUpdated(3 days);
@@ -164,6 +237,8 @@ contract ModelRegistryTest is TGridTest {
         registry.deregisterModel(MODEL, ROOT_B);
         vm.expectRevert(abi.encodeWithSelector(Ownable.OwnableUnauthorizedAccount.selector, stranger));
         registry.setRootGracePeriod(1);
+        vm.expectRevert(abi.encodeWithSelector(Ownable.OwnableUnauthorizedAccount.selector, stranger));
+        registry.revokeRoot(ROOT_A);
         vm.stopPrank();
     }
 

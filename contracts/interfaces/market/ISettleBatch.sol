@@ -129,7 +129,8 @@ interface ISettleBatch {
     /// @param currentRoot The current root.
     error MarketUnknownRegistryRoot(bytes32 registryRoot, bytes32 currentRoot);
 
-    /// @notice `registryRoot` was replaced and its grace window closed at `acceptedUntil`.
+    /// @notice `registryRoot` was replaced and its grace window closed at `acceptedUntil` (or it
+    /// was revoked then).
     /// @param registryRoot The root given.
     /// @param acceptedUntil End of its grace window.
     error MarketRegistryRootExpired(bytes32 registryRoot, uint256 acceptedUntil);

@@ -109,6 +109,15 @@ interface ITaskMarket is IDeposits, IBonds, ISettleBatch, IDisputes {
     /// @param verifier The address given.
     error MarketNotAContract(address verifier);
 
+    /// @notice A new verifier rejected the known-good proof it was installed with.
+    /// @param verifier The verifier.
+    error MarketVerifierRejectsGoodProof(address verifier);
+
+    /// @notice A new verifier accepted its known-good proof for another public input: it does not
+    /// check what it is given (an accept-everything verifier would make every batch forgeable).
+    /// @param verifier The verifier.
+    error MarketVerifierAcceptsWrongInput(address verifier);
+
     /// @notice A basis-point parameter `bps` is above its maximum `maxBps`.
     /// @param bps The value.
     /// @param maxBps The maximum.
@@ -150,10 +159,15 @@ interface ITaskMarket is IDeposits, IBonds, ISettleBatch, IDisputes {
     /// @param allowed Whether it has the role.
     function setSequencer(address account, bool allowed) external;
 
-    /// @notice Sets the batch verifier (a contract). Owner only.
+    /// @notice Sets the batch verifier. Owner only. The new verifier must, at the time of the
+    /// change, accept `proof` for `publicInput` (a real batch proof under its key) and reject the
+    /// same proof for another public input: a contract that accepts everything, or nothing, is
+    /// refused, whatever the vote.
     /// @dev Emits {VerifierUpdated}.
     /// @param verifier The verifier.
-    function setVerifier(address verifier) external;
+    /// @param proof A valid proof under the new verifier's key (docs/encodings.md layout).
+    /// @param publicInput Its public input.
+    function setVerifier(address verifier, uint256[8] calldata proof, uint256 publicInput) external;
 
     /// @notice Sets the maximum batch size (1 .. 4096). Owner only.
     /// @dev Emits {MaxBatchSizeUpdated}.

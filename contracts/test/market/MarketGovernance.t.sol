@@ -10,10 +10,12 @@ import {IBonds} from "../../interfaces/market/IBonds.sol";
 import {ITaskMarket} from "../../interfaces/market/ITaskMarket.sol";
 import {Order} from "../../libraries/OrderLib.sol";
 import {TaskMarket} from "../../market/TaskMarket.sol";
+import {AcceptAllVerifier, RevertingVerifier} from "../mocks/VerifierMocks.sol";
 
 /// @notice The market's governed parameters: owner-only setters, their bounds and events, views,
 /// fee sweeping, and delay changes applying only to later closes and unbondings.
 contract MarketGovernanceTest is MarketTest {
+    uint256[8] internal zeroProof;
     address internal gov;
 
     function setUp() public override {
@@ -62,7 +64,7 @@ contract MarketGovernanceTest is MarketTest {
             vm.expectRevert(err);
             market.setSequencer(stranger, true);
             vm.expectRevert(err);
-            market.setVerifier(address(verifier));
+            market.setVerifier(address(verifier), zeroProof, 0);
             vm.expectRevert(err);
             market.setMaxBatchSize(10);
             vm.expectRevert(err);
@@ -131,20 +133,45 @@ contract MarketGovernanceTest is MarketTest {
     function test_setVerifier_updates() public {
         _installBoundVerifier();
         assertEq(_params().verifier, address(boundVerifier));
+        // Back to the real (one-constraint) Groth16 verifier, with a real proof under its key.
+        uint256[8] memory proof = _prove(7);
         vm.expectEmit(address(market));
         emit ITaskMarket.VerifierUpdated(address(verifier));
         vm.prank(gov);
-        market.setVerifier(address(verifier));
+        market.setVerifier(address(verifier), proof, 7);
         assertEq(_params().verifier, address(verifier));
     }
 
     function test_RevertWhen_setVerifierWithoutCode() public {
         vm.expectRevert(abi.encodeWithSelector(ITaskMarket.MarketNotAContract.selector, stranger));
         vm.prank(gov);
-        market.setVerifier(stranger);
+        market.setVerifier(stranger, zeroProof, 0);
         vm.expectRevert(abi.encodeWithSelector(ITaskMarket.MarketNotAContract.selector, address(0)));
         vm.prank(gov);
-        market.setVerifier(address(0));
+        market.setVerifier(address(0), zeroProof, 0);
+    }
+
+    /// A vote cannot install a verifier that accepts everything: the market would pay for forged
+    /// batches.
+    function test_RevertWhen_setVerifierAcceptsEverything() public {
+        address all = address(new AcceptAllVerifier());
+        vm.expectRevert(abi.encodeWithSelector(ITaskMarket.MarketVerifierAcceptsWrongInput.selector, all));
+        vm.prank(gov);
+        market.setVerifier(all, zeroProof, 0);
+        assertEq(_params().verifier, address(verifier));
+    }
+
+    /// Nor one that rejects (or reverts on) a valid proof under its key: settlement would stop.
+    function test_RevertWhen_setVerifierRejectsGoodProof() public {
+        _installBoundVerifier();
+        vm.expectRevert(abi.encodeWithSelector(ITaskMarket.MarketVerifierRejectsGoodProof.selector, address(verifier)));
+        vm.prank(gov);
+        market.setVerifier(address(verifier), zeroProof, 7);
+        address reverting = address(new RevertingVerifier());
+        vm.expectRevert(abi.encodeWithSelector(ITaskMarket.MarketVerifierRejectsGoodProof.selector, reverting));
+        vm.prank(gov);
+        market.setVerifier(reverting, _prove(7), 7);
+        assertEq(_params().verifier, address(boundVerifier));
     }
 
     // ------------------------------------------------------------------ bounds

@@ -22,10 +22,9 @@ contract MarketReentrancyTest is MarketTest {
 
     /// Installs `evil` as the verifier and, as a compromised sequencer, gives it the sequencer role.
     function _install(address evil) internal {
-        vm.startPrank(address(timelock));
-        market.setVerifier(evil);
+        _forceVerifier(evil);
+        vm.prank(address(timelock));
         market.setSequencer(evil, true);
-        vm.stopPrank();
     }
 
     function _batch() internal view returns (ISettleBatch.BatchHeader memory, ISettleBatch.SettlementLeaf[] memory) {

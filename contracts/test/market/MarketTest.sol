@@ -246,8 +246,9 @@ abstract contract MarketTest is TGridTest {
     /// market's owner), so batches settle with {_boundProof} instead of a snarkjs proof.
     function _installBoundVerifier() internal {
         boundVerifier = new PublicInputBoundVerifier();
+        uint256[8] memory proof = boundVerifier.proofFor(1);
         vm.prank(address(timelock));
-        market.setVerifier(address(boundVerifier));
+        market.setVerifier(address(boundVerifier), proof, 1);
     }
 
     /// @dev The proof PublicInputBoundVerifier accepts for this batch against `root`.

@@ -221,6 +221,22 @@ contract SettleBatchRevertsTest is MarketTest {
         market.settleBatch(h, leaves, ROOT_A, proof);
     }
 
+    /// A root revoked inside its grace window is refused at once, for good.
+    function test_RevertWhen_registryRootRevoked() public {
+        (ISettleBatch.BatchHeader memory h, ISettleBatch.SettlementLeaf[] memory leaves) = _fixture();
+        vm.startPrank(address(timelock));
+        registry.setRegistryRoot(ROOT_B);
+        registry.revokeRoot(ROOT_A);
+        registry.setRootGracePeriod(30 days);
+        vm.stopPrank();
+        uint256[8] memory proof = _boundProof(h, leaves, ROOT_A);
+        vm.expectRevert(
+            abi.encodeWithSelector(ISettleBatch.MarketRegistryRootExpired.selector, ROOT_A, block.timestamp)
+        );
+        vm.prank(sequencer);
+        market.settleBatch(h, leaves, ROOT_A, proof);
+    }
+
     /// A replaced root is accepted until its grace window ends.
     function test_settleBatch_graceRootAccepted() public {
         (ISettleBatch.BatchHeader memory h, ISettleBatch.SettlementLeaf[] memory leaves) = _fixture();
@@ -259,9 +275,7 @@ contract SettleBatchRevertsTest is MarketTest {
 
     function test_RevertWhen_verifierReverts() public {
         (ISettleBatch.BatchHeader memory h, ISettleBatch.SettlementLeaf[] memory leaves) = _fixture();
-        RevertingVerifier bad = new RevertingVerifier();
-        vm.prank(address(timelock));
-        market.setVerifier(address(bad));
+        _forceVerifier(address(new RevertingVerifier()));
         (, uint256 publicInput,) = market.computePublicInput(h, leaves, ROOT_A);
         _expectSettleRevert(h, leaves, abi.encodeWithSelector(ISettleBatch.MarketInvalidProof.selector, publicInput));
         assertFalse(market.nonceUsed(poster, 0));

@@ -13,6 +13,13 @@ contract RevertingVerifier is IGroth16Verifier {
     }
 }
 
+/// @notice TEST ONLY. What a hostile or broken proposal might install: accepts every proof.
+contract AcceptAllVerifier is IGroth16Verifier {
+    function verifyProof(uint256[8] calldata, uint256) external pure returns (bool) {
+        return true;
+    }
+}
+
 /// @notice TEST ONLY, never deployed. Accepts exactly the proof whose first word is
 /// keccak256(publicInput) and whose other words are zero, so the market tests can settle random
 /// batches without a snarkjs call per batch, while a proof for any other public input still fails.

@@ -2,23 +2,24 @@
 pragma solidity ^0.8.24;
 
 import {Test} from "forge-std/Test.sol";
-import {TimelockController} from "@openzeppelin/contracts/governance/TimelockController.sol";
 
 import {Deploy} from "../../script/Deploy.s.sol";
 import {TGRID} from "../../token/TGRID.sol";
 import {TGridGovernor} from "../../governance/TGridGovernor.sol";
+import {TGridTimelock} from "../../governance/TGridTimelock.sol";
 import {ModelRegistry} from "../../registry/ModelRegistry.sol";
 import {Groth16Verifier} from "../../verifier/Groth16Verifier.sol";
 import {TaskMarket} from "../../market/TaskMarket.sol";
 
-/// @notice Shared fixture: the whole system deployed by the Deploy script's `deploy` (so the
-/// tests also exercise the wiring), funded actors that approved the market, and a snarkjs prover
+/// @notice Shared fixture: the whole system deployed by the Deploy script's `deploy` with its
+/// shipped governance and market defaults (so the tests also exercise the wiring and the values a
+/// launch uses), funded actors that approved the market, and a snarkjs prover
 /// for the devnet circuit.
 abstract contract TGridTest is Test {
     Deploy internal deployer;
     Deploy.Config internal cfg;
     TGRID internal token;
-    TimelockController internal timelock;
+    TGridTimelock internal timelock;
     TGridGovernor internal governor;
     ModelRegistry internal registry;
     Groth16Verifier internal verifier;
@@ -44,9 +45,6 @@ abstract contract TGridTest is Test {
         cfg = deployer.defaultConfig(address(deployer));
         cfg.tokenHolder = address(this);
         cfg.sequencer = sequencer;
-        cfg.timelockDelay = 2 days;
-        cfg.votingDelay = 1 days;
-        cfg.votingPeriod = 5 days;
         cfg.registryRoot = ROOT_A;
         cfg.devnetModelId = MODEL;
         cfg.devnetCircuitDigest = DIGEST;
@@ -76,6 +74,24 @@ abstract contract TGridTest is Test {
     }
 
     // ------------------------------------------------------------------ helpers
+
+    /// @dev Installs `verifier_` as the market's verifier without {TaskMarket.setVerifier}'s
+    /// known-good-proof check, by writing its storage slot: how the tests put a hostile verifier
+    /// (reverting, re-entering) in place, as a compromised deployment would.
+    function _forceVerifier(address verifier_) internal {
+        address current = market.parameters().verifier;
+        for (uint256 slot = 0; slot < 16; ++slot) {
+            uint256 word = uint256(vm.load(address(market), bytes32(slot)));
+            // forge-lint: disable-next-line(unsafe-typecast) -- the low 160 bits are the candidate
+            if (address(uint160(word)) == current) {
+                word = (word >> 160 << 160) | uint256(uint160(verifier_));
+                vm.store(address(market), bytes32(slot), bytes32(word));
+                assertEq(market.parameters().verifier, verifier_);
+                return;
+            }
+        }
+        revert("verifier slot not found");
+    }
 
     /// @dev Groth16 proof for `publicInput` from the devnet circuit, via snarkjs (FFI).
     function _prove(uint256 publicInput) internal returns (uint256[8] memory proof) {

@@ -21,8 +21,9 @@ contract MarketInvariantTest is TGridTest {
     function setUp() public override {
         super.setUp();
         PublicInputBoundVerifier v = new PublicInputBoundVerifier();
+        uint256[8] memory proof = v.proofFor(1);
         vm.prank(address(timelock));
-        market.setVerifier(address(v));
+        market.setVerifier(address(v), proof, 1);
 
         address[] memory posters_ = new address[](3);
         address[] memory providers_ = new address[](3);
