@@ -521,7 +521,16 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let deregister =
         deregisterModelCall { modelId: B256::from(model_id), newRoot: B256::repeat_byte(0x5e) }.abi_encode();
     let data = format!("0x{}", hex::encode(deregister));
-    rpc("eth_sendTransaction", json!([{"from": d.timelock, "to": d.registry, "data": data}])).await;
+    let sent = rpc("eth_sendTransaction", json!([{"from": d.timelock, "to": d.registry, "data": data}])).await;
+    // Automine answers before the block exists on a busy machine: wait for the receipt.
+    let hash: B256 = serde_json::from_value(sent).unwrap();
+    let receipt = loop {
+        match admin.get_transaction_receipt(hash).await.unwrap() {
+            Some(receipt) => break receipt,
+            None => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    };
+    assert!(receipt.status(), "deregisterModel reverted: {receipt:?}");
     assert!(!chain.model_active(&model_id).await.unwrap(), "deregistered");
     assert!(chain.root_accepted(&registry_root).await.unwrap(), "the old root is in its grace window");
     // Crash 2b: a third result waits alone in the open batch; SIGKILL right after its
