@@ -61,7 +61,7 @@ $T dao delegate
 $T devnet advance-time 1 >/dev/null
 PROPOSAL=$($T --json dao propose register-models --registry "$DATA/registry.json" | jget proposal_id)
 echo "    proposal $PROPOSAL"
-$T devnet advance-time 2 >/dev/null
+$T devnet advance-time --voting-open "$PROPOSAL" >/dev/null
 $T dao vote "$PROPOSAL"
 $T devnet advance-time --past-voting "$PROPOSAL" >/dev/null
 $T dao queue "$PROPOSAL"

@@ -121,7 +121,7 @@ alloy::sol! {
         function withdrawEarnings() external returns (uint256 amount);
         function sweepFees() external returns (uint256 amount);
         function setSequencer(address account, bool allowed) external;
-        function setVerifier(address verifier) external;
+        function setVerifier(address verifier, uint256[8] calldata proof, uint256 publicInput) external;
         function setMaxBatchSize(uint256 maxBatchSize) external;
         function setFees(uint256 protocolFeeBps, uint256 settlerShareBps) external;
         function setSelfSettlementWindow(uint256 window) external;
@@ -140,6 +140,7 @@ alloy::sol! {
     interface IModelRegistry {
         function registerModel(bytes32 modelId, bytes32 circuitDigest, string calldata uri, bytes32 newRoot) external;
         function setRegistryRoot(bytes32 newRoot) external;
+        function revokeRoot(bytes32 root) external;
         #[derive(Debug, PartialEq, Eq)]
         struct Model {
             bytes32 circuitDigest;
@@ -150,7 +151,7 @@ alloy::sol! {
         }
 
         #[derive(Debug, PartialEq, Eq)]
-        enum RootStatus { Unknown, Current, Grace, Expired }
+        enum RootStatus { Unknown, Current, Grace, Expired, Revoked }
 
         function model(bytes32 modelId) external view returns (Model memory);
         function rootStatus(bytes32 root) external view returns (RootStatus status, uint256 acceptedUntil);
@@ -192,6 +193,7 @@ alloy::sol! {
         function state(uint256 proposalId) external view returns (ProposalState);
         function votingDelay() external view returns (uint256);
         function votingPeriod() external view returns (uint256);
+        function proposalSnapshot(uint256 proposalId) external view returns (uint256);
         function proposalDeadline(uint256 proposalId) external view returns (uint256);
         function proposalEta(uint256 proposalId) external view returns (uint256);
     }

@@ -141,6 +141,14 @@ impl<P: Provider> Governance<P> {
         Err(chain_err("Governor", format!("no proposal {id} was created since block {from_block}")))
     }
 
+    /// When voting opens (the snapshot timestamp: votes count as delegated at that instant;
+    /// voting starts just after it).
+    pub async fn voting_start(&self, id: U256) -> Result<u64> {
+        let t =
+            self.governor.proposalSnapshot(id).call().await.map_err(|e| chain_err("Governor.proposalSnapshot", e))?;
+        u64::try_from(t).map_err(|e| chain_err("Governor.proposalSnapshot", e))
+    }
+
     /// When voting ends (timestamp).
     pub async fn voting_deadline(&self, id: U256) -> Result<u64> {
         let t =

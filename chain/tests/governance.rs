@@ -50,14 +50,22 @@ async fn the_dao_registers_a_model_and_changes_a_parameter() {
     );
     assert_ne!(before, U256::from(64u64));
 
+    // The deployment's root, replaced by `register`, is then revoked for good.
+    let revoke = Proposal::single(
+        d.registry,
+        &IModelRegistry::revokeRootCall { root: d.registry_root },
+        "revoke the deployment's registry root",
+    );
+
     let dao = Governance::new(d.governor, &rpc);
-    for proposal in [&register, &resize] {
+    for proposal in [&register, &resize, &revoke] {
         let id = dao.propose(proposal).await.unwrap();
         assert_eq!(dao.state(id).await.unwrap(), ProposalState::Pending);
         // Executing before the vote is refused with the step named.
         let err = Governance::new(d.governor, &probe).execute(proposal).await.unwrap_err().to_string();
         assert!(err.starts_with("Governor.execute"), "{err}");
-        advance_time(&rpc, 2).await.unwrap();
+        let now = rpc.get_block_by_number(Default::default()).await.unwrap().unwrap().header.timestamp;
+        advance_time(&rpc, dao.voting_start(id).await.unwrap() - now + 1).await.unwrap();
         dao.vote(id, 1).await.unwrap();
         let now = rpc.get_block_by_number(Default::default()).await.unwrap().unwrap().header.timestamp;
         advance_time(&rpc, dao.voting_deadline(id).await.unwrap() - now + 1).await.unwrap();
@@ -71,6 +79,8 @@ async fn the_dao_registers_a_model_and_changes_a_parameter() {
     assert!(registry.isModelActive(model_id).call().await.unwrap());
     assert_eq!(registry.registryRoot().call().await.unwrap(), new_root);
     assert_eq!(market.parameters().call().await.unwrap().maxBatchSize, U256::from(64u64));
+    let old = registry.rootStatus(d.registry_root).call().await.unwrap();
+    assert_eq!(old.status, tgrid_chain::bindings::IModelRegistry::RootStatus::Revoked);
 
     // Nobody but the timelock may change a parameter directly.
     let direct = ITaskMarket::new(d.market, &probe).setMaxBatchSize(U256::from(8u64)).send().await;

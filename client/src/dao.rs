@@ -12,9 +12,11 @@ use clap::{Subcommand, ValueEnum};
 use serde_json::json;
 use tgrid_aggregation::{Registry, RegistryEntry, RegistryFile};
 use tgrid_chain::bindings::IGovernor::ProposalState;
-use tgrid_chain::bindings::{IModelRegistry, ITaskMarket, IVotes};
+use tgrid_chain::bindings::IModelRegistry::RootStatus;
+use tgrid_chain::bindings::{IKeyedGroth16Verifier, IModelRegistry, ITaskMarket, IVotes};
 use tgrid_chain::{confirm, Governance, Proposal};
 use tgrid_cli::{bad_input, parse_hex, Output};
+use tgrid_settlement_proof::SettlementProofFile;
 
 use crate::common::{address, amount96, connect, connect_reading, duration_text, proposal_id, Ctx, Globals};
 
@@ -82,8 +84,19 @@ pub(crate) enum ProposeCommand {
     MinPayment { tgrid: String },
     /// Largest number of orders in one settled batch (1 .. 4096).
     MaxBatchSize { tasks: u64 },
-    /// The Groth16 verifier contract batches are verified with.
-    Verifier { address: String },
+    /// The Groth16 verifier contract batches are verified with. The market installs it only if,
+    /// when the proposal executes, it accepts a real batch proof under its key and refuses the
+    /// same proof for another input (no vote can install a verifier that accepts everything).
+    Verifier {
+        address: String,
+        /// A settlement proof file (`.g16`, `tgrid-sequencer wrap`) proven under the new
+        /// verifier's key; checked against the new verifier before anything is proposed.
+        #[arg(long)]
+        proof: PathBuf,
+    },
+    /// Revoke a replaced registry root at once and for good: batches proven under it are
+    /// refused from then on, and it can never become current again.
+    RevokeRoot { root: String },
     /// Grant or revoke the sequencer role (settlement priority before the self-settlement window).
     Sequencer {
         address: String,
@@ -178,7 +191,11 @@ pub(crate) fn check_parameters(p: &ProposeCommand) -> Result<()> {
     let fail = |m: String| Err(bad_input(anyhow!(m)));
     match p {
         ProposeCommand::MinPayment { tgrid } => amount96(tgrid, "minimum payment").map(drop),
-        ProposeCommand::Verifier { address: a } => address(a, "verifier").map(drop),
+        ProposeCommand::Verifier { address: a, proof } => {
+            address(a, "verifier")?;
+            known_good_proof(proof).map(drop)
+        }
+        ProposeCommand::RevokeRoot { root } => parse_hex::<32>(root, "root").map(drop).map_err(bad_input),
         ProposeCommand::Sequencer { address: a, .. } => match address(a, "sequencer")? {
             a if a.is_zero() => fail("the sequencer cannot be the zero address".into()),
             _ => Ok(()),
@@ -261,14 +278,8 @@ async fn proposal_for(command: ProposeCommand, ctx: &Ctx) -> Result<Proposal> {
             &ITaskMarket::setMaxBatchSizeCall { maxBatchSize: u(tasks) },
             format!("Settle at most {tasks} orders per batch"),
         ),
-        ProposeCommand::Verifier { address: a } => {
-            let a = address(&a, "verifier")?;
-            let code = ctx.chain.get_code_at(a).await.context("eth_getCode")?;
-            if code.is_empty() {
-                return Err(bad_input(anyhow!("verifier {a} has no code on this chain")));
-            }
-            Proposal::single(market, &ITaskMarket::setVerifierCall { verifier: a }, format!("Verify batches with {a}"))
-        }
+        ProposeCommand::Verifier { address: a, proof } => verifier_proposal(&a, &proof, ctx).await?,
+        ProposeCommand::RevokeRoot { root } => revoke_root_proposal(&root, ctx).await?,
         ProposeCommand::Sequencer { address: a, allowed } => {
             let a = address(&a, "sequencer")?;
             Proposal::single(
@@ -282,6 +293,68 @@ async fn proposal_for(command: ProposeCommand, ctx: &Ctx) -> Result<Proposal> {
             )
         }
     })
+}
+
+/// The proof words and public input of a `.g16` file, as `setVerifier` takes them.
+fn known_good_proof(path: &std::path::Path) -> Result<([U256; 8], U256)> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display())).map_err(bad_input)?;
+    let file = SettlementProofFile::from_json_bytes(&bytes)
+        .with_context(|| format!("{}: not a settlement proof file", path.display()))
+        .map_err(bad_input)?;
+    let words = file.proof_words().map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?;
+    let input = parse_hex::<32>(&file.public_input, "public_input").map_err(bad_input)?;
+    Ok((words, U256::from_be_bytes(input)))
+}
+
+/// Checks what the market will check when the proposal executes, so a vote is not wasted on a
+/// verifier it would refuse.
+async fn verifier_proposal(a: &str, proof_path: &std::path::Path, ctx: &Ctx) -> Result<Proposal> {
+    let a = address(a, "verifier")?;
+    let code = ctx.chain.get_code_at(a).await.context("eth_getCode")?;
+    if code.is_empty() {
+        return Err(bad_input(anyhow!("verifier {a} has no code on this chain")));
+    }
+    let (proof, input) = known_good_proof(proof_path)?;
+    let verifier = IKeyedGroth16Verifier::new(a, &ctx.chain);
+    // A revert counts as a refusal, as in the market.
+    let accepts = |i: U256| {
+        let call = verifier.verifyProof(proof, i);
+        async move { call.call().await.unwrap_or(false) }
+    };
+    if !accepts(input).await {
+        return Err(bad_input(anyhow!(
+            "verifier {a} rejects the proof in {}: the market would refuse it (is the proof from its key?)",
+            proof_path.display()
+        )));
+    }
+    if accepts(input ^ U256::from(1u8)).await {
+        return Err(bad_input(anyhow!(
+            "verifier {a} accepts the proof for another public input: it does not verify, the market would refuse it"
+        )));
+    }
+    Ok(Proposal::single(
+        ctx.deployment.market,
+        &ITaskMarket::setVerifierCall { verifier: a, proof, publicInput: input },
+        format!("Verify batches with {a}"),
+    ))
+}
+
+async fn revoke_root_proposal(root: &str, ctx: &Ctx) -> Result<Proposal> {
+    let root = B256::from(parse_hex::<32>(root, "root").map_err(bad_input)?);
+    let registry = IModelRegistry::new(ctx.deployment.registry, &ctx.chain);
+    let status = registry.rootStatus(root).call().await.context("ModelRegistry.rootStatus")?.status;
+    match status {
+        RootStatus::Unknown => Err(bad_input(anyhow!("{root} was never a registry root"))),
+        RootStatus::Current => {
+            Err(bad_input(anyhow!("{root} is the current root: replace it first (register-models or a new root)")))
+        }
+        RootStatus::Revoked => Err(bad_input(anyhow!("{root} is already revoked"))),
+        _ => Ok(Proposal::single(
+            ctx.deployment.registry,
+            &IModelRegistry::revokeRootCall { root },
+            format!("Revoke registry root {root}"),
+        )),
+    }
 }
 
 async fn register_models(registry: &std::path::Path, ctx: &Ctx) -> Result<Proposal> {

@@ -15,6 +15,10 @@ pub(crate) enum DevnetCommand {
         /// Seconds to add.
         #[arg(default_value_t = 0)]
         seconds: u64,
+        /// Instead: to just after this proposal's vote opens (its snapshot; a day after the
+        /// proposal with the shipped governance defaults).
+        #[arg(long, conflicts_with_all = ["past_voting", "past_timelock"])]
+        voting_open: Option<String>,
         /// Instead: to just past this proposal's voting deadline.
         #[arg(long, conflicts_with = "past_timelock")]
         past_voting: Option<String>,
@@ -25,7 +29,8 @@ pub(crate) enum DevnetCommand {
 }
 
 pub(crate) async fn run(command: DevnetCommand, g: &Globals, out: Output) -> Result<()> {
-    let DevnetCommand::AdvanceTime { seconds, past_voting, past_timelock } = command;
+    let DevnetCommand::AdvanceTime { seconds, voting_open, past_voting, past_timelock } = command;
+    let voting_open = voting_open.as_deref().map(proposal_id).transpose()?;
     let past_voting = past_voting.as_deref().map(proposal_id).transpose()?;
     let past_timelock = past_timelock.as_deref().map(proposal_id).transpose()?;
     let ctx = connect(g).await?;
@@ -36,9 +41,10 @@ pub(crate) async fn run(command: DevnetCommand, g: &Globals, out: Output) -> Res
     }
     let gov = Governance::new(ctx.deployment.governor, &ctx.chain);
     let now = ctx.now().await?;
-    let target = match (past_voting, past_timelock) {
-        (Some(p), _) => Some(gov.voting_deadline(p).await? + 1),
-        (_, Some(p)) => Some(gov.eta(p).await? + 1),
+    let target = match (voting_open, past_voting, past_timelock) {
+        (Some(p), _, _) => Some(gov.voting_start(p).await? + 1),
+        (_, Some(p), _) => Some(gov.voting_deadline(p).await? + 1),
+        (_, _, Some(p)) => Some(gov.eta(p).await? + 1),
         _ => None,
     };
     let step = match target {

@@ -60,6 +60,7 @@ fn help_names_every_group() {
         "max-batch-size",
         "verifier",
         "sequencer",
+        "revoke-root",
     ] {
         assert!(text.contains(setter), "{setter}: {text}");
     }
@@ -135,6 +136,13 @@ fn malformed_orders_hashes_and_amounts_are_bad_input() {
     bad_input(&["dao", "vote", "abc"], "not a decimal number");
     bad_input(&["dao", "propose", "min-payment", "lots"], "is not a TGRID amount");
     bad_input(&["dao", "propose", "sequencer", "0x00", "true"], "sequencer must have 40 hex digits");
+    bad_input(&["dao", "propose", "revoke-root", "0x12"], "root must have 64 hex digits");
+    let verifier = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+    bad_input(&["dao", "propose", "verifier", verifier, "--proof", "/nonexistent/batch.g16"], "reading /nonexistent");
+    let junk = std::env::temp_dir().join(format!("tgrid-cli-junk-{}.g16", std::process::id()));
+    std::fs::write(&junk, b"\x00\x01 not json").unwrap();
+    bad_input(&["dao", "propose", "verifier", verifier, "--proof", junk.to_str().unwrap()], "not a settlement proof file");
+    std::fs::remove_file(&junk).unwrap();
     // A model file that is not one, and an input that does not exist.
     bad_input(
         &["order", "post", "--model", random, "--input", "in.json", "--payment", "1"],

@@ -22,6 +22,9 @@ import {TaskMarket} from "../market/TaskMarket.sol";
 interface IKeyedGroth16Verifier is IGroth16Verifier {
     /// @notice Identifier of the verifying key the verifier was generated from.
     function VERIFYING_KEY_ID() external view returns (string memory);
+
+    /// @notice sha256 of the verifying key's 18 words (EIP-197 order).
+    function VERIFYING_KEY_DIGEST() external view returns (bytes32);
 }
 
 /// @title Deploy
@@ -235,15 +238,25 @@ contract Deploy is Script {
 
     /// @notice True for no verifier and for the verifiers whose keys are public: the devnet wrap
     /// verifier, the test-parameter wrap verifier and the one-constraint test verifier (recognized
-    /// by their code, not by what they call themselves).
+    /// by their code, not by what they call themselves), and any verifier built for the two wrap
+    /// keys (recognized by the digest of its key words).
     /// @param verifier A verifier address (zero: none).
     /// @return Whether proofs for it can be forged.
     function isInsecureVerifier(address verifier) public view returns (bool) {
         if (verifier == address(0)) return true;
         bytes32 h = verifier.codehash;
-        return h == keccak256(type(WrapVerifierDevnetInsecure).runtimeCode)
-            || h == keccak256(type(WrapVerifierInsecureTest).runtimeCode)
-            || h == keccak256(type(Groth16Verifier).runtimeCode);
+        if (
+            h == keccak256(type(WrapVerifierDevnetInsecure).runtimeCode)
+                || h == keccak256(type(WrapVerifierInsecureTest).runtimeCode)
+                || h == keccak256(type(Groth16Verifier).runtimeCode)
+        ) return true;
+        try IKeyedGroth16Verifier(verifier).VERIFYING_KEY_DIGEST() returns (bytes32 digest) {
+            // The generated verifiers' digests are compile-time constants of their source.
+            return digest == 0xaffb4ca1947deff8b3837c80304f56068ddbad353ab98d11d361f0b05ada8ba6
+                || digest == 0x0f096934cb90bbf2bc50752e379f98765678f256180c7a9f2652ece407f98ad1;
+        } catch {
+            return false;
+        }
     }
 
     /// @notice Writes the deployment's addresses and key parameters as JSON to `path`.

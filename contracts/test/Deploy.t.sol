@@ -8,6 +8,7 @@ import {Deploy} from "../script/Deploy.s.sol";
 import {ITaskMarket} from "../interfaces/market/ITaskMarket.sol";
 import {Groth16Verifier} from "../verifier/Groth16Verifier.sol";
 import {WrapVerifierDevnetInsecure} from "../verifier/WrapVerifierDevnetInsecure.sol";
+import {Groth16KeyedVerifier} from "../verifier/Groth16KeyedVerifier.sol";
 import {PublicInputBoundVerifier} from "./mocks/VerifierMocks.sol";
 
 /// @notice Runs the deployment script as on a devnet (broadcasting from anvil's first account) and
@@ -135,10 +136,42 @@ contract DeployTest is Test {
             vm.expectRevert(abi.encodeWithSelector(Deploy.InsecureVerifierOutsideDevnet.selector, 1, insecure[i]));
             script.deploy(c);
         }
+        // The devnet key loaded into the generic keyed verifier is as insecure (the digest, not the
+        // name, gives it away).
+        Groth16KeyedVerifier keyed = new Groth16KeyedVerifier(_devnetKeyWords(), "a harmless-looking name");
+        WrapVerifierDevnetInsecure devnet = new WrapVerifierDevnetInsecure();
+        assertEq(keyed.VERIFYING_KEY_DIGEST(), devnet.VERIFYING_KEY_DIGEST());
+        c.verifier = address(keyed);
+        vm.expectRevert(abi.encodeWithSelector(Deploy.InsecureVerifierOutsideDevnet.selector, 1, address(keyed)));
+        script.deploy(c);
         // Any other verifier is the deployer's call (here a test double, to reach the end).
         c.verifier = address(new PublicInputBoundVerifier());
         Deploy.Deployment memory d = script.deploy(c);
         assertEq(d.market.parameters().verifier, c.verifier);
+    }
+
+    /// @dev The INSECURE devnet wrap key (contracts/verifier/WrapVerifierDevnetInsecure.sol).
+    function _devnetKeyWords() internal pure returns (uint256[18] memory) {
+        return [
+            0x0466b45473406554fcfea7750af6980812e06d896da3e5fa1c809516b77ae3d8,
+            0x0102c73c9cedaf3bf9366e07039e0d9eeddfd58a9fc74a2cb4e452bec426f331,
+            0x0d25e8536efee062b8fea49a26d873621775d4ba42076309402df8bd2a021127,
+            0x245484d837b80c45acc2bdebe40f40d0f782cfc91672af26f73b9aa596b1b48d,
+            0x20b8f57b1b92842283524083a936c2f797f8d1642a20d03bd5b555e972722625,
+            0x1b8be43da9a52be657e9158f44ddfb3a06af7eb643558b46397aa27b50b14017,
+            0x022b81913f43eda6630ff988d7238bda9207497e7202e1d8e4953cb616c2cafb,
+            0x1d3223523f86a0a5a341f8ebb76c8d4e3665155a1b4b4d59c1feb0e77922a0f2,
+            0x1408b0a017af3c7d84f8f595504397f664b83d584e9e0b6d53bf3c797101ac14,
+            0x1991b1d5809dfbb28ad3d8ce75f631634efc6e2a91b29ba32954136e7f63bbba,
+            0x1a6b352589870ec0e387ebbe5be2fc217ec7277e98951cb3dae69d16474e12c9,
+            0x295c454069b48981726f188decaec658904c8a11c3caebf2da04aebd5b56644c,
+            0x0c65a324cfb447af7228c39f5c792c5a586e61db9021ab2357f32148f5331d08,
+            0x11705cca21184ef714ee66289a17952fa6e17554ea48c04f2a510289bb7914c6,
+            0x0ebe4b56c3255b2c42f8d91e166a9e0912e7f1e9233023ae0ebdcd1673a7c41d,
+            0x09fbe75d202e1c24c88cfa313df43cf2c133ddea7ba3a5765a21bbeada1931fb,
+            0x0157ec5096bac79a55b5b09c764d88f54e5c215c4188630c8825a9a022389a2b,
+            0x1dddac845af4f9dd4d8caf27e398064a4d50e1e86df9861ac77e01745019a84a
+        ];
     }
 
     function test_RevertWhen_timelockShorterThanUnbonding() public {

@@ -122,7 +122,7 @@ fn pass_proposal(env: &[(&str, String)], propose: &[&str]) -> Value {
     args.extend_from_slice(propose);
     let proposal = json("tgrid", &args, env);
     let id = proposal["proposal_id"].as_str().unwrap().to_string();
-    json("tgrid", &["devnet", "advance-time", "2"], env);
+    json("tgrid", &["devnet", "advance-time", "--voting-open", &id], env);
     json("tgrid", &["dao", "vote", &id], env);
     json("tgrid", &["devnet", "advance-time", "--past-voting", &id], env);
     json("tgrid", &["dao", "queue", &id], env);
