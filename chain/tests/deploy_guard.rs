@@ -50,12 +50,9 @@ async fn deployment_off_the_devnet_refuses_public_keys_and_insecure_verifiers() 
 
     // A fresh funded key but no verifier: the devnet verifier (public toxic waste) is refused.
     let fresh = PrivateKeySigner::random();
-    node.raw_request::<_, serde_json::Value>(
-        "anvil_setBalance".into(),
-        (fresh.address(), "0x56bc75e2d63100000"),
-    )
-    .await
-    .unwrap();
+    node.raw_request::<_, serde_json::Value>("anvil_setBalance".into(), (fresh.address(), "0x56bc75e2d63100000"))
+        .await
+        .unwrap();
     let fresh_key = format!("0x{}", hex::encode(fresh.to_bytes()));
     let result = deploy(&repo, &rpc, Some(&fresh_key), &out);
     assert!(!result.status.success());

@@ -141,7 +141,10 @@ fn malformed_orders_hashes_and_amounts_are_bad_input() {
     bad_input(&["dao", "propose", "verifier", verifier, "--proof", "/nonexistent/batch.g16"], "reading /nonexistent");
     let junk = std::env::temp_dir().join(format!("tgrid-cli-junk-{}.g16", std::process::id()));
     std::fs::write(&junk, b"\x00\x01 not json").unwrap();
-    bad_input(&["dao", "propose", "verifier", verifier, "--proof", junk.to_str().unwrap()], "not a settlement proof file");
+    bad_input(
+        &["dao", "propose", "verifier", verifier, "--proof", junk.to_str().unwrap()],
+        "not a settlement proof file",
+    );
     std::fs::remove_file(&junk).unwrap();
     // A model file that is not one, and an input that does not exist.
     bad_input(

@@ -21,6 +21,11 @@ contract Groth16KeyedVerifier is IGroth16Verifier {
     /// @notice The key id is empty.
     error EmptyKeyId();
 
+    /// @notice A key point is the point at infinity, off the curve, or (G2) outside the
+    /// prime-order subgroup: a verifier built on it could accept forged proofs.
+    /// @param index Position of the point's first word in the key.
+    error KeyPointInvalid(uint256 index);
+
     /// @notice Identifier of the verifying key (e.g. the `tgrid-sequencer` key cache name).
     string public VERIFYING_KEY_ID;
     /// @notice sha256 of the key's 18 words as 32-byte big-endian words in EIP-197 order, the
@@ -63,6 +68,7 @@ contract Groth16KeyedVerifier is IGroth16Verifier {
         for (uint256 i = 0; i < 18; ++i) {
             if (key[i] >= _P) revert KeyWordOutOfField(i);
         }
+        _checkKeyPoints(key);
         VERIFYING_KEY_ID = keyId;
         VERIFYING_KEY_DIGEST = sha256(abi.encodePacked(key));
         (_ALPHA_X, _ALPHA_Y) = (key[0], key[1]);
@@ -70,6 +76,29 @@ contract Groth16KeyedVerifier is IGroth16Verifier {
         (_GAMMA_X1, _GAMMA_X0, _GAMMA_Y1, _GAMMA_Y0) = (key[6], key[7], key[8], key[9]);
         (_DELTA_X1, _DELTA_X0, _DELTA_Y1, _DELTA_Y0) = (key[10], key[11], key[12], key[13]);
         (_IC0_X, _IC0_Y, _IC1_X, _IC1_Y) = (key[14], key[15], key[16], key[17]);
+    }
+
+    /// @dev The precompiles do the curve arithmetic: EIP-196 addition fails for a G1 point off the
+    /// curve (G1 has cofactor 1, so on the curve is in the group), and the EIP-197 pairing fails
+    /// for a G2 point off the twist or outside the order-r subgroup; e(g1, Q) * e(-g1, Q) = 1
+    /// holds for every valid Q. No point may be the point at infinity.
+    function _checkKeyPoints(uint256[18] memory key) private view {
+        uint8[3] memory g1 = [0, 14, 16];
+        for (uint256 i = 0; i < 3; ++i) {
+            uint256 at = g1[i];
+            (uint256 x, uint256 y) = (key[at], key[at + 1]);
+            (bool ok,) = address(0x06).staticcall{gas: _ADD_GAS}(abi.encode(x, y, x, y));
+            if (!ok || (x | y) == 0) revert KeyPointInvalid(at);
+        }
+        for (uint256 at = 2; at < 14; at += 4) {
+            (uint256 a, uint256 b, uint256 c, uint256 d) = (key[at], key[at + 1], key[at + 2], key[at + 3]);
+            // (g1, Q), (-g1, Q) with g1 = (1, 2).
+            bytes memory input = abi.encode(1, 2, a, b, c, d, 1, _P - 2, a, b, c, d);
+            (bool ok, bytes memory out) = address(0x08).staticcall{gas: _PAIRING_GAS}(input);
+            if (!ok || out.length != 32 || abi.decode(out, (uint256)) != 1 || (a | b | c | d) == 0) {
+                revert KeyPointInvalid(at);
+            }
+        }
     }
 
     /// @inheritdoc IGroth16Verifier

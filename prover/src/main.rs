@@ -129,12 +129,13 @@ enum Command {
     ///
     /// Settings (defaults for a local devnet, then the file, then TGRID_PROVIDER_<SETTING>
     /// variables; lists comma-separated): rpc_url, deployment, private_key (default: anvil
-    /// account 1, devnet only), models (.tgm files), inputs_dir or inputs_url (the input
+    /// account 1, devnet chain only), models (.tgm files), inputs_dir or inputs_url (the input
     /// store: <input commitment>.json files), sequencer_url (relay and sequencer), data_dir,
     /// stake_tgrid, settle_margin_secs (time an accepted order must leave after proving),
     /// self_settle (default true) and self_settle_before_secs (settle unsettled orders this long
-    /// before their deadline), wrap_key (a ceremony's proving key file, or `insecure-devnet`: the
-    /// INSECURE devnet key cached in insecure_devnet_keys_dir), wrap_fri (production | insecure-test),
+    /// before their deadline), wrap_key (required with self_settle: a ceremony's proving key file,
+    /// or `insecure-devnet`: the INSECURE devnet key cached in insecure_devnet_keys_dir, refused on
+    /// any chain but the devnet's), wrap_fri (production | insecure-test),
     /// min_payment_tgrid, initial_prove_estimate_secs, poll_interval_ms, prune_after_secs,
     /// auto_withdraw (default true: withdraw earnings after orders settle).
     Run {

@@ -202,6 +202,7 @@ fn main() -> Result<()> {
         max_batch_age_secs: 1 << 30,
         deadline_margin_secs: 0,
         wrap_fri: WrapFri::InsecureTest,
+        insecure_devnet_key: true,
         insecure_devnet_keys_dir: repo.join("target/tgrid-test-keys"),
         ..Settings::default()
     };

@@ -67,7 +67,8 @@ enum Command {
     ///
     /// Settings: rpc_url, deployment, registry, data_dir, listen, private_key, max_batch_tasks,
     /// max_batch_age_secs, deadline_margin_secs, confirmations, gas_bump_after_secs, wrap_fri
-    /// (production | insecure-test), insecure_devnet_keys_dir, proving_key, max_body_bytes,
+    /// (production | insecure-test), proving_key (a ceremony key) or insecure_devnet_key = true
+    /// (INSECURE, devnet chain only: one of the two is required), insecure_devnet_keys_dir, max_body_bytes,
     /// request_timeout_secs, submissions_per_provider_per_sec, poll_interval_ms.
     Run {
         /// Settings file (TOML); environment variables override it.
@@ -226,7 +227,7 @@ fn run_service(config: Option<&Path>, print_settings: bool) -> Result<()> {
     }
     if settings.key_is_insecure() {
         eprintln!(
-            "WARNING: INSECURE Groth16 key from a public seed (no proving_key set): anyone can forge batch \
+            "WARNING: INSECURE Groth16 key from a public seed (insecure_devnet_key): anyone can forge batch \
              proofs for it. Devnets and tests only."
         );
     }

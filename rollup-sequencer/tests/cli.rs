@@ -175,9 +175,29 @@ fn wrap_and_check(d: &Path, batch: &Path, verified_batch: &serde_json::Value) {
     assert_eq!(checked["valid"], true);
     assert_eq!(checked["public_input"], verified_batch["public_input"]);
     assert_eq!(checked["insecure_key"], true);
+    assert_eq!(checked["key_pinned"], false, "the key the file names is not a pinned key");
     assert_eq!(checked["leaves"], verified_batch["leaves"]);
     let checked = json(&run(sibling("tgrid-verifier").args(["--json", "groth16"]).arg(&g16).arg("--vk").arg(&vk)));
     assert_eq!(checked["valid"], true);
+    assert_eq!(checked["key_pinned"], true);
+    // Pinned by digest: the right one passes, another is refused (exit 1), junk is bad input.
+    let digest = wrapped["verifying_key_digest"].as_str().unwrap().to_string();
+    assert_eq!(checked["verifying_key_digest"], digest.as_str());
+    let pinned = |d: &str| {
+        run(sibling("tgrid-verifier")
+            .args(["--json", "groth16"])
+            .arg(&g16)
+            .arg("--keys-dir")
+            .arg(&keys)
+            .args(["--key-digest", d]))
+    };
+    let out = pinned(&digest);
+    assert_eq!(json(&out)["key_pinned"], true);
+    let other = format!("0x{}", "ab".repeat(32));
+    let out = pinned(&other);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not the pinned"));
+    assert_eq!(pinned("0x12").status.code(), Some(2));
 
     let original: serde_json::Value = serde_json::from_slice(&std::fs::read(&g16).unwrap()).unwrap();
     let expect_exit = |name: &str, edit: &dyn Fn(&mut serde_json::Value), code: i32| {
@@ -243,4 +263,25 @@ fn a_closed_stdout_ends_the_command_quietly() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(141), "stderr: {stderr}");
     assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+}
+
+/// `run` needs a Groth16 key: a ceremony key file or the explicit INSECURE opt-in. Nothing
+/// defaults to the devnet key any more.
+#[test]
+fn run_refuses_to_start_without_a_key_or_the_insecure_opt_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = sequencer();
+    cmd.current_dir(dir.path()).arg("run");
+    for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("TGRID_SEQUENCER_")) {
+        cmd.env_remove(name);
+    }
+    let out = run(&mut cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(stderr.contains("no Groth16 key") && stderr.contains("insecure_devnet_key"), "stderr: {stderr}");
+    assert!(!dir.path().join(".tgrid").exists(), "nothing created before the settings are valid");
+    // The opt-in shows in the effective settings.
+    let out = run(cmd.arg("--print-settings").env("TGRID_SEQUENCER_INSECURE_DEVNET_KEY", "true"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&out)["insecure_devnet_key"], true);
 }

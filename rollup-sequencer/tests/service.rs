@@ -346,6 +346,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
             ("MAX_BATCH_TASKS", "2".into()),
             ("MAX_BATCH_AGE_SECS", max_age.to_string()),
             ("WRAP_FRI", "insecure-test".into()),
+            ("INSECURE_DEVNET_KEY", "true".into()),
             ("INSECURE_DEVNET_KEYS_DIR", keys_dir().display().to_string()),
             ("POLL_INTERVAL_MS", "100".into()),
             ("MAX_BODY_BYTES", (1usize << 20).to_string()),

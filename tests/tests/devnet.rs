@@ -234,6 +234,7 @@ async fn the_task_market_end_to_end_on_anvil() {
         ("MAX_BATCH_AGE_SECS", "3600".into()),
         ("DEADLINE_MARGIN_SECS", "60".into()),
         ("WRAP_FRI", "insecure-test".into()),
+        ("INSECURE_DEVNET_KEY", "true".into()),
         ("INSECURE_DEVNET_KEYS_DIR", keys.display().to_string()),
         ("POLL_INTERVAL_MS", "200".into()),
     ]

@@ -91,9 +91,14 @@ enum Command {
     Groth16 {
         /// Settlement proof file written by `tgrid-sequencer wrap`.
         proof: PathBuf,
-        /// Verifying key (snarkjs JSON, as deployed); default: `<keys-dir>/<key id>.vk.json`.
+        /// Verifying key (snarkjs JSON, as deployed); default: `<keys-dir>/<key id>.vk.json`,
+        /// the key the file itself names (not pinned: see --key-digest).
         #[arg(long)]
         vk: Option<PathBuf>,
+        /// Pin the key: the verifying key used must have this digest (0x + 64 hex digits), e.g.
+        /// the deployed verifier's VERIFYING_KEY_DIGEST.
+        #[arg(long)]
+        key_digest: Option<String>,
         /// Directory of the devnet keys written by `tgrid-sequencer wrap`.
         #[arg(long, env = "TGRID_KEYS_DIR", default_value = ".tgrid/keys")]
         keys_dir: PathBuf,
@@ -135,7 +140,9 @@ fn main() {
             (None, Some(registry)) => verify_batch(Path::new(&batch), &registry, &out),
             (None, None) => unreachable!("clap requires --registry without --rpc"),
         },
-        Command::Groth16 { proof, vk, keys_dir } => verify_groth16(&proof, vk.as_deref(), &keys_dir, &out),
+        Command::Groth16 { proof, vk, key_digest, keys_dir } => {
+            verify_groth16(&proof, vk.as_deref(), key_digest.as_deref(), &keys_dir, &out)
+        }
         Command::Registry { rpc, deployment } => list_registry(&rpc, &deployment, &out),
     };
     // An audit that printed its report (`"valid": false` and the reason) exits without a second
@@ -277,9 +284,18 @@ fn load_vk(path: &Path) -> Result<ark_groth16::VerifyingKey<ark_bn254::Bn254>> {
         .map_err(bad_input)
 }
 
-fn verify_groth16(path: &Path, vk_path: Option<&Path>, keys_dir: &Path, out: &Output) -> Result<()> {
+fn verify_groth16(
+    path: &Path,
+    vk_path: Option<&Path>,
+    pinned_digest: Option<&str>,
+    keys_dir: &Path,
+    out: &Output,
+) -> Result<()> {
     use tgrid_settlement_proof::Error as E;
     let started = Instant::now();
+    let pinned_digest =
+        pinned_digest.map(|d| tgrid_cli::parse_hex::<32>(d, "--key-digest")).transpose().map_err(bad_input)?;
+    let pinned = pinned_digest.is_some() || vk_path.is_some();
     let file = SettlementProofFile::from_json_bytes(&read(path)?)
         .with_context(|| format!("{} is not a settlement proof file", path.display()))
         .map_err(bad_input)?;
@@ -288,7 +304,24 @@ fn verify_groth16(path: &Path, vk_path: Option<&Path>, keys_dir: &Path, out: &Ou
         None => keys_dir.join(format!("{}.vk.json", safe_key_id(&file.key.id).map_err(bad_input)?)),
     };
     let vk = load_vk(&vk_path)?;
-    let insecure = file.key.insecure || file.key.id.contains("insecure");
+    let digest = tgrid_groth16::evm::verifying_key_digest(&vk)
+        .with_context(|| format!("{} is not a verifying key", vk_path.display()))
+        .map_err(bad_input)?;
+    if let Some(expected) = pinned_digest {
+        anyhow::ensure!(
+            digest == expected,
+            "{} has key digest {}, not the pinned {}",
+            vk_path.display(),
+            hex32(&digest),
+            hex32(&expected)
+        );
+    }
+    // Public-seed keys are known by digest, whatever the file calls them; the file's own flags
+    // and name can only add the warning.
+    let insecure = tgrid_settlement_proof::is_public_seed_key_digest(&digest)
+        || file.fri == "insecure-test"
+        || file.key.insecure
+        || file.key.id.contains("insecure");
     let verified = file.verify(&vk).map_err(|e| match e {
         E::Malformed(_) => bad_input(e),
         other => anyhow::Error::new(other).context(format!("{} is not a valid settlement proof", path.display())),
@@ -301,8 +334,9 @@ fn verify_groth16(path: &Path, vk_path: Option<&Path>, keys_dir: &Path, out: &Ou
         "count": verified.leaves.len(),
         "key_id": file.key.id,
         "insecure_key": insecure,
+        "key_pinned": pinned,
         "verifying_key": vk_path.display().to_string(),
-        "verifying_key_digest": file.key.verifying_key_digest,
+        "verifying_key_digest": hex32(&digest),
         "fri": file.fri,
         "final_circuit_digest": file.final_circuit_digest,
         "proof": file.proof,
@@ -320,6 +354,10 @@ fn verify_groth16(path: &Path, vk_path: Option<&Path>, keys_dir: &Path, out: &Ou
             if insecure { "  (INSECURE devnet key: anyone can forge proofs for it)" } else { "" },
             vk_path.display()
         );
+        if !pinned {
+            text += "\n  the key is the one the file names: pin it with --key-digest (the deployed verifier's \
+                     VERIFYING_KEY_DIGEST) or --vk";
+        }
         text += "\n";
         text += leaves_text(&verified.leaves).trim_end();
         text

@@ -18,6 +18,21 @@ use crate::wrapper::BatchWrapper;
 /// forge proofs for keys made from it. Devnets and tests only.
 pub const DEVNET_INSECURE_SEED: u64 = 0x7467_7269_645f_6465;
 
+/// `VERIFYING_KEY_DIGEST`s of the public-seed wrap keys verifiers were generated for
+/// (contracts/verifier/WrapVerifierDevnetInsecure.sol, production FRI; WrapVerifierInsecureTest.sol,
+/// test FRI): anyone can forge proofs for them, whatever a file or a key id calls them.
+pub const PUBLIC_SEED_KEY_DIGESTS: [&str; 2] = [
+    "0xaffb4ca1947deff8b3837c80304f56068ddbad353ab98d11d361f0b05ada8ba6",
+    "0x0f096934cb90bbf2bc50752e379f98765678f256180c7a9f2652ece407f98ad1",
+];
+
+/// Whether `digest` (sha256 of a verifying key's 18 EIP-197 words) is one of
+/// [`PUBLIC_SEED_KEY_DIGESTS`].
+pub fn is_public_seed_key_digest(digest: &[u8; 32]) -> bool {
+    let hex = format!("0x{}", hex::encode(digest));
+    PUBLIC_SEED_KEY_DIGESTS.contains(&hex.as_str())
+}
+
 /// Where the proving key comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeySource {

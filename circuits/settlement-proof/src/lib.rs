@@ -18,5 +18,8 @@ mod tests;
 pub use aggregate::{AggregateError, Aggregator, IncrementalTree, Step};
 pub use error::{Error, Result};
 pub use file::{SettlementProofFile, VerifiedSettlement};
-pub use keys::{insecure_devnet_key_id, KeySource, WrapFri, WrapKey, DEVNET_INSECURE_SEED};
+pub use keys::{
+    insecure_devnet_key_id, is_public_seed_key_digest, KeySource, WrapFri, WrapKey, DEVNET_INSECURE_SEED,
+    PUBLIC_SEED_KEY_DIGESTS,
+};
 pub use wrapper::{BatchWrapper, Stage, WrapStats};

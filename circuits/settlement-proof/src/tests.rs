@@ -99,6 +99,24 @@ mod committed_devnet_key {
         tgrid_groth16::evm::verifying_key_from_json(&json).unwrap()
     }
 
+    /// The Rust list of public-seed key digests is the one the generated verifiers carry, and
+    /// the committed devnet key is on it.
+    #[test]
+    fn public_seed_key_digests_match_the_generated_verifiers() {
+        let contracts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../contracts/verifier");
+        for (file, expected) in ["WrapVerifierDevnetInsecure.sol", "WrapVerifierInsecureTest.sol"]
+            .iter()
+            .zip(crate::PUBLIC_SEED_KEY_DIGESTS)
+        {
+            let source = std::fs::read_to_string(contracts.join(file)).unwrap();
+            let line = source.lines().find(|l| l.contains("bytes32 public constant VERIFYING_KEY_DIGEST")).unwrap();
+            assert!(line.contains(expected), "{file}: {line}");
+        }
+        let digest = tgrid_groth16::evm::verifying_key_digest(&vk()).unwrap();
+        assert!(crate::is_public_seed_key_digest(&digest));
+        assert!(!crate::is_public_seed_key_digest(&[7; 32]));
+    }
+
     #[test]
     fn the_committed_key_id_names_the_current_production_final_circuit() {
         let wrapper = BatchWrapper::build(FinalFri::PRODUCTION).unwrap();

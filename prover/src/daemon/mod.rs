@@ -107,6 +107,8 @@ fn short(id: &B256) -> String {
 impl Daemon {
     async fn start(settings: Settings, out: Output) -> Result<Self> {
         let deployment = Deployment::load(&settings.deployment)?;
+        // The deployment's chain id is the node's (check_chain below).
+        settings.check_chain(deployment.chain_id)?;
         let signer = tgrid_chain::parse_signer(&settings.private_key)?;
         let me = signer.address();
         let chain = tgrid_chain::signing(&settings.rpc_url, signer.clone())?;

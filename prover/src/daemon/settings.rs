@@ -53,8 +53,9 @@ pub struct Settings {
     /// Whether the daemon settles its own results near their deadline.
     pub self_settle: bool,
     /// The Groth16 proving key of self-settlement: a ceremony's key file, or `insecure-devnet`
-    /// (INSECURE, devnets only: the key set up from a public seed, cached in
+    /// (INSECURE, devnet chain only: the key set up from a public seed, cached in
     /// `insecure_devnet_keys_dir`). Either way it must be the key of the verifier the market calls.
+    /// No default: required when `self_settle` is on.
     pub wrap_key: String,
     /// Where the INSECURE devnet key is cached.
     pub insecure_devnet_keys_dir: PathBuf,
@@ -88,7 +89,7 @@ impl Default for Settings {
             settle_margin_secs: 900,
             self_settle_before_secs: 600,
             self_settle: true,
-            wrap_key: INSECURE_DEVNET_KEY.into(),
+            wrap_key: String::new(),
             insecure_devnet_keys_dir: ".tgrid/keys".into(),
             wrap_fri: WrapFri::Production,
             min_payment_tgrid: 0,
@@ -101,6 +102,25 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// Refuses what only a devnet may use (the INSECURE wrap key, anvil's public key 1) on any
+    /// other chain.
+    pub fn check_chain(&self, chain_id: u64) -> Result<()> {
+        const DEVNET_CHAIN_ID: u64 = 31337;
+        if chain_id == DEVNET_CHAIN_ID {
+            return Ok(());
+        }
+        if self.self_settle && self.wrap_key == INSECURE_DEVNET_KEY {
+            bail!(
+                "provider settings: wrap_key `{INSECURE_DEVNET_KEY}` on chain {chain_id}: the INSECURE devnet \
+                 key serves the devnet chain ({DEVNET_CHAIN_ID}) only; give the ceremony key file"
+            );
+        }
+        if self.private_key.eq_ignore_ascii_case(ANVIL_KEY_1) {
+            bail!("provider settings: private_key is anvil's public key 1 on chain {chain_id}: set your own");
+        }
+        Ok(())
+    }
+
     /// The self-settlement key.
     pub fn wrap_key_setting(&self) -> WrapKeySetting {
         if self.wrap_key == INSECURE_DEVNET_KEY {
@@ -119,6 +139,12 @@ impl Settings {
         }
         if s.poll_interval_ms == 0 {
             bail!("provider settings: poll_interval_ms must be positive");
+        }
+        if s.self_settle && s.wrap_key.is_empty() {
+            bail!(
+                "provider settings: self_settle needs wrap_key: a ceremony key file, or `{INSECURE_DEVNET_KEY}` on a \
+                 local devnet only (INSECURE: set up from a public seed); or set self_settle = false"
+            );
         }
         if s.self_settle && s.self_settle_before_secs >= s.settle_margin_secs {
             bail!(
@@ -145,12 +171,22 @@ mod tests {
         std::fs::write(&file, "modles = [\"a.tgm\"]\n").unwrap();
         assert!(Settings::load(Some(&file)).unwrap_err().to_string().contains("modles"));
         std::fs::write(&file, "models = [\"a.tgm\"]\nstake_tgrid = 5\n").unwrap();
+        let err = Settings::load(Some(&file)).unwrap_err().to_string();
+        assert!(err.contains("self_settle needs wrap_key") && err.contains("INSECURE"), "{err}");
+        std::fs::write(&file, "models = [\"a.tgm\"]\nstake_tgrid = 5\nself_settle = false\n").unwrap();
+        assert!(!Settings::load(Some(&file)).unwrap().self_settle);
+        std::fs::write(&file, "models = [\"a.tgm\"]\nstake_tgrid = 5\nwrap_key = \"insecure-devnet\"\n").unwrap();
         let s = Settings::load(Some(&file)).unwrap();
+        s.check_chain(31337).unwrap();
+        assert!(s.check_chain(10).unwrap_err().to_string().contains("devnet chain (31337) only"));
         assert_eq!(s.stake_tgrid, 5);
         assert!(s.self_settle && s.auto_withdraw);
         assert_eq!(s.models, vec![PathBuf::from("a.tgm")]);
-        std::fs::write(&file, "models = [\"a.tgm\"]\nself_settle_before_secs = 900\nsettle_margin_secs = 600\n")
-            .unwrap();
+        std::fs::write(
+            &file,
+            "models = [\"a.tgm\"]\nwrap_key = \"insecure-devnet\"\nself_settle_before_secs = 900\nsettle_margin_secs = 600\n",
+        )
+        .unwrap();
         assert!(Settings::load(Some(&file)).unwrap_err().to_string().contains("self_settle_before_secs"));
         assert_eq!(s.wrap_key_setting(), WrapKeySetting::InsecureDevnet(".tgrid/keys".into()));
         std::fs::write(&file, "models = [\"a.tgm\"]\nwrap_key = \"/keys/ceremony.pk\"\nwrap_fri = \"insecure-test\"\n")

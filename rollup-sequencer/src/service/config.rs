@@ -12,6 +12,9 @@ use crate::service::ServiceError;
 /// Anvil's first default account key (public knowledge; local devnets only).
 pub const ANVIL_KEY_0: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 
+/// Chain id of local anvil devnets: the only chain the insecure key and anvil's key may serve.
+pub const DEVNET_CHAIN_ID: u64 = 31337;
+
 /// Every setting of the service.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -42,10 +45,13 @@ pub struct Settings {
     pub gas_bump_after_secs: u64,
     /// Final-layer FRI parameters of the wrap.
     pub wrap_fri: WrapFri,
-    /// INSECURE devnet Groth16 keys: set up from a public seed and cached here (used when
-    /// `proving_key` is empty).
+    /// INSECURE: prove batches under the devnet Groth16 key, set up from a PUBLIC seed (anyone
+    /// can forge proofs for it). An explicit opt-in, refused on any chain but the devnet's
+    /// (31337); exactly one of this and `proving_key` is required.
+    pub insecure_devnet_key: bool,
+    /// Where the INSECURE devnet keys are set up once and cached.
     pub insecure_devnet_keys_dir: PathBuf,
-    /// Groth16 proving key from a ceremony (empty: the INSECURE devnet key).
+    /// Groth16 proving key from a ceremony.
     pub proving_key: Option<PathBuf>,
     /// Largest request body accepted.
     pub max_body_bytes: usize,
@@ -72,6 +78,7 @@ impl Default for Settings {
             confirmations: 1,
             gas_bump_after_secs: 30,
             wrap_fri: WrapFri::Production,
+            insecure_devnet_key: false,
             insecure_devnet_keys_dir: ".tgrid/keys".into(),
             proving_key: None,
             max_body_bytes: 4 << 20,
@@ -121,12 +128,37 @@ impl Settings {
         if self.request_timeout_secs == 0 || self.poll_interval_ms == 0 {
             return bad("request_timeout_secs and poll_interval_ms must be positive");
         }
-        Ok(())
+        match (&self.proving_key, self.insecure_devnet_key) {
+            (None, false) => bad("no Groth16 key: set proving_key (a ceremony key file) or, on a local devnet only, \
+                 insecure_devnet_key = true (INSECURE: anyone can forge batch proofs for it)"),
+            (Some(_), true) => bad("proving_key and insecure_devnet_key exclude each other: choose one"),
+            _ => Ok(()),
+        }
     }
 
     /// Whether the Groth16 key comes from a public seed.
     pub fn key_is_insecure(&self) -> bool {
-        self.proving_key.is_none()
+        self.insecure_devnet_key
+    }
+
+    /// Refuses what only a devnet may use (the INSECURE Groth16 key, anvil's public key 0) on
+    /// any other chain.
+    pub fn check_chain(&self, chain_id: u64) -> Result<(), ServiceError> {
+        if chain_id == DEVNET_CHAIN_ID {
+            return Ok(());
+        }
+        if self.insecure_devnet_key {
+            return Err(ServiceError::Config(format!(
+                "insecure_devnet_key on chain {chain_id}: the INSECURE devnet key serves the devnet chain \
+                 ({DEVNET_CHAIN_ID}) only; set proving_key to a ceremony key"
+            )));
+        }
+        if self.private_key.eq_ignore_ascii_case(ANVIL_KEY_0) {
+            return Err(ServiceError::Config(format!(
+                "private_key is anvil's public key 0 on chain {chain_id}: anyone could spend from it; set your own"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -139,12 +171,23 @@ mod tests {
     }
 
     #[test]
-    fn defaults_target_a_local_anvil() {
-        let s = Settings::load_with_env(None, env(&[("PATH", "/bin")])).unwrap();
-        assert_eq!(s, Settings::default());
+    fn defaults_target_a_local_anvil_once_the_insecure_key_is_chosen() {
+        let err = Settings::load_with_env(None, env(&[("PATH", "/bin")])).unwrap_err().to_string();
+        assert!(err.contains("no Groth16 key") && err.contains("INSECURE"), "{err}");
+        let s = Settings::load_with_env(None, env(&[("TGRID_SEQUENCER_INSECURE_DEVNET_KEY", "true")])).unwrap();
+        assert_eq!(s, Settings { insecure_devnet_key: true, ..Settings::default() });
         assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
         assert_eq!(s.data_dir, PathBuf::from(".tgrid/sequencer"));
         assert!(s.key_is_insecure());
+        s.check_chain(DEVNET_CHAIN_ID).unwrap();
+        // Off the devnet: neither the insecure key nor anvil's key.
+        assert!(s.check_chain(1).unwrap_err().to_string().contains("insecure_devnet_key on chain 1"));
+        let anvil_key = Settings { insecure_devnet_key: false, proving_key: Some("/k.pk".into()), ..s.clone() };
+        assert!(anvil_key.check_chain(1).unwrap_err().to_string().contains("anvil's public key 0"));
+        let own = Settings { private_key: format!("0x{}", "11".repeat(32)), ..anvil_key };
+        own.check_chain(1).unwrap();
+        let both = env(&[("TGRID_SEQUENCER_INSECURE_DEVNET_KEY", "true"), ("TGRID_SEQUENCER_PROVING_KEY", "/k.pk")]);
+        assert!(Settings::load_with_env(None, both).unwrap_err().to_string().contains("exclude each other"));
     }
 
     #[test]

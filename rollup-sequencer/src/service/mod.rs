@@ -151,6 +151,8 @@ pub async fn run(
 ) -> Result<(), ServiceError> {
     let deployment =
         tgrid_chain::Deployment::load(&settings.deployment).map_err(|e| ServiceError::Config(e.to_string()))?;
+    // The deployment's chain id is the node's (Chain::connect checks it).
+    settings.check_chain(deployment.chain_id)?;
     let chain = Chain::connect(&settings.rpc_url, deployment, &settings.private_key).await?;
     let registry_file = RegistryFile::load(&settings.registry)
         .map_err(|e| ServiceError::Config(format!("registry {}: {e}", settings.registry.display())))?;

@@ -433,7 +433,10 @@ pub fn audit_batch(
         let digest = verifier.VERIFYING_KEY_DIGEST().call().await;
         let key = KeyStep {
             verifier: params.verifier,
-            insecure: key_id.as_ref().is_ok_and(|id| id.to_ascii_lowercase().contains("insecure")),
+            // The key's digest decides (a public-seed key under any name); a name can only add
+            // the warning, never lift it.
+            insecure: digest.as_ref().is_ok_and(|d| tgrid_settlement_proof::is_public_seed_key_digest(&d.0))
+                || key_id.as_ref().is_ok_and(|id| id.to_ascii_lowercase().contains("insecure")),
             key_id: key_id.map_err(|e| tracing::info!("VERIFYING_KEY_ID: {e}")).ok(),
             deployed_digest: digest.map_err(|e| tracing::info!("VERIFYING_KEY_DIGEST: {e}")).ok(),
             vk_path: None,
