@@ -57,7 +57,8 @@ impl Devnet {
             .port(0u16)
             .try_spawn()
             .map_err(|e| Error::Tool { tool: anvil_path.display().to_string(), reason: e.to_string() })?;
-        let out = format!("out/test-deployments/anvil-{}.json", anvil.port());
+        // Not under forge's `out/`: a `forge build --force` meanwhile would delete it.
+        let out = format!("target/test-deployments/anvil-{}.json", anvil.port());
         let deployer = anvil.keys()[0].clone();
         let key_hex = format!("0x{}", hex::encode(deployer.to_bytes()));
         run_deploy_script(

@@ -37,7 +37,7 @@ async fn deployment_off_the_devnet_refuses_public_keys_and_insecure_verifiers() 
     let anvil = Anvil::at(repo.join("node_modules/.bin/anvil")).port(0u16).chain_id(1337).try_spawn().unwrap();
     let rpc = anvil.endpoint();
     let node = ProviderBuilder::new().connect_http(rpc.parse().unwrap());
-    let out = repo.join(format!("out/test-deployments/guard-{}.json", anvil.port()));
+    let out = repo.join(format!("target/test-deployments/guard-{}.json", anvil.port()));
 
     // No PRIVATE_KEY: no fallback to anvil's key 0 off the devnet.
     let result = deploy(&repo, &rpc, None, &out);

@@ -161,8 +161,9 @@ contract ModelRegistry is IModelRegistry, Ownable {
             // forge-lint: disable-next-line(unsafe-typecast) -- a timestamp plus at most 30 days
             retired.acceptedUntil = uint40(previousAcceptedUntil);
         }
-        _rootInfo[newRoot] =
-            RootInfo({known: true, revoked: false, activatedAt: uint40(block.timestamp), retiredAt: 0, acceptedUntil: 0});
+        _rootInfo[newRoot] = RootInfo({
+            known: true, revoked: false, activatedAt: uint40(block.timestamp), retiredAt: 0, acceptedUntil: 0
+        });
         _currentRoot = newRoot;
         _history.push(RootRecord({root: newRoot, activatedAt: uint40(block.timestamp)}));
         emit RegistryRootUpdated(previous, newRoot, previousAcceptedUntil);

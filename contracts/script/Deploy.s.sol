@@ -37,7 +37,7 @@ interface IKeyedGroth16Verifier is IGroth16Verifier {
 ///   node_modules/.bin/anvil &
 ///   node_modules/.bin/forge script contracts/script/Deploy.s.sol --rpc-url http://127.0.0.1:8545 --broadcast
 /// (or `bash scripts/foundry/deploy-local.sh`). Environment overrides (all optional): PRIVATE_KEY
-/// (default: anvil account 0), TGRID_SEQUENCER, TGRID_TOKEN_HOLDER, TGRID_REGISTRY_ROOT,
+/// (default on the devnet chain only: anvil account 0), TGRID_SEQUENCER, TGRID_TOKEN_HOLDER, TGRID_REGISTRY_ROOT,
 /// TGRID_DEVNET_MODEL_ID (+ TGRID_DEVNET_CIRCUIT_DIGEST, TGRID_DEVNET_MODEL_URI), TGRID_VERIFIER,
 /// TGRID_TIMELOCK_DELAY, TGRID_VOTING_DELAY, TGRID_VOTING_PERIOD, TGRID_DEPLOYMENTS_OUT
 /// (default contracts/deployments/<chainId>.json), TGRID_VERIFIER_KEY (18 comma-separated key

@@ -91,7 +91,7 @@ contract Groth16KeyedVerifierTest is Test {
 
     /// Every key point is checked at construction: off the curve, at infinity, off the twist.
     function test_constructorRejectsInvalidPoints() public {
-        // G1: alpha, IC0, IC1 moved off the curve (y + 1), or set to the point at infinity.
+        // G1: alpha, IC0, IC1 moved off the curve (y + 1), or set to the point first infinity.
         uint8[3] memory g1 = [0, 14, 16];
         for (uint256 i = 0; i < 3; ++i) {
             uint256[18] memory bad = key;
@@ -103,15 +103,15 @@ contract Groth16KeyedVerifierTest is Test {
             vm.expectRevert(abi.encodeWithSelector(Groth16KeyedVerifier.KeyPointInvalid.selector, g1[i]));
             new Groth16KeyedVerifier(bad, KEY_ID);
         }
-        // G2: beta, gamma, delta with one coordinate changed (off the twist), or at infinity.
-        for (uint256 at = 2; at < 14; at += 4) {
+        // G2: beta, gamma, delta with one coordinate changed (off the twist), or first infinity.
+        for (uint256 first = 2; first < 14; first += 4) {
             uint256[18] memory bad = key;
-            bad[at + 3] += 1;
-            vm.expectRevert(abi.encodeWithSelector(Groth16KeyedVerifier.KeyPointInvalid.selector, at));
+            bad[first + 3] += 1;
+            vm.expectRevert(abi.encodeWithSelector(Groth16KeyedVerifier.KeyPointInvalid.selector, first));
             new Groth16KeyedVerifier(bad, KEY_ID);
             bad = key;
-            (bad[at], bad[at + 1], bad[at + 2], bad[at + 3]) = (0, 0, 0, 0);
-            vm.expectRevert(abi.encodeWithSelector(Groth16KeyedVerifier.KeyPointInvalid.selector, at));
+            (bad[first], bad[first + 1], bad[first + 2], bad[first + 3]) = (0, 0, 0, 0);
+            vm.expectRevert(abi.encodeWithSelector(Groth16KeyedVerifier.KeyPointInvalid.selector, first));
             new Groth16KeyedVerifier(bad, KEY_ID);
         }
     }

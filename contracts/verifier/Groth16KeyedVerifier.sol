@@ -85,18 +85,18 @@ contract Groth16KeyedVerifier is IGroth16Verifier {
     function _checkKeyPoints(uint256[18] memory key) private view {
         uint8[3] memory g1 = [0, 14, 16];
         for (uint256 i = 0; i < 3; ++i) {
-            uint256 at = g1[i];
-            (uint256 x, uint256 y) = (key[at], key[at + 1]);
+            uint256 first = g1[i];
+            (uint256 x, uint256 y) = (key[first], key[first + 1]);
             (bool ok,) = address(0x06).staticcall{gas: _ADD_GAS}(abi.encode(x, y, x, y));
-            if (!ok || (x | y) == 0) revert KeyPointInvalid(at);
+            if (!ok || (x | y) == 0) revert KeyPointInvalid(first);
         }
-        for (uint256 at = 2; at < 14; at += 4) {
-            (uint256 a, uint256 b, uint256 c, uint256 d) = (key[at], key[at + 1], key[at + 2], key[at + 3]);
+        for (uint256 first = 2; first < 14; first += 4) {
+            (uint256 a, uint256 b, uint256 c, uint256 d) = (key[first], key[first + 1], key[first + 2], key[first + 3]);
             // (g1, Q), (-g1, Q) with g1 = (1, 2).
             bytes memory input = abi.encode(1, 2, a, b, c, d, 1, _P - 2, a, b, c, d);
             (bool ok, bytes memory out) = address(0x08).staticcall{gas: _PAIRING_GAS}(input);
             if (!ok || out.length != 32 || abi.decode(out, (uint256)) != 1 || (a | b | c | d) == 0) {
-                revert KeyPointInvalid(at);
+                revert KeyPointInvalid(first);
             }
         }
     }

@@ -227,8 +227,8 @@ fn run_service(config: Option<&Path>, print_settings: bool) -> Result<()> {
     }
     if settings.key_is_insecure() {
         eprintln!(
-            "WARNING: INSECURE Groth16 key from a public seed (insecure_devnet_key): anyone can forge batch \
-             proofs for it. Devnets and tests only."
+            "WARNING: INSECURE batch proofs (insecure_devnet_key: a Groth16 key from a public seed, or \
+             wrap_fri = insecure-test): anyone can forge them. Devnets and tests only."
         );
     }
     if settings.private_key == service::config::ANVIL_KEY_0 {

@@ -167,7 +167,13 @@ fn wrap_and_check(d: &Path, batch: &Path, verified_batch: &serde_json::Value) {
     assert_eq!(wrapped["batch_root"], verified_batch["batch_root"]);
     assert_eq!(wrapped["count"], 3);
     let vk = PathBuf::from(wrapped["verifying_key"].as_str().unwrap());
-    assert!(vk.exists() && keys.join(format!("{}.pk", wrapped["key_id"].as_str().unwrap())).exists());
+    let pk = keys.join(format!("{}.pk", wrapped["key_id"].as_str().unwrap()));
+    assert!(vk.exists() && pk.exists());
+    // The same key given as a "ceremony" key file is still reported insecure: its circuit has the
+    // 10-bit test FRI parameters, forgeable whatever the Groth16 key.
+    let shown = json(&run(sequencer().args(["--json", "key", "--fri", "insecure-test", "--proving-key"]).arg(&pk)));
+    assert_eq!(shown["insecure"], true, "{shown}");
+    assert_eq!(shown["fri"], "insecure-test");
 
     let verify =
         |file: &Path| run(sibling("tgrid-verifier").args(["--json", "groth16"]).arg(file).arg("--keys-dir").arg(&keys));

@@ -420,6 +420,12 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let (code, v) = post(&http, &api, wrong_output.to_string()).await;
     assert_eq!(code, 422, "{v}");
     assert!(v["reason"].as_str().unwrap().contains("output"), "{v}");
+    // Anyone who saw that refused (but validly signed) delivery replays it, far past provider 1's
+    // rate limit: the same answer each time, and provider 1's own results below still get in.
+    for _ in 0..250 {
+        let (code, again) = post(&http, &api, wrong_output.to_string()).await;
+        assert_eq!((code, &again), (422, &v), "a replayed refusal is answered alike");
+    }
     let (code, v) = post(&http, &api, someone_else.body.to_string()).await;
     assert_eq!(code, 409, "the relay recorded provider 1's acceptance first: {v}");
     assert!(v["reason"].as_str().unwrap().contains("accepted by"), "{v}");

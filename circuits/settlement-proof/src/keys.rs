@@ -73,7 +73,8 @@ pub struct WrapKey {
     pub pk: ProvingKey<Bn254>,
     /// Name: the cache file stem, or the key file's stem.
     pub id: String,
-    /// Whether the key comes from a public seed.
+    /// Whether anyone can forge proofs under it: a key from a public seed, or any key of a circuit
+    /// with the test FRI parameters (10 bits: forgeable whatever the Groth16 key).
     pub insecure: bool,
     /// Digest of its verifying key (`VERIFYING_KEY_DIGEST` of the Solidity verifier).
     pub verifying_key_digest: [u8; 32],
@@ -152,7 +153,7 @@ impl BatchWrapper {
                 Ok(WrapKey {
                     pk,
                     id,
-                    insecure: false,
+                    insecure: self.fri_label() != "production",
                     verifying_key_digest,
                     setup_seconds: None,
                     verifying_key_path: None,

@@ -136,9 +136,10 @@ impl Settings {
         }
     }
 
-    /// Whether the Groth16 key comes from a public seed.
+    /// Whether batch proofs can be forged: a Groth16 key from a public seed, or the test FRI
+    /// parameters (whatever the key).
     pub fn key_is_insecure(&self) -> bool {
-        self.insecure_devnet_key
+        self.insecure_devnet_key || self.wrap_fri == WrapFri::InsecureTest
     }
 
     /// Refuses what only a devnet may use (the INSECURE Groth16 key, anvil's public key 0) on
@@ -151,6 +152,12 @@ impl Settings {
             return Err(ServiceError::Config(format!(
                 "insecure_devnet_key on chain {chain_id}: the INSECURE devnet key serves the devnet chain \
                  ({DEVNET_CHAIN_ID}) only; set proving_key to a ceremony key"
+            )));
+        }
+        if self.wrap_fri == WrapFri::InsecureTest {
+            return Err(ServiceError::Config(format!(
+                "wrap_fri = insecure-test on chain {chain_id}: 10-bit test parameters serve the devnet chain \
+                 ({DEVNET_CHAIN_ID}) only"
             )));
         }
         if self.private_key.eq_ignore_ascii_case(ANVIL_KEY_0) {
@@ -186,6 +193,9 @@ mod tests {
         assert!(anvil_key.check_chain(1).unwrap_err().to_string().contains("anvil's public key 0"));
         let own = Settings { private_key: format!("0x{}", "11".repeat(32)), ..anvil_key };
         own.check_chain(1).unwrap();
+        let test_fri = Settings { wrap_fri: WrapFri::InsecureTest, ..own };
+        assert!(test_fri.key_is_insecure(), "10-bit FRI: forgeable whatever the key");
+        assert!(test_fri.check_chain(1).unwrap_err().to_string().contains("insecure-test on chain 1"));
         let both = env(&[("TGRID_SEQUENCER_INSECURE_DEVNET_KEY", "true"), ("TGRID_SEQUENCER_PROVING_KEY", "/k.pk")]);
         assert!(Settings::load_with_env(None, both).unwrap_err().to_string().contains("exclude each other"));
     }

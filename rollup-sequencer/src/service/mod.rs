@@ -61,6 +61,9 @@ pub enum ServiceError {
     Io(String),
 }
 
+/// Refused deliveries remembered (about 1 KB each with the reason).
+const REFUSED_DELIVERIES_KEPT: usize = 4096;
+
 /// State shared by the API handlers and the pipeline.
 #[derive(Debug)]
 pub struct Shared {
@@ -78,6 +81,8 @@ pub struct Shared {
     pub limiter: DefaultKeyedRateLimiter<[u8; 20]>,
     /// Tasks whose submission is being checked (refuses a concurrent duplicate).
     pub in_flight: Mutex<HashSet<[u8; 32]>>,
+    /// Recently refused deliveries, answered again without a proof check or the rate limit.
+    pub(crate) refused: Mutex<api::refused::RefusedDeliveries>,
     /// Bounds concurrent proof checks to the cores.
     pub verify_slots: tokio::sync::Semaphore,
     /// The pipeline's trouble (retrying batches, low funds), for the status endpoint.
@@ -181,6 +186,7 @@ pub async fn run(
         metrics: Metrics::new(),
         limiter: RateLimiter::keyed(quota),
         in_flight: Mutex::default(),
+        refused: Mutex::new(api::refused::RefusedDeliveries::new(REFUSED_DELIVERIES_KEPT)),
         verify_slots: tokio::sync::Semaphore::new(cores),
         health: Health::default(),
     });

@@ -5,6 +5,7 @@
 
 mod batches;
 mod orders;
+pub(crate) mod refused;
 mod results;
 mod status;
 
@@ -24,7 +25,7 @@ use utoipa::{OpenApi, ToSchema};
 use crate::service::Shared;
 
 /// Why a request was refused: HTTP status, a stable code and a human reason.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ApiError {
     status: StatusCode,
     code: &'static str,

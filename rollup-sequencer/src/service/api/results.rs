@@ -12,6 +12,7 @@ use axum::Json;
 use tgrid_chain::market::{Delivery, Receipt};
 use tgrid_circuits::{commit, TaskProof};
 
+use super::refused::DeliveryKey;
 use super::{hex0x, json_rejection, parse_hex, ApiError, ErrorBody, OutputView, SubmitRequest, TaskView};
 use crate::service::metrics::{IngestStage, Metrics};
 use crate::service::store::{BatchState, OrderRecord, TaskRecord, TaskState};
@@ -140,6 +141,15 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
             )));
         }
     }
+    let key = DeliveryKey {
+        order_hash: hash,
+        output_commitment: delivery.output_commitment,
+        proof_digest: delivery.proof_digest,
+        provider,
+    };
+    if let Some(answer) = shared.refused.lock().expect("refused lock").get(&key) {
+        return Err(answer);
+    }
     if shared.limiter.check_key(&provider.0 .0).is_err() {
         return Err(ApiError::too_many(format!(
             "provider {provider} is over {} submissions/s",
@@ -152,7 +162,14 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         return Err(ApiError::busy(format!("a submission for order {hash} is being checked; retry")));
     }
     let _guard = InFlight(shared, task_id);
-    let proof = TaskProof::from_bytes(&proof_bytes).map_err(|e| ApiError::bad_request(format!("proof: {e}")))?;
+    // Refusals that depend on the delivery alone (not on the chain, the clock or the relay) are
+    // remembered: a replay gets the same answer early.
+    let refuse = |answer: ApiError| {
+        shared.refused.lock().expect("refused lock").remember(key, &answer);
+        answer
+    };
+    let proof =
+        TaskProof::from_bytes(&proof_bytes).map_err(|e| refuse(ApiError::bad_request(format!("proof: {e}"))))?;
 
     // An open order accepted here by another provider first: the relay keeps it theirs.
     let listed = shared.store.order(&hash).map_err(ApiError::unavailable)?;
@@ -171,7 +188,7 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     let leaf = tokio::task::spawn_blocking(move || aggregator.check(&proof))
         .await
         .map_err(ApiError::unavailable)?
-        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_proof", e.to_string()))?;
+        .map_err(|e| refuse(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_proof", e.to_string())))?;
     drop(permit);
     stages.lap(IngestStage::Verify);
     let o = &order.order;
@@ -191,7 +208,7 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         None
     };
     if let Some(reason) = mismatch {
-        return Err(ApiError::rejected(reason));
+        return Err(refuse(ApiError::rejected(reason)));
     }
 
     // The chain: nonce unused, deadline ahead, model active. (A book that cannot pay does not stop
