@@ -165,18 +165,9 @@ impl Daemon {
     /// delivery. Without one the result still counts as submitted (the chain decides, and the
     /// daemon self-settles near the deadline), but there is no evidence to show: say so.
     fn check_receipt(&self, answer: &serde_json::Value, delivery: &Delivery) -> Option<SignedReceipt> {
-        let problem = match serde_json::from_value::<SignedReceipt>(answer["receipt"].clone()) {
-            Err(e) => format!("no receipt in the sequencer's answer ({e})"),
-            Ok(r) => match r.verify(&self.domain) {
-                Err(e) => format!("the sequencer's receipt does not verify: {e}"),
-                Ok(()) if !r.receipt.acknowledges(delivery, self.me) => {
-                    format!("the sequencer's receipt is for another delivery: {:?}", r.receipt)
-                }
-                Ok(()) => return Some(r),
-            },
-        };
-        tracing::warn!(order = %delivery.order_hash, "{problem}");
-        None
+        receipt_in(answer, delivery, self.me, &self.domain)
+            .map_err(|problem| tracing::warn!(order = %delivery.order_hash, "{problem}"))
+            .ok()
     }
 
     /// Reads the order's fate from the chain once its nonce is used.
@@ -232,6 +223,72 @@ impl Daemon {
                 self.skip(id, format!("cancelled by the poster (tx {transaction})"))
             }
             OrderOutcome::Open => Ok(()),
+        }
+    }
+}
+
+/// The receipt in a sequencer's answer if it is signed by the key it names and acknowledges
+/// exactly `delivery` from `me`; otherwise what is wrong with it.
+fn receipt_in(
+    answer: &serde_json::Value,
+    delivery: &Delivery,
+    me: alloy::primitives::Address,
+    domain: &tgrid_chain::market::MarketDomain,
+) -> std::result::Result<SignedReceipt, String> {
+    let r = serde_json::from_value::<SignedReceipt>(answer["receipt"].clone())
+        .map_err(|e| format!("no receipt in the sequencer's answer ({e})"))?;
+    r.verify(domain).map_err(|e| format!("the sequencer's receipt does not verify: {e}"))?;
+    if !r.receipt.acknowledges(delivery, me) {
+        return Err(format!("the sequencer's receipt is for another delivery: {:?}", r.receipt));
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::{Address, B256};
+    use alloy::signers::local::PrivateKeySigner;
+    use serde_json::json;
+    use tgrid_chain::market::{Delivery, MarketDomain, Receipt, SignedReceipt};
+
+    use super::receipt_in;
+
+    /// A missing, malformed, forged, foreign or mismatched receipt is no evidence; the right one is.
+    #[test]
+    fn only_a_signed_receipt_of_this_very_delivery_counts() {
+        let domain = MarketDomain { chain_id: 31337, market: Address::repeat_byte(0x11) };
+        let me = Address::repeat_byte(0x22);
+        let delivery = Delivery::of_proof(B256::repeat_byte(1), B256::repeat_byte(2), b"proof bytes");
+        let sequencer = PrivateKeySigner::random();
+        let receipt = Receipt {
+            order_hash: delivery.order_hash,
+            provider: me,
+            output_commitment: delivery.output_commitment,
+            proof_digest: delivery.proof_digest,
+            received_at: 1_700_000_000,
+        };
+        let signed = SignedReceipt::sign(receipt, &sequencer, &domain).unwrap();
+        let answer = |r: &SignedReceipt| json!({"status": "verified", "receipt": r});
+        assert_eq!(receipt_in(&answer(&signed), &delivery, me, &domain).unwrap(), signed);
+
+        let err = |a: serde_json::Value| receipt_in(&a, &delivery, me, &domain).unwrap_err();
+        assert!(err(json!({"status": "verified"})).contains("no receipt"));
+        assert!(err(json!({"receipt": {"sequencer": "0x12"}})).contains("no receipt"));
+        // Signed by another key than the one it names.
+        let forged = SignedReceipt { sequencer: Address::repeat_byte(0x33), ..signed.clone() };
+        assert!(err(answer(&forged)).contains("does not verify"));
+        // Signed for another market (another EIP-712 domain).
+        let elsewhere = MarketDomain { market: Address::repeat_byte(0x44), ..domain };
+        let foreign = SignedReceipt::sign(receipt, &sequencer, &elsewhere).unwrap();
+        assert!(err(answer(&foreign)).contains("does not verify"));
+        // Honestly signed, but for another output, proof or provider.
+        for other in [
+            Receipt { output_commitment: B256::repeat_byte(9), ..receipt },
+            Receipt { proof_digest: B256::repeat_byte(9), ..receipt },
+            Receipt { provider: Address::repeat_byte(9), ..receipt },
+        ] {
+            let mismatched = SignedReceipt::sign(other, &sequencer, &domain).unwrap();
+            assert!(err(answer(&mismatched)).contains("another delivery"));
         }
     }
 }
