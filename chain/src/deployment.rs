@@ -11,6 +11,10 @@ pub const DEFAULT_RPC_URL: &str = "http://127.0.0.1:8545";
 /// Deployment file every tool defaults to: what `Deploy.s.sol` writes for anvil's chain id.
 pub const DEFAULT_DEPLOYMENT: &str = "contracts/deployments/31337.json";
 
+/// Chain id of local anvil devnets: the only chain where anvil's public keys and the INSECURE
+/// devnet Groth16 key may be used (Deploy.s.sol's `DEVNET_CHAIN_ID`).
+pub const DEVNET_CHAIN_ID: u64 = 31337;
+
 /// A deployment file is a few hundred bytes; anything far larger is not one.
 const MAX_DEPLOYMENT_BYTES: u64 = 64 * 1024;
 

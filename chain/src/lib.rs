@@ -19,7 +19,7 @@ pub use client::{chain_now, check_chain, parse_signer, reader, signing};
 
 /// Largest block range asked of the node in one `eth_getLogs`.
 pub const MAX_LOG_RANGE: u64 = 5_000;
-pub use deployment::{Deployment, DEFAULT_DEPLOYMENT, DEFAULT_RPC_URL};
+pub use deployment::{Deployment, DEFAULT_DEPLOYMENT, DEFAULT_RPC_URL, DEVNET_CHAIN_ID};
 pub use devnet::{advance_time, Devnet, DevnetConfig};
 pub use error::{Error, Result};
 pub use governance::{confirm, Governance, Proposal};

@@ -19,7 +19,7 @@ const ANVIL_KEY_0: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae7
 /// The placeholder key of read-only connections (nothing is ever signed with it).
 const READ_ONLY_KEY: &str = "0x0000000000000000000000000000000000000000000000000000000000000001";
 /// anvil's chain id.
-pub(crate) const ANVIL_CHAIN_ID: u64 = 31337;
+pub(crate) use tgrid_chain::DEVNET_CHAIN_ID as ANVIL_CHAIN_ID;
 /// The relay (served by the sequencer) every order command defaults to.
 pub(crate) const DEFAULT_RELAY: &str = "http://127.0.0.1:8080";
 /// Largest order, acceptance or view file read.

@@ -105,7 +105,7 @@ impl Settings {
     /// Refuses what only a devnet may use (the INSECURE wrap key, anvil's public key 1) on any
     /// other chain.
     pub fn check_chain(&self, chain_id: u64) -> Result<()> {
-        const DEVNET_CHAIN_ID: u64 = 31337;
+        use tgrid_chain::DEVNET_CHAIN_ID;
         if chain_id == DEVNET_CHAIN_ID {
             return Ok(());
         }

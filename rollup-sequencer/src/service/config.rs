@@ -12,8 +12,7 @@ use crate::service::ServiceError;
 /// Anvil's first default account key (public knowledge; local devnets only).
 pub const ANVIL_KEY_0: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 
-/// Chain id of local anvil devnets: the only chain the insecure key and anvil's key may serve.
-pub const DEVNET_CHAIN_ID: u64 = 31337;
+pub use tgrid_chain::DEVNET_CHAIN_ID;
 
 /// Every setting of the service.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
