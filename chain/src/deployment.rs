@@ -88,7 +88,9 @@ impl Deployment {
         Ok(d)
     }
 
-    /// Whether the deployed verifier's key is a devnet key whose toxic waste is public.
+    /// Whether the deployment itself says its verifier's key is a devnet key whose toxic waste is
+    /// public (its id carries `insecure`). A self-description: auditors decide from the parsed
+    /// key id and the key's digest (`tgrid_settlement_proof::insecurity`).
     pub fn verifier_is_insecure(&self) -> bool {
         self.verifying_key_id.to_ascii_lowercase().contains("insecure")
     }
@@ -105,7 +107,7 @@ mod tests {
         "registry":"0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9",
         "market":"0x2279B7A0a67DB372996a5FaB50D91eAA73d2eBe6",
         "verifier":"0xa513E6E4b8f2a923D98304ec87F64353C4D5C853",
-        "verifyingKeyId":"wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet",
+        "verifyingKeyId":"wrap-production-r4q21g16-5ef98bd092609bcb-f4b8d33c24b2a135a445e7b013bdd76ae4b8a380c2a4650a44c42c43bd050268-insecure-devnet",
         "sequencer":"0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
         "registryRoot":"0x0101010101010101010101010101010101010101010101010101010101010101",
         "devnetModelId":"0x0000000000000000000000000000000000000000000000000000000000000000"}"#;

@@ -252,8 +252,8 @@ contract Deploy is Script {
         ) return true;
         try IKeyedGroth16Verifier(verifier).VERIFYING_KEY_DIGEST() returns (bytes32 digest) {
             // The generated verifiers' digests are compile-time constants of their source.
-            return digest == 0xaffb4ca1947deff8b3837c80304f56068ddbad353ab98d11d361f0b05ada8ba6
-                || digest == 0x0f096934cb90bbf2bc50752e379f98765678f256180c7a9f2652ece407f98ad1;
+            return digest == 0x77ecba67f6f90aca2a516012c940758d93ec6fed0c8f7b0084ab9c51a4d2cdc7
+                || digest == 0xc8f54b39a6e206c828ba84ec2fc5ccd316339f90e8d93fdc3cd13e2b6b07dca0;
         } catch {
             return false;
         }

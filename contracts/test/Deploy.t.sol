@@ -55,7 +55,7 @@ contract DeployTest is Test {
         assertEq(address(d.governor.timelock()), tl);
         assertTrue(d.registry.isModelActive(c.devnetModelId));
         assertEq(d.registry.registryRoot(), c.registryRoot);
-        assertEq(d.verifier.VERIFYING_KEY_ID(), "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet");
+        assertEq(d.verifier.VERIFYING_KEY_ID(), "wrap-production-r4q21g16-5ef98bd092609bcb-f4b8d33c24b2a135a445e7b013bdd76ae4b8a380c2a4650a44c42c43bd050268-insecure-devnet");
 
         string memory json = vm.readFile(out);
         string[12] memory keys = [
@@ -85,7 +85,7 @@ contract DeployTest is Test {
         assertEq(json.readAddress(".registry"), address(d.registry));
         assertEq(json.readAddress(".market"), address(d.market));
         assertEq(json.readAddress(".verifier"), address(d.verifier));
-        assertEq(json.readString(".verifyingKeyId"), "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet");
+        assertEq(json.readString(".verifyingKeyId"), "wrap-production-r4q21g16-5ef98bd092609bcb-f4b8d33c24b2a135a445e7b013bdd76ae4b8a380c2a4650a44c42c43bd050268-insecure-devnet");
         assertEq(json.readAddress(".sequencer"), admin);
         assertEq(json.readBytes32(".registryRoot"), d.registry.registryRoot());
         assertEq(json.readBytes32(".devnetModelId"), c.devnetModelId);
@@ -167,10 +167,10 @@ contract DeployTest is Test {
             0x295c454069b48981726f188decaec658904c8a11c3caebf2da04aebd5b56644c,
             0x0c65a324cfb447af7228c39f5c792c5a586e61db9021ab2357f32148f5331d08,
             0x11705cca21184ef714ee66289a17952fa6e17554ea48c04f2a510289bb7914c6,
-            0x0ebe4b56c3255b2c42f8d91e166a9e0912e7f1e9233023ae0ebdcd1673a7c41d,
-            0x09fbe75d202e1c24c88cfa313df43cf2c133ddea7ba3a5765a21bbeada1931fb,
-            0x0157ec5096bac79a55b5b09c764d88f54e5c215c4188630c8825a9a022389a2b,
-            0x1dddac845af4f9dd4d8caf27e398064a4d50e1e86df9861ac77e01745019a84a
+            0x041a119f98cf10a8b74facff4a016175ccc8b89b7b5a1bae8d04c62c4ce1c203,
+            0x20657f9fe0d8ec68dba111b0759365292ee902c5e85cfcec084ea5322a1cd8bc,
+            0x02b6debfab8a6480bb41d23877c5acc11046a700a32b0890e7f8a3deebae1386,
+            0x22c18614b868fe078392a3108930dc9435734682caf56aa89b663b84be2249e0
         ];
     }
 

@@ -9,8 +9,9 @@ import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
 /// @title Groth16Verifier
 /// @notice Groth16 verifier over BN254 for exactly one public input, using the EIP-196 (add, mul)
 /// and EIP-197 (pairing) precompiles. Proof layout and public input: docs/encodings.md.
-/// @dev Verifying key "devnet-insecure". A key id containing "insecure" marks a devnet key whose
-/// toxic waste is public: such a verifier must never guard real value.
+/// @dev Verifying key "devnet-insecure". A wrap key id names the wrapped proof's FRI parameters and
+/// the R1CS digest (docs/wrap.md); one ending in "-insecure-devnet" (or any "insecure" id) marks a
+/// key whose toxic waste is public: such a verifier must never guard real value.
 /// Checks: publicInput < r (scalar field), every proof coordinate < p (base field), points on the
 /// curve and G2 in its subgroup (by the precompiles), then
 /// e(-A, B) * e(alpha, beta) * e(IC0 + publicInput * IC1, gamma) * e(C, delta) == 1.

@@ -9,8 +9,9 @@ import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
 /// @title WrapVerifierInsecureTest
 /// @notice Groth16 verifier over BN254 for exactly one public input, using the EIP-196 (add, mul)
 /// and EIP-197 (pairing) precompiles. Proof layout and public input: docs/encodings.md.
-/// @dev Verifying key "wrap-insecure-test". A key id containing "insecure" marks a devnet key whose
-/// toxic waste is public: such a verifier must never guard real value.
+/// @dev Verifying key "wrap-insecure-test". A wrap key id names the wrapped proof's FRI parameters and
+/// the R1CS digest (docs/wrap.md); one ending in "-insecure-devnet" (or any "insecure" id) marks a
+/// key whose toxic waste is public: such a verifier must never guard real value.
 /// Checks: publicInput < r (scalar field), every proof coordinate < p (base field), points on the
 /// curve and G2 in its subgroup (by the precompiles), then
 /// e(-A, B) * e(alpha, beta) * e(IC0 + publicInput * IC1, gamma) * e(C, delta) == 1.
@@ -21,7 +22,7 @@ contract WrapVerifierInsecureTest is IGroth16Verifier {
     string public constant VERIFYING_KEY_ID = "wrap-insecure-test";
     /// @notice sha256 of the key's 18 coordinates as 32-byte big-endian words in EIP-197 order
     /// (alpha, beta, gamma, delta, IC0, IC1); see scripts/foundry/gen-verifier.js.
-    bytes32 public constant VERIFYING_KEY_DIGEST = 0x0f096934cb90bbf2bc50752e379f98765678f256180c7a9f2652ece407f98ad1;
+    bytes32 public constant VERIFYING_KEY_DIGEST = 0xc8f54b39a6e206c828ba84ec2fc5ccd316339f90e8d93fdc3cd13e2b6b07dca0;
 
     // BN254 base field modulus p and scalar field modulus r.
     uint256 private constant _P = 0x30644e72e131a029b85045b68181585d97816a916871ca8d3c208c16d87cfd47;
@@ -48,10 +49,10 @@ contract WrapVerifierInsecureTest is IGroth16Verifier {
     uint256 private constant _DELTA_X0 = 0x00f385542bef3920cb1c82e037259c4535aac2972fae30c6e3bf04f891a90be4;
     uint256 private constant _DELTA_Y1 = 0x2e457f0c0765cfc3741f2d265e58fec9853fd967c6538acb2f3ce6cd6dd5995c;
     uint256 private constant _DELTA_Y0 = 0x09d1e251fd86af8883f111485b4dfa297bec3e29225d6c73656154cec3f5b434;
-    uint256 private constant _IC0_X = 0x1a5b4a167dbe151310d8e942c113878f7ea51d9ee2637eec9a0b68334261a894;
-    uint256 private constant _IC0_Y = 0x139f168a2ea47bc26fe8bc020e8ce97e5fbd8cf7e51e641ccf6f5133c601391f;
-    uint256 private constant _IC1_X = 0x0ce2e373f78082ceb7bcc655da5d13453ab56ec279dab89261c1ad3bf1f480c0;
-    uint256 private constant _IC1_Y = 0x2fca2be37a9cd8dfd703db25c671b1c203264ddc04000aa5d6297a831074b79b;
+    uint256 private constant _IC0_X = 0x0ae091726699412364f44cdda54026f5e04af46e740fa8a2e2397b6416cafc55;
+    uint256 private constant _IC0_Y = 0x12d914a12322e22c451db449fceabae0cc9b2980aca042569c1abae222b3697c;
+    uint256 private constant _IC1_X = 0x035bc5bfb08f0f2b82cfeeadf0067ff4875bba1a3a3dcbe9ffbc28ae2fc53c69;
+    uint256 private constant _IC1_Y = 0x0cace5ff179c2d91f7cdb7616db1221d38198cf29f49b207437ce660f8515318;
 
     /// @inheritdoc IGroth16Verifier
     function verifyProof(uint256[8] calldata proof, uint256 publicInput) external view returns (bool) {

@@ -143,7 +143,7 @@ impl SelfSettler {
             );
         }
         if settler.key.insecure {
-            tracing::warn!(key = settler.key.id, "self-settlement uses an INSECURE devnet key (public toxic waste)");
+            tracing::warn!(key = %settler.key.id, "self-settlement uses an INSECURE devnet key (public toxic waste)");
         }
         Ok(settler)
     }

@@ -194,19 +194,39 @@ fn show_key(source: &KeySource, fri: FriChoice, out: &Output) -> Result<()> {
     bar.finish_and_clear();
     let words: Vec<String> =
         tgrid_groth16::evm::verifying_key_words(&key.pk.vk)?.iter().map(|w| w.to_string()).collect();
+    let fri = key.id.fri;
     let value = json!({
-        "id": key.id,
+        "id": key.id.to_string(),
         "insecure": key.insecure,
+        "public_seed": key.id.public_seed,
         "fri": wrapper.fri_label(),
+        "fri_params": {
+            "rate_bits": fri.rate_bits,
+            "num_query_rounds": fri.num_query_rounds,
+            "proof_of_work_bits": fri.proof_of_work_bits,
+            "conjectured_security_bits": fri.conjectured_security_bits(),
+        },
+        "r1cs_digest": hex32(&key.id.r1cs_digest),
         "verifying_key_digest": hex32(&key.verifying_key_digest),
         "verifying_key_words": words,
         "setup_seconds": key.setup_seconds,
     });
     out.emit(value, || {
+        let why_insecure = match (key.id.public_seed, fri.conjectured_security_bits() < tgrid_settlement_proof::MIN_SECURE_BITS) {
+            (true, _) => "  (INSECURE: public seed, devnets and tests only)",
+            (false, true) => "  (INSECURE: the wrapped proof has too few FRI bits, tests only)",
+            (false, false) if key.insecure => "  (INSECURE: a public-seed verifying key)",
+            _ => "",
+        };
         format!(
-            "key {}{}\n  verifying key digest {}\n  deploy a verifier for it: TGRID_VERIFIER_KEY={} TGRID_VERIFIER_KEY_ID={}",
+            "key {}{}\n  FRI                  rate 2^-{}, {} queries, {} grinding bits = {} conjectured bits\n  R1CS digest          {}\n  verifying key digest {}\n  deploy a verifier for it: TGRID_VERIFIER_KEY={} TGRID_VERIFIER_KEY_ID={}",
             key.id,
-            if key.insecure { "  (INSECURE: public seed, devnets and tests only)" } else { "" },
+            why_insecure,
+            fri.rate_bits,
+            fri.num_query_rounds,
+            fri.proof_of_work_bits,
+            fri.conjectured_security_bits(),
+            hex32(&key.id.r1cs_digest),
             hex32(&key.verifying_key_digest),
             words.join(","),
             key.id
@@ -443,7 +463,7 @@ fn wrap(batch_path: &Path, out_path: &Path, source: &KeySource, fri: FriChoice, 
         "count": file.count,
         "fri": file.fri,
         "final_circuit_digest": file.final_circuit_digest,
-        "key_id": key.id,
+        "key_id": key.id.to_string(),
         "insecure_key": key.insecure,
         "insecure_fri": insecure_fri,
         "warning": warning,

@@ -146,7 +146,7 @@ fn wrap_and_check(d: &Path, batch: &Path, verified_batch: &serde_json::Value) {
     let cached = std::fs::read_dir(&keys).is_ok_and(|entries| {
         entries.flatten().any(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            name.starts_with("wrap-insecure-test-") && name.ends_with(".pk")
+            name.starts_with("wrap-insecure-test-r4q2g2-") && name.ends_with(".pk")
         })
     });
     let g16 = d.join("batch.g16");
@@ -174,6 +174,20 @@ fn wrap_and_check(d: &Path, batch: &Path, verified_batch: &serde_json::Value) {
     let shown = json(&run(sequencer().args(["--json", "key", "--fri", "insecure-test", "--proving-key"]).arg(&pk)));
     assert_eq!(shown["insecure"], true, "{shown}");
     assert_eq!(shown["fri"], "insecure-test");
+    assert_eq!(shown["id"], wrapped["key_id"]);
+    assert_eq!(shown["fri_params"]["conjectured_security_bits"], 10);
+    // The key file records its circuit: the same key relabelled as a production-parameter key
+    // (a valid file, checksum and all) is refused for this circuit.
+    let (record, key) = tgrid_groth16::keys::load_proving_key(&pk, false).unwrap();
+    let record = String::from_utf8(record).unwrap();
+    assert_eq!(record, wrapped["key_id"].as_str().unwrap());
+    let relabelled = d.join("relabelled.pk");
+    let production = record.replace("wrap-insecure-test-r4q2g2-", "wrap-production-r4q21g16-");
+    tgrid_groth16::keys::save_proving_key(&relabelled, production.as_bytes(), &key).unwrap();
+    let out = run(sequencer().args(["key", "--fri", "insecure-test", "--proving-key"]).arg(&relabelled));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr.contains("set up for another circuit: FRI parameters r4q21g16"), "{stderr}");
 
     let verify =
         |file: &Path| run(sibling("tgrid-verifier").args(["--json", "groth16"]).arg(file).arg("--keys-dir").arg(&keys));

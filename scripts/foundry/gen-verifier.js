@@ -14,7 +14,8 @@
 //   node scripts/foundry/gen-verifier.js ... --hex     print the rendering as 0x-hex (forge ffi)
 // Defaults: --vk contracts/test/fixtures/groth16/devnet-insecure.vk.json,
 //           --out contracts/verifier/Groth16Verifier.sol, --name Groth16Verifier,
-//           --key-id <vk file name without .vk.json / .json>.
+//           --key-id the vk file's "tgrid_key_id" (the Rust wrap writes it: FRI parameters, final
+//           circuit and R1CS digest, docs/wrap.md), else its name without .vk.json / .json.
 'use strict';
 
 const crypto = require('node:crypto');
@@ -49,12 +50,18 @@ function parseArgs(argv) {
     else if (a === '--hex') opts.hex = true;
     else throw new Error(`unknown argument ${a}`);
   }
-  if (opts.keyId === undefined) {
-    opts.keyId = path.basename(opts.vk).replace(/\.vk\.json$/, '').replace(/\.json$/, '');
-  }
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(opts.name)) throw new Error(`bad contract name ${opts.name}`);
-  if (!/^[A-Za-z0-9._-]+$/.test(opts.keyId)) throw new Error(`bad key id ${opts.keyId}`);
   return opts;
+}
+
+// The key id: --key-id, else the one the vk file records, else the file's name.
+function resolveKeyId(opts, vkJson) {
+  if (opts.keyId === undefined) {
+    opts.keyId = typeof vkJson.tgrid_key_id === 'string'
+      ? vkJson.tgrid_key_id
+      : path.basename(opts.vk).replace(/\.vk\.json$/, '').replace(/\.json$/, '');
+  }
+  if (!/^[A-Za-z0-9._-]+$/.test(opts.keyId)) throw new Error(`bad key id ${opts.keyId}`);
 }
 
 function fe(v, what) {
@@ -86,8 +93,7 @@ function g2(p, what) {
   };
 }
 
-function loadVk(file) {
-  const vk = JSON.parse(fs.readFileSync(file, 'utf8'));
+function loadVk(vk) {
   if (vk.protocol !== 'groth16') throw new Error('vk.protocol must be "groth16"');
   if (vk.curve !== 'bn128' && vk.curve !== 'bn254') throw new Error('vk.curve must be "bn128" (BN254)');
   if (Number(vk.nPublic) !== 1) throw new Error('vk.nPublic must be 1 (docs/encodings.md: one public input)');
@@ -131,8 +137,9 @@ import {IGroth16Verifier} from "${path.posix.relative(path.posix.dirname(opts.ou
 /// @title ${opts.name}
 /// @notice Groth16 verifier over BN254 for exactly one public input, using the EIP-196 (add, mul)
 /// and EIP-197 (pairing) precompiles. Proof layout and public input: docs/encodings.md.
-/// @dev Verifying key "${opts.keyId}". A key id containing "insecure" marks a devnet key whose
-/// toxic waste is public: such a verifier must never guard real value.
+/// @dev Verifying key "${opts.keyId}". A wrap key id names the wrapped proof's FRI parameters and
+/// the R1CS digest (docs/wrap.md); one ending in "-insecure-devnet" (or any "insecure" id) marks a
+/// key whose toxic waste is public: such a verifier must never guard real value.
 /// Checks: publicInput < r (scalar field), every proof coordinate < p (base field), points on the
 /// curve and G2 in its subgroup (by the precompiles), then
 /// e(-A, B) * e(alpha, beta) * e(IC0 + publicInput * IC1, gamma) * e(C, delta) == 1.
@@ -229,7 +236,9 @@ function main() {
   const vkAbs = path.resolve(ROOT, opts.vk);
   const vkRel = path.relative(ROOT, vkAbs).split(path.sep).join('/');
   opts.out = path.relative(ROOT, path.resolve(ROOT, opts.out)).split(path.sep).join('/');
-  const source = render(loadVk(vkAbs), opts, vkRel);
+  const vkJson = JSON.parse(fs.readFileSync(vkAbs, 'utf8'));
+  resolveKeyId(opts, vkJson);
+  const source = render(loadVk(vkJson), opts, vkRel);
   const outAbs = path.join(ROOT, opts.out);
   if (opts.hex) {
     process.stdout.write('0x' + Buffer.from(source, 'utf8').toString('hex'));

@@ -284,6 +284,14 @@ fn load_vk(path: &Path) -> Result<ark_groth16::VerifyingKey<ark_bn254::Bn254>> {
         .map_err(bad_input)
 }
 
+/// The `tgrid_key_id` a verifying key file names, if it names one.
+fn vk_json_key_id(path: &Path) -> Result<Option<String>> {
+    let vk_json: serde_json::Value = serde_json::from_slice(&read(path)?)
+        .with_context(|| format!("{} is not JSON", path.display()))
+        .map_err(bad_input)?;
+    Ok(vk_json.get("tgrid_key_id").and_then(|v| v.as_str()).map(str::to_string))
+}
+
 fn verify_groth16(
     path: &Path,
     vk_path: Option<&Path>,
@@ -316,12 +324,17 @@ fn verify_groth16(
             hex32(&expected)
         );
     }
-    // Public-seed keys are known by digest, whatever the file calls them; the file's own flags
-    // and name can only add the warning.
-    let insecure = tgrid_settlement_proof::is_public_seed_key_digest(&digest)
-        || file.fri == "insecure-test"
-        || file.key.insecure
-        || file.key.id.contains("insecure");
+    // Public-seed keys are known by digest whatever the file calls them; the key id (parsed
+    // and checked against the file on load) says the FRI parameters.
+    let insecure = tgrid_settlement_proof::insecurity(Some(&file.key.id), Some(&digest));
+    if let Some(named) = vk_json_key_id(&vk_path)? {
+        anyhow::ensure!(
+            named == file.key.id,
+            "{} is the verifying key of {named}, the proof names {}",
+            vk_path.display(),
+            file.key.id
+        );
+    }
     let verified = file.verify(&vk).map_err(|e| match e {
         E::Malformed(_) => bad_input(e),
         other => anyhow::Error::new(other).context(format!("{} is not a valid settlement proof", path.display())),
@@ -333,7 +346,8 @@ fn verify_groth16(
         "registry_root": hex32(&verified.registry_root),
         "count": verified.leaves.len(),
         "key_id": file.key.id,
-        "insecure_key": insecure,
+        "insecure_key": insecure.is_some(),
+        "insecure_reason": insecure,
         "key_pinned": pinned,
         "verifying_key": vk_path.display().to_string(),
         "verifying_key_digest": hex32(&digest),
@@ -351,7 +365,7 @@ fn verify_groth16(
             hex32(&verified.registry_root),
             verified.leaves.len(),
             file.key.id,
-            if insecure { "  (INSECURE devnet key: anyone can forge proofs for it)" } else { "" },
+            insecure.as_ref().map_or(String::new(), |why| format!("  (INSECURE: {why})")),
             vk_path.display()
         );
         if !pinned {

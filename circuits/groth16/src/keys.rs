@@ -22,38 +22,59 @@ pub fn insecure_devnet_setup<C: ConstraintSynthesizer<Fr>>(circuit: C, seed: u64
     Ok(pk)
 }
 
-const KEY_MAGIC: &[u8; 8] = b"TGRIDG16";
+/// Version 2: the body follows a record of the circuit the key was set up for.
+const KEY_MAGIC: &[u8; 8] = b"TGRIDGK2";
+/// Version 1 (no circuit record): refused with a message that says what to do.
+const KEY_MAGIC_V1: &[u8; 8] = b"TGRIDG16";
+/// Largest circuit record accepted: an id, not a document.
+pub const MAX_CIRCUIT_RECORD_BYTES: usize = 1024;
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |cause| Error::Io { path: path.display().to_string(), cause }
 }
 
-/// Writes `pk` to `path` (magic, sha256 of the body, uncompressed body), atomically.
-pub fn save_proving_key(path: &Path, pk: &ProvingKey<Bn254>) -> Result<()> {
-    let mut body = Vec::new();
-    pk.serialize_uncompressed(&mut body).map_err(|e| Error::malformed("proving key", e))?;
+/// Writes `pk` to `path`, atomically: magic, sha256 of the rest, the length (u16 LE) and bytes
+/// of `circuit` (what the key was set up for: the owner's record, checked by the owner when it
+/// loads the key), then the uncompressed key.
+pub fn save_proving_key(path: &Path, circuit: &[u8], pk: &ProvingKey<Bn254>) -> Result<()> {
+    if circuit.len() > MAX_CIRCUIT_RECORD_BYTES {
+        return Err(Error::malformed("proving key", format!("circuit record of {} bytes", circuit.len())));
+    }
+    let mut rest = (circuit.len() as u16).to_le_bytes().to_vec();
+    rest.extend_from_slice(circuit);
+    pk.serialize_uncompressed(&mut rest).map_err(|e| Error::malformed("proving key", e))?;
     let mut bytes = KEY_MAGIC.to_vec();
-    bytes.extend_from_slice(&Sha256::digest(&body));
-    bytes.extend_from_slice(&body);
+    bytes.extend_from_slice(&Sha256::digest(&rest));
+    bytes.extend_from_slice(&rest);
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, &bytes).map_err(io(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io(path))
 }
 
-/// Reads a proving key written by [`save_proving_key`]. With `validate`, every curve point is
-/// checked to be on the curve and in the subgroup (use it for keys from elsewhere); without, the
-/// checksum alone guards a key this machine wrote.
-pub fn load_proving_key(path: &Path, validate: bool) -> Result<ProvingKey<Bn254>> {
+/// Reads a proving key written by [`save_proving_key`]: its circuit record and the key. With
+/// `validate`, every curve point is checked to be on the curve and in the subgroup (use it for
+/// keys from elsewhere); without, the checksum alone guards a key this machine wrote.
+pub fn load_proving_key(path: &Path, validate: bool) -> Result<(Vec<u8>, ProvingKey<Bn254>)> {
     let bytes = std::fs::read(path).map_err(io(path))?;
-    if bytes.len() < 40 || &bytes[..8] != KEY_MAGIC {
-        return Err(Error::malformed("proving key", format!("{} is not a TensorGrid Groth16 key", path.display())));
+    let malformed = |reason: String| Error::malformed("proving key", format!("{}: {reason}", path.display()));
+    if bytes.len() >= 8 && &bytes[..8] == KEY_MAGIC_V1 {
+        return Err(malformed("a version 1 key file, which does not record its circuit: run the setup again".into()));
     }
-    let body = &bytes[40..];
-    if Sha256::digest(body).as_slice() != &bytes[8..40] {
-        return Err(Error::malformed("proving key", format!("{}: checksum mismatch", path.display())));
+    if bytes.len() < 42 || &bytes[..8] != KEY_MAGIC {
+        return Err(malformed("not a TensorGrid Groth16 key".into()));
     }
+    let rest = &bytes[40..];
+    if Sha256::digest(rest).as_slice() != &bytes[8..40] {
+        return Err(malformed("checksum mismatch".into()));
+    }
+    let record_len = u16::from_le_bytes([rest[0], rest[1]]) as usize;
+    if record_len > MAX_CIRCUIT_RECORD_BYTES || rest.len() < 2 + record_len {
+        return Err(malformed(format!("circuit record of {record_len} bytes")));
+    }
+    let (circuit, body) = rest[2..].split_at(record_len);
     let validate = if validate { Validate::Yes } else { Validate::No };
-    ProvingKey::deserialize_with_mode(body, Compress::No, validate).map_err(|e| Error::malformed("proving key", e))
+    let pk = ProvingKey::deserialize_with_mode(body, Compress::No, validate).map_err(|e| malformed(e.to_string()))?;
+    Ok((circuit.to_vec(), pk))
 }
 
 /// Serializes a verifying key (compressed points).

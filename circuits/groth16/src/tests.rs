@@ -153,9 +153,10 @@ fn key_files_round_trip_and_corruption_is_detected() {
     let dir = std::env::temp_dir().join(format!("tgrid-groth16-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("k.pk");
-    save_proving_key(&path, key()).unwrap();
+    save_proving_key(&path, b"circuit record", key()).unwrap();
     for validate in [false, true] {
-        let loaded = load_proving_key(&path, validate).unwrap();
+        let (circuit, loaded) = load_proving_key(&path, validate).unwrap();
+        assert_eq!(circuit, b"circuit record");
         assert_eq!(loaded.vk, key().vk);
         assert_eq!(loaded.h_query, key().h_query);
     }
@@ -166,6 +167,18 @@ fn key_files_round_trip_and_corruption_is_detected() {
     assert!(matches!(load_proving_key(&path, false), Err(Error::Malformed { .. })));
     std::fs::write(&path, b"random bytes").unwrap();
     assert!(matches!(load_proving_key(&path, false), Err(Error::Malformed { .. })));
+    // A record length past the end, under a valid checksum.
+    let mut rest = 900u16.to_le_bytes().to_vec();
+    rest.extend_from_slice(b"short");
+    let mut bytes = b"TGRIDGK2".to_vec();
+    bytes.extend_from_slice(&<sha2::Sha256 as sha2::Digest>::digest(&rest));
+    bytes.extend_from_slice(&rest);
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(matches!(load_proving_key(&path, false), Err(Error::Malformed { .. })));
+    std::fs::write(&path, b"TGRIDG16 an old key").unwrap();
+    let old = load_proving_key(&path, false).unwrap_err().to_string();
+    assert!(old.contains("version 1"), "{old}");
+    assert!(save_proving_key(&path, &[0; 2000], key()).is_err());
     assert!(matches!(load_proving_key(&dir.join("missing"), false), Err(Error::Io { .. })));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -14,9 +14,11 @@ use tgrid_aggregation::{check_leaves, TaskLeaf};
 use tgrid_groth16::evm::{proof_from_calldata, public_input_scalar, verifying_key_digest};
 
 use crate::error::{Error, Result};
+use crate::key_id::WrapKeyId;
 
-/// The `format` field of version 1.
-pub const FORMAT: &str = "tgrid-settlement-proof/1";
+/// The `format` field of version 2 (version 1 named keys freely; version 2 names them by
+/// [`WrapKeyId`], checked on load).
+pub const FORMAT: &str = "tgrid-settlement-proof/2";
 
 /// Largest file accepted: a maximal batch's leaves as JSON hex (about 400 bytes each) plus slack.
 pub const MAX_FILE_BYTES: usize = MAX_BATCH_TASKS * 512 + (1 << 20);
@@ -66,9 +68,10 @@ impl LeafJson {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KeyJson {
-    /// The key's name in the key directory (INSECURE keys carry `insecure` in it).
+    /// The key's [`WrapKeyId`]: FRI parameters, final circuit, R1CS digest, devnet seed.
     pub id: String,
-    /// Whether the key comes from a public seed (anyone can forge proofs for it).
+    /// Whether anyone can forge proofs under the key (public seed or < 100 bits); never false
+    /// when the id says otherwise.
     pub insecure: bool,
     /// `VERIFYING_KEY_DIGEST` of the generated Solidity verifier.
     pub verifying_key_digest: String,
@@ -141,7 +144,32 @@ impl SettlementProofFile {
         if file.format != FORMAT {
             return Err(Error::Malformed(format!("format {:?}, expected {FORMAT:?}", file.format)));
         }
+        file.check_key_claims()?;
         Ok(file)
+    }
+
+    /// The parsed key id.
+    pub fn key_id(&self) -> Result<WrapKeyId> {
+        self.key.id.parse()
+    }
+
+    /// The key id parses, and the file's other claims about the circuit agree with it.
+    fn check_key_claims(&self) -> Result<()> {
+        let id = self.key_id()?;
+        if self.fri != id.fri_label() {
+            return Err(Error::Malformed(format!("fri {:?} but the key id says {:?}", self.fri, id.fri_label())));
+        }
+        let prefix = hex0x(&id.final_circuit_prefix);
+        if !self.final_circuit_digest.starts_with(&prefix) {
+            return Err(Error::Malformed(format!(
+                "final circuit digest {} but the key id names {prefix}…",
+                self.final_circuit_digest
+            )));
+        }
+        if id.insecure() && !self.key.insecure {
+            return Err(Error::Malformed(format!("the key is marked secure but its id {} is insecure", self.key.id)));
+        }
+        Ok(())
     }
 
     /// The file as pretty JSON.

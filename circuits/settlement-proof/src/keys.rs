@@ -12,6 +12,7 @@ use tracing::info;
 
 use crate::error::{Error, Result};
 use crate::file::hex0x;
+use crate::key_id::WrapKeyId;
 use crate::wrapper::BatchWrapper;
 
 /// Seed of the devnet setup. INSECURE: it is public, so anyone can compute the toxic waste and
@@ -22,8 +23,8 @@ pub const DEVNET_INSECURE_SEED: u64 = 0x7467_7269_645f_6465;
 /// (contracts/verifier/WrapVerifierDevnetInsecure.sol, production FRI; WrapVerifierInsecureTest.sol,
 /// test FRI): anyone can forge proofs for them, whatever a file or a key id calls them.
 pub const PUBLIC_SEED_KEY_DIGESTS: [&str; 2] = [
-    "0xaffb4ca1947deff8b3837c80304f56068ddbad353ab98d11d361f0b05ada8ba6",
-    "0x0f096934cb90bbf2bc50752e379f98765678f256180c7a9f2652ece407f98ad1",
+    "0x77ecba67f6f90aca2a516012c940758d93ec6fed0c8f7b0084ab9c51a4d2cdc7",
+    "0xc8f54b39a6e206c828ba84ec2fc5ccd316339f90e8d93fdc3cd13e2b6b07dca0",
 ];
 
 /// Whether `digest` (sha256 of a verifying key's 18 EIP-197 words) is one of
@@ -37,13 +38,14 @@ pub fn is_public_seed_key_digest(digest: &[u8; 32]) -> bool {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeySource {
     /// INSECURE: the devnet setup from [`DEVNET_INSECURE_SEED`], cached in this directory as
-    /// `<id>.pk` and `<id>.vk.json` (the id carries `insecure`).
+    /// `<id>.pk` and `<id>.vk.json` (the id ends in `-insecure-devnet`).
     InsecureDevnet {
         /// Key directory (e.g. `.tgrid/keys`).
         dir: PathBuf,
     },
-    /// A proving key from a ceremony, in `tgrid_groth16::keys` format; every point is
-    /// validated on load.
+    /// A proving key from a ceremony, in `tgrid_groth16::keys` format with its [`WrapKeyId`] as
+    /// the circuit record; every point is validated and the record checked against the circuit
+    /// on load.
     File(PathBuf),
 }
 
@@ -71,10 +73,11 @@ impl WrapFri {
 pub struct WrapKey {
     /// The key.
     pub pk: ProvingKey<Bn254>,
-    /// Name: the cache file stem, or the key file's stem.
-    pub id: String,
-    /// Whether anyone can forge proofs under it: a key from a public seed, or any key of a circuit
-    /// with the test FRI parameters (10 bits: forgeable whatever the Groth16 key).
+    /// What it was set up for, as recorded in the key file and checked against the circuit.
+    pub id: WrapKeyId,
+    /// Whether anyone can forge proofs under it: a key from a public seed (by its id or by its
+    /// verifying key digest), or any key of a circuit below 100 conjectured bits (the test FRI
+    /// parameters: forgeable whatever the Groth16 key).
     pub insecure: bool,
     /// Digest of its verifying key (`VERIFYING_KEY_DIGEST` of the Solidity verifier).
     pub verifying_key_digest: [u8; 32],
@@ -87,54 +90,55 @@ pub struct WrapKey {
 impl std::fmt::Debug for WrapKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WrapKey")
-            .field("id", &self.id)
+            .field("id", &self.id.to_string())
             .field("insecure", &self.insecure)
             .field("verifying_key_digest", &hex0x(&self.verifying_key_digest))
             .finish()
     }
 }
 
-/// The cache name of the devnet key of `wrapper`'s circuit: FRI parameters, final circuit
-/// digest and the digest of the Groth16 constraint system (builds its matrices if not yet
-/// built), so neither a changed final layer nor a changed R1CS verifier picks up a stale key.
-pub fn insecure_devnet_key_id(wrapper: &BatchWrapper) -> Result<String> {
-    let r1cs = wrapper.prepare_prover()?.digest();
-    Ok(format!(
-        "wrap-{}-{}-{}-insecure-devnet",
-        wrapper.fri_label(),
-        &hex::encode(wrapper.final_circuit_digest())[..16],
-        &hex::encode(r1cs)[..8]
-    ))
+/// The id of the devnet key of `wrapper`'s circuit (builds its R1CS matrices if not yet built):
+/// also its cache name, so neither a changed final layer nor a changed R1CS verifier picks up a
+/// stale key.
+pub fn insecure_devnet_key_id(wrapper: &BatchWrapper) -> Result<WrapKeyId> {
+    wrapper.key_id(true)
 }
 
-fn write_verifying_key(path: &Path, pk: &ProvingKey<Bn254>) -> Result<()> {
-    let json = serde_json::to_string_pretty(&verifying_key_json(&pk.vk)?).expect("JSON values serialize") + "\n";
+/// Writes the snarkjs-format verifying key with the key id beside it (`tgrid_key_id`), which
+/// `gen-verifier.js` copies into the contract's `VERIFYING_KEY_ID`.
+fn write_verifying_key(path: &Path, id: &WrapKeyId, pk: &ProvingKey<Bn254>) -> Result<()> {
+    let mut value = verifying_key_json(&pk.vk)?;
+    value["tgrid_key_id"] = serde_json::Value::String(id.to_string());
+    let json = serde_json::to_string_pretty(&value).expect("JSON values serialize") + "\n";
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, json).map_err(Error::io(&tmp))?;
     std::fs::rename(&tmp, path).map_err(Error::io(path))
 }
 
 impl BatchWrapper {
-    /// Loads the proving key, or (devnet) runs the INSECURE setup once and caches it.
+    /// Loads the proving key, or (devnet) runs the INSECURE setup once and caches it. A key
+    /// recorded for another circuit (FRI parameters, final circuit, R1CS) is refused.
     pub fn load_or_setup_key(&self, source: &KeySource) -> Result<WrapKey> {
         match source {
             KeySource::InsecureDevnet { dir } => {
-                let id = insecure_devnet_key_id(self)?;
+                let id = self.key_id(true)?;
                 let pk_path = dir.join(format!("{id}.pk"));
                 let vk_path = dir.join(format!("{id}.vk.json"));
                 let (pk, setup_seconds) = if pk_path.exists() {
-                    (load_proving_key(&pk_path, false)?, None)
+                    let (recorded, pk) = load_proving_key(&pk_path, false)?;
+                    check_record(&pk_path, &recorded, &id)?;
+                    (pk, None)
                 } else {
                     std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
                     info!(key = %id, "INSECURE devnet Groth16 setup from a public seed");
                     let t = Instant::now();
                     let pk = insecure_devnet_setup(self.verifier_circuit(None), DEVNET_INSECURE_SEED)?;
                     let seconds = t.elapsed().as_secs_f64();
-                    save_proving_key(&pk_path, &pk)?;
+                    save_proving_key(&pk_path, id.to_string().as_bytes(), &pk)?;
                     (pk, Some(seconds))
                 };
                 if !vk_path.exists() {
-                    write_verifying_key(&vk_path, &pk)?;
+                    write_verifying_key(&vk_path, &id, &pk)?;
                 }
                 let verifying_key_digest = verifying_key_digest(&pk.vk)?;
                 Ok(WrapKey {
@@ -147,18 +151,61 @@ impl BatchWrapper {
                 })
             }
             KeySource::File(path) => {
-                let pk = load_proving_key(path, true)?;
-                let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                let (recorded, pk) = load_proving_key(path, true)?;
+                let expected = self.key_id(false)?;
+                let id = check_record(path, &recorded, &expected)?;
                 let verifying_key_digest = verifying_key_digest(&pk.vk)?;
                 Ok(WrapKey {
                     pk,
                     id,
-                    insecure: self.fri_label() != "production",
+                    insecure: id.insecure() || is_public_seed_key_digest(&verifying_key_digest),
                     verifying_key_digest,
                     setup_seconds: None,
                     verifying_key_path: None,
                 })
             }
+        }
+    }
+}
+
+/// Parses a key file's circuit record and checks it names `expected`'s circuit.
+fn check_record(path: &Path, recorded: &[u8], expected: &WrapKeyId) -> Result<WrapKeyId> {
+    let text = std::str::from_utf8(recorded)
+        .map_err(|_| Error::Malformed(format!("{}: the circuit record is not text", path.display())))?;
+    let id: WrapKeyId = text.parse()?;
+    if let Some(why) = id.mismatch(expected) {
+        return Err(Error::KeyMismatch(format!("{} was set up for another circuit: {why}", path.display())));
+    }
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tgrid_wrap::FinalFri;
+
+    #[test]
+    fn a_key_recorded_for_another_circuit_is_refused() {
+        let path = Path::new("k.pk");
+        let circuit = WrapKeyId {
+            fri: FinalFri::PRODUCTION,
+            final_circuit_prefix: [1; 8],
+            r1cs_digest: [2; 32],
+            public_seed: false,
+        };
+        let record = |id: WrapKeyId| id.to_string().into_bytes();
+        assert_eq!(check_record(path, &record(circuit), &circuit).unwrap(), circuit);
+        let devnet = WrapKeyId { public_seed: true, ..circuit };
+        assert!(check_record(path, &record(devnet), &circuit).unwrap().insecure(), "a devnet key stays insecure");
+        for other in [
+            WrapKeyId { fri: FinalFri::INSECURE_TEST, ..circuit },
+            WrapKeyId { r1cs_digest: [3; 32], ..circuit },
+            WrapKeyId { final_circuit_prefix: [4; 8], ..circuit },
+        ] {
+            assert!(matches!(check_record(path, &record(other), &circuit), Err(Error::KeyMismatch(_))), "{other}");
+        }
+        for garbage in [&b"k"[..], b"\xff\xfe", b""] {
+            assert!(matches!(check_record(path, garbage, &circuit), Err(Error::Malformed(_))));
         }
     }
 }

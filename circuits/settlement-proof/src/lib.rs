@@ -9,6 +9,7 @@
 pub mod aggregate;
 pub mod error;
 pub mod file;
+pub mod key_id;
 pub mod keys;
 pub mod wrapper;
 
@@ -18,6 +19,7 @@ mod tests;
 pub use aggregate::{AggregateError, Aggregator, IncrementalTree, Step};
 pub use error::{Error, Result};
 pub use file::{SettlementProofFile, VerifiedSettlement};
+pub use key_id::{insecurity, WrapKeyId, MIN_SECURE_BITS};
 pub use keys::{
     insecure_devnet_key_id, is_public_seed_key_digest, KeySource, WrapFri, WrapKey, DEVNET_INSECURE_SEED,
     PUBLIC_SEED_KEY_DIGESTS,

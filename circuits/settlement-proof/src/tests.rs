@@ -2,8 +2,9 @@
 //! CLI tests (tgrid-sequencer wrap, tgrid-verifier groth16).
 
 use crate::file::{parse_hex, KeyJson, LeafJson, SettlementProofFile, FORMAT, MAX_FILE_BYTES};
-use crate::Error;
+use crate::{Error, WrapKeyId};
 use tgrid_aggregation::TaskLeaf;
+use tgrid_wrap::FinalFri;
 
 fn leaf(i: u8) -> TaskLeaf {
     TaskLeaf {
@@ -15,10 +16,21 @@ fn leaf(i: u8) -> TaskLeaf {
     }
 }
 
+/// A key id of the test FRI parameters for a final circuit whose digest starts with 0x11….
+fn sample_key_id() -> String {
+    WrapKeyId {
+        fri: FinalFri::INSECURE_TEST,
+        final_circuit_prefix: [0x11; 8],
+        r1cs_digest: [0x66; 32],
+        public_seed: false,
+    }
+    .to_string()
+}
+
 fn sample() -> SettlementProofFile {
     SettlementProofFile {
         format: FORMAT.into(),
-        key: KeyJson { id: "k".into(), insecure: true, verifying_key_digest: format!("0x{}", "00".repeat(32)) },
+        key: KeyJson { id: sample_key_id(), insecure: true, verifying_key_digest: format!("0x{}", "00".repeat(32)) },
         fri: "insecure-test".into(),
         final_circuit_digest: format!("0x{}", "11".repeat(32)),
         batch_root: format!("0x{}", "22".repeat(32)),
@@ -57,6 +69,37 @@ fn malformed_files_are_errors() {
     assert!(bad(&serde_json::to_vec(&v).unwrap()));
 }
 
+/// The key id is parsed on load and the file's other claims about the circuit must agree.
+#[test]
+fn key_claims_are_checked_on_load() {
+    let bad = |edit: &dyn Fn(&mut SettlementProofFile)| {
+        let mut file = sample();
+        edit(&mut file);
+        matches!(SettlementProofFile::from_json_bytes(&file.to_json_bytes()), Err(Error::Malformed(_)))
+    };
+    assert!(!bad(&|_| {}));
+    assert!(bad(&|f| f.key.id = "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet".into()), "old ids");
+    assert!(bad(&|f| f.fri = "production".into()), "fri label against the id");
+    assert!(bad(&|f| f.final_circuit_digest = format!("0x{}", "12".repeat(32))), "final circuit against the id");
+    assert!(bad(&|f| f.key.insecure = false), "a 10-bit key claimed secure");
+    let production = WrapKeyId {
+        fri: FinalFri::PRODUCTION,
+        final_circuit_prefix: [0x11; 8],
+        r1cs_digest: [0x66; 32],
+        public_seed: false,
+    };
+    let secure = |f: &mut SettlementProofFile| {
+        f.key.id = production.to_string();
+        f.fri = "production".into();
+        f.key.insecure = false;
+    };
+    assert!(!bad(&secure), "a production key may be secure");
+    assert!(bad(&|f| {
+        secure(f);
+        f.key.id = WrapKeyId { public_seed: true, ..production }.to_string();
+    }));
+}
+
 #[test]
 fn bad_fields_are_errors() {
     let mut file = sample();
@@ -85,7 +128,7 @@ mod committed_devnet_key {
 
     use crate::{insecure_devnet_key_id, BatchWrapper, Error, SettlementProofFile};
 
-    const KEY_ID: &str = "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet";
+    const KEY_ID: &str = "wrap-production-r4q21g16-5ef98bd092609bcb-f4b8d33c24b2a135a445e7b013bdd76ae4b8a380c2a4650a44c42c43bd050268-insecure-devnet";
 
     fn fixture(suffix: &str) -> Vec<u8> {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -96,6 +139,7 @@ mod committed_devnet_key {
 
     fn vk() -> ark_groth16::VerifyingKey<ark_bn254::Bn254> {
         let json: serde_json::Value = serde_json::from_slice(&fixture(".vk.json")).unwrap();
+        assert_eq!(json["tgrid_key_id"], KEY_ID, "the verifying key file names its key");
         tgrid_groth16::evm::verifying_key_from_json(&json).unwrap()
     }
 
@@ -121,7 +165,7 @@ mod committed_devnet_key {
     fn the_committed_key_id_names_the_current_production_final_circuit() {
         let wrapper = BatchWrapper::build(FinalFri::PRODUCTION).unwrap();
         assert_eq!(
-            insecure_devnet_key_id(&wrapper).unwrap(),
+            insecure_devnet_key_id(&wrapper).unwrap().to_string(),
             KEY_ID,
             "the final circuit or its R1CS verifier changed: regenerate the devnet key, verifier and fixtures (docs/contracts.md)"
         );

@@ -15,6 +15,7 @@ use tgrid_wrap_r1cs::{settlement_input, FinalVerifierCircuit};
 
 use crate::error::{Error, Result};
 use crate::file::{hex0x, KeyJson, LeafJson, SettlementProofFile, FORMAT};
+use crate::key_id::WrapKeyId;
 use crate::keys::WrapKey;
 
 /// A stage of [`BatchWrapper::prove`], for progress reporting.
@@ -82,6 +83,17 @@ impl BatchWrapper {
         } else {
             "insecure-test"
         }
+    }
+
+    /// The id of a key for this circuit (builds the R1CS matrices if not yet built).
+    pub fn key_id(&self, public_seed: bool) -> Result<WrapKeyId> {
+        let final_digest = self.final_circuit_digest();
+        Ok(WrapKeyId {
+            fri: self.wrap.fri(),
+            final_circuit_prefix: final_digest[..8].try_into().expect("8 of 32 bytes"),
+            r1cs_digest: self.prepare_prover()?.digest(),
+            public_seed,
+        })
     }
 
     /// The final plonky2 circuit's digest (32 bytes).
@@ -164,7 +176,7 @@ impl BatchWrapper {
         let file = SettlementProofFile {
             format: FORMAT.into(),
             key: KeyJson {
-                id: key.id.clone(),
+                id: key.id.to_string(),
                 insecure: key.insecure,
                 verifying_key_digest: hex0x(&key.verifying_key_digest),
             },

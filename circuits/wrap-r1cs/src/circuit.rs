@@ -1,7 +1,8 @@
 //! The whole R1CS verifier of a final-layer proof, as the circuit a Groth16 proof is about.
 //! ONE public input: the settlement public input `SHA-256(batch root ‖ registry root ‖ count)`
 //! with its top 3 bits cleared (computed by the settle layer), which the final proof carries as
-//! 8 big-endian u32 public inputs; here they are range checked, packed into one `Fr` and bound
+//! 8 big-endian u32 public inputs; here they are range checked (the first word below 2^29, so
+//! the packed value is below 2^253 < r and packing is injective), packed into one `Fr` and bound
 //! to the Groth16 input, hashed (Goldilocks Poseidon) into the public-inputs hash that both the
 //! transcript and the `PublicInputGate` use, and the proof is verified in full: transcript,
 //! PLONK identity at ζ, FRI.
@@ -22,21 +23,35 @@ use crate::{
 /// Public inputs of a final-layer proof: the settlement input's 8 big-endian u32 words.
 pub const NUM_FINAL_PUBLIC_INPUTS: usize = 8;
 
-/// The settlement public input of a final proof, as the Groth16 public input.
+/// Bits of the settlement public input: SHA-256 with its top 3 bits cleared, so every value
+/// is below the BN254 scalar field and the Groth16 input names exactly one final public input.
+pub const SETTLEMENT_INPUT_BITS: u32 = 253;
+
+/// The settlement public input of a final proof, as the Groth16 public input. Refuses words
+/// above 32 bits and a value of 2^253 or more (the circuit rejects both).
 pub fn settlement_input(proof: &FinalProof) -> Result<Fr, Error> {
+    let words = public_input_words(proof)?;
+    if words[0] >> (SETTLEMENT_INPUT_BITS - 7 * 32) != 0 {
+        return Err(Error::Unsupported(format!("a settlement public input of 2^{SETTLEMENT_INPUT_BITS} or more")));
+    }
+    Ok(pack_words(&words))
+}
+
+fn public_input_words(proof: &FinalProof) -> Result<[u64; NUM_FINAL_PUBLIC_INPUTS], Error> {
     let pis = &proof.public_inputs;
     if pis.len() != NUM_FINAL_PUBLIC_INPUTS {
         return Err(Error::Shape { what: "public inputs".into(), expected: NUM_FINAL_PUBLIC_INPUTS, got: pis.len() });
     }
-    let mut acc = Fr::from(0u64);
-    for w in pis {
-        let w = w.to_canonical_u64();
-        if w >> 32 != 0 {
-            return Err(Error::Unsupported("a public input word above 32 bits".into()));
-        }
-        acc = acc * Fr::from(1u64 << 32) + Fr::from(w);
+    let words: [u64; NUM_FINAL_PUBLIC_INPUTS] = std::array::from_fn(|i| pis[i].to_canonical_u64());
+    if words.iter().any(|w| w >> 32 != 0) {
+        return Err(Error::Unsupported("a public input word above 32 bits".into()));
     }
-    Ok(acc)
+    Ok(words)
+}
+
+/// Σ words[i]·2^(32·(7−i)) reduced mod r: what the circuit packs, whatever the range.
+fn pack_words(words: &[u64]) -> Fr {
+    words.iter().fold(Fr::from(0u64), |acc, &w| acc * Fr::from(1u64 << 32) + Fr::from(w))
 }
 
 /// The verifier circuit of one final-layer circuit (fixed by `common` and `verifier_only`).
@@ -72,16 +87,19 @@ impl FinalVerifierCircuit<'_> {
                 self.common.num_public_inputs
             )));
         }
-        let expected = self.proof.map(settlement_input).transpose()?;
+        // The witness is the packing as is (not `settlement_input`, which refuses out-of-range
+        // values): the range checks below must reject such a proof, not the witness generator.
+        let expected = self.proof.map(|p| public_input_words(p).map(|w| pack_words(&w))).transpose()?;
         let public_input = FpVar::new_input(cs.clone(), || expected.ok_or(SynthesisError::AssignmentMissing))?;
         let proof = ProofVar::new_witness(cs.clone(), self.proof, self.common)?;
 
-        // 8 u32 words, big-endian, packed into the one public input (< 2^256 as an integer;
-        // the settle layer clears the top 3 bits so the value is below r).
+        // 8 u32 words, big-endian, packed into the one public input; the first word's top 3
+        // bits are zero too, so the integer is below 2^253 < r and no two inputs share a packing.
         let mut packed = FpVar::zero();
-        for word in &proof.public_inputs {
+        for (i, word) in proof.public_inputs.iter().enumerate() {
             let bits = word.to_bits_le()?;
-            for high in &bits[32..] {
+            let width = if i == 0 { SETTLEMENT_INPUT_BITS as usize - 7 * 32 } else { 32 };
+            for high in &bits[width..] {
                 high.enforce_equal(&Boolean::FALSE)?;
             }
             packed = packed * Fr::from(1u64 << 32) + word.var();

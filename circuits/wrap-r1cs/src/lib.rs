@@ -53,7 +53,7 @@ pub use tgrid_poseidon_bn254::PoseidonBn254GoldilocksConfig;
 
 pub use challenger::{ChallengerStats, ChallengerVar};
 pub use challenges::{get_challenges_var, ChallengesVar, FriChallengesVar};
-pub use circuit::{settlement_input, FinalVerifierCircuit, NUM_FINAL_PUBLIC_INPUTS};
+pub use circuit::{settlement_input, FinalVerifierCircuit, NUM_FINAL_PUBLIC_INPUTS, SETTLEMENT_INPUT_BITS};
 pub use fri::{compress, leaf_hash, verify_fri, verify_merkle_to_cap};
 pub use proof::{FriQueryRoundVar, FriQueryStepVar, InitialTreeVar, OpeningSetVar, ProofVar};
 pub use shape::ProofShape;

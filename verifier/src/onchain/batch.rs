@@ -381,7 +381,8 @@ struct KeyStep {
     key_id: Option<String>,
     deployed_digest: Option<B256>,
     vk_path: Option<String>,
-    insecure: bool,
+    /// Why anyone could forge proofs under the key (`None`: nothing known against it).
+    insecure: Option<String>,
 }
 
 /// `tgrid-verifier batch BATCH_ROOT --rpc URL`.
@@ -433,10 +434,9 @@ pub fn audit_batch(
         let digest = verifier.VERIFYING_KEY_DIGEST().call().await;
         let key = KeyStep {
             verifier: params.verifier,
-            // The key's digest decides (a public-seed key under any name); a name can only add
-            // the warning, never lift it.
-            insecure: digest.as_ref().is_ok_and(|d| tgrid_settlement_proof::is_public_seed_key_digest(&d.0))
-                || key_id.as_ref().is_ok_and(|id| id.to_ascii_lowercase().contains("insecure")),
+            // From the key's digest (a public-seed key under any name) and its parsed id (its
+            // FRI parameters); an id that does not say them counts against the key.
+            insecure: tgrid_settlement_proof::insecurity(key_id.as_deref().ok(), digest.as_ref().ok().map(|d| &d.0)),
             key_id: key_id.map_err(|e| tracing::info!("VERIFYING_KEY_ID: {e}")).ok(),
             deployed_digest: digest.map_err(|e| tracing::info!("VERIFYING_KEY_DIGEST: {e}")).ok(),
             vk_path: None,
@@ -492,7 +492,8 @@ pub fn audit_batch(
         "key_id": key.key_id,
         "verifying_key_digest": key.deployed_digest.map(|d| d.to_string()),
         "verifying_key": key.vk_path,
-        "insecure_key": key.insecure,
+        "insecure_key": key.insecure.is_some(),
+        "insecure_reason": key.insecure,
         "checks": checks_json(&checks),
         "leaves": audit.leaves.iter().map(leaf_json).collect::<Vec<_>>(),
         "seconds": started.elapsed().as_secs_f64(),
@@ -518,7 +519,7 @@ pub fn audit_batch(
             verify_gas.map_or("(no trace from the node)".to_string(), |g| g.to_string()),
             key.verifier,
             key.key_id.as_deref().unwrap_or("(unknown)"),
-            if key.insecure { "  (INSECURE devnet key: anyone can forge proofs for it)" } else { "" },
+            key.insecure.as_ref().map_or(String::new(), |why| format!("  (INSECURE: {why})")),
         );
         for t in &also {
             text += &format!("\n  settled again  {t} (every leaf skipped there)");
@@ -891,7 +892,7 @@ mod tests {
     #[test]
     fn the_proof_verifies_only_with_the_deployed_key() {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../contracts/test/fixtures/groth16");
-        let id = "wrap-production-5ef98bd092609bcb-ff9c623f-insecure-devnet";
+        let id = "wrap-production-r4q21g16-5ef98bd092609bcb-f4b8d33c24b2a135a445e7b013bdd76ae4b8a380c2a4650a44c42c43bd050268-insecure-devnet";
         let file: serde_json::Value =
             serde_json::from_slice(&std::fs::read(dir.join(format!("{id}.batch.g16.json"))).unwrap()).unwrap();
         let digest: B256 = file["key"]["verifying_key_digest"].as_str().unwrap().parse().unwrap();
@@ -905,7 +906,7 @@ mod tests {
             key_id: key_id.map(str::to_string),
             deployed_digest: digest,
             vk_path: None,
-            insecure: true,
+            insecure: Some("devnet".into()),
         };
         let names = |checks: &[Check]| checks.iter().map(|c| (c.name, c.ok)).collect::<Vec<_>>();
 

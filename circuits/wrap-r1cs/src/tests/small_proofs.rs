@@ -71,3 +71,43 @@ fn three_challenge_rounds_and_no_grinding() {
     config.fri_config.cap_height = 2;
     prove_and_check(config, false);
 }
+
+/// A small final-config proof whose 8 public inputs are `words`, through the whole verifier
+/// circuit: whether the constraint system is satisfied.
+fn whole_verifier_accepts(words: [u64; 8]) -> bool {
+    use ark_relations::gr1cs::ConstraintSynthesizer;
+
+    let mut b = CircuitBuilder::<F, D>::new(small_config(3, 5));
+    let targets: Vec<_> = (0..8).map(|_| b.add_virtual_target()).collect();
+    let mut acc = b.mul(targets[0], targets[1]);
+    for &t in &targets[2..] {
+        acc = b.mul_add(acc, t, targets[0]);
+    }
+    b.register_public_inputs(&targets);
+    let data = b.build::<PoseidonBn254GoldilocksConfig>();
+    let mut pw = PartialWitness::new();
+    for (&t, w) in targets.iter().zip(words) {
+        pw.set_target(t, F::from_canonical_u64(w)).unwrap();
+    }
+    let proof = data.prove(pw).unwrap();
+    data.verify(proof.clone()).unwrap();
+
+    let cs = ConstraintSystem::<Fr>::new_ref();
+    let circuit =
+        crate::FinalVerifierCircuit { common: &data.common, verifier_only: &data.verifier_only, proof: Some(&proof) };
+    circuit.generate_constraints(cs.clone()).unwrap();
+    cs.is_satisfied().unwrap()
+}
+
+#[test]
+fn the_packed_public_input_is_below_2_pow_253() {
+    let below = [0x1fff_ffff, u32::MAX as u64, 0, 0, 0, 0, 0, 7];
+    assert!(whole_verifier_accepts(below));
+    // 2^253 and above would alias values mod r: a valid final proof carrying one is rejected
+    // by the circuit itself, whatever the settle layer does.
+    for top in [0x2000_0000u64, 0xe000_0000, u32::MAX as u64] {
+        let mut words = below;
+        words[0] = top;
+        assert!(!whole_verifier_accepts(words), "first word {top:#x}");
+    }
+}
