@@ -136,7 +136,8 @@ enum Command {
     /// before their deadline), wrap_key (required with self_settle: a ceremony's proving key file,
     /// or `insecure-devnet`: the INSECURE devnet key cached in insecure_devnet_keys_dir, refused on
     /// any chain but the devnet's), wrap_fri (production | insecure-test),
-    /// min_payment_tgrid, initial_prove_estimate_secs, poll_interval_ms, prune_after_secs,
+    /// min_payment_tgrid, max_sequencer_queue (accept new orders only while the sequencer's
+    /// advertised queue is at most this; 0 ignores it), initial_prove_estimate_secs, poll_interval_ms, prune_after_secs,
     /// auto_withdraw (default true: withdraw earnings after orders settle).
     Run {
         /// TOML settings file.

@@ -223,6 +223,17 @@ impl RelayClient {
         self.call(self.http.get(&url), url).await
     }
 
+    /// Acknowledged results waiting for a batch at the sequencer (`queue_depth` of `/v1/status`):
+    /// what a provider weighs before accepting more work.
+    pub async fn queue_depth(&self) -> Result<u64, RelayError> {
+        let url = format!("{}/v1/status", self.base);
+        let status: serde_json::Value = self.call(self.http.get(&url), url.clone()).await?;
+        status["queue_depth"].as_u64().ok_or_else(|| RelayError::Unreachable {
+            url,
+            reason: "unexpected answer: no queue_depth in the status".into(),
+        })
+    }
+
     /// A settled task's published output.
     pub async fn output(&self, hash: B256) -> Result<OutputView, RelayError> {
         let url = format!("{}/v1/tasks/{hash}/output", self.base);

@@ -279,6 +279,12 @@ impl RegistryFile {
     pub fn model_path(&self, entry: &RegistryFileEntry) -> PathBuf {
         self.base_dir.join(&entry.model_file)
     }
+
+    /// The model file of `model_id`, if the file lists it.
+    pub fn model_path_of(&self, model_id: &[u8; 32]) -> Option<PathBuf> {
+        let id = hex32(model_id);
+        self.models.iter().find(|m| m.model_id.eq_ignore_ascii_case(&id)).map(|m| self.model_path(m))
+    }
 }
 
 /// Root as a `0x` string, for reports.

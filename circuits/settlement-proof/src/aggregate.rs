@@ -53,7 +53,8 @@ type Slot = Arc<OnceLock<std::result::Result<Arc<Normalizer>, String>>>;
 pub struct Aggregator {
     file: RegistryFile,
     registry: Registry,
-    circuits: AggregationCircuits,
+    /// Shared with the aggregators of later registries ([`Aggregator::for_registry_file`]).
+    circuits: Arc<AggregationCircuits>,
     normalizers: Mutex<HashMap<[u8; 32], Slot>>,
 }
 
@@ -67,7 +68,29 @@ impl Aggregator {
     /// Builds the aggregation circuits (a few seconds) for `file`'s registry.
     pub fn new(file: RegistryFile) -> Result<Self> {
         let registry = file.registry()?;
-        Ok(Self { file, registry, circuits: AggregationCircuits::build()?, normalizers: Mutex::default() })
+        Ok(Self { file, registry, circuits: Arc::new(AggregationCircuits::build()?), normalizers: Mutex::default() })
+    }
+
+    /// An aggregator for another registry file (governance moved the root) that shares these
+    /// circuits and keeps the normalizers already built for models the new registry lists with
+    /// the same digest, so nothing is rebuilt that did not change.
+    pub fn for_registry_file(&self, file: RegistryFile) -> Result<Self> {
+        let registry = file.registry()?;
+        let kept: HashMap<[u8; 32], Slot> = self
+            .normalizers
+            .lock()
+            .expect("normalizer map lock")
+            .iter()
+            .filter(|(id, slot)| {
+                let unchanged = registry
+                    .entry(id)
+                    .zip(self.registry.entry(id))
+                    .is_some_and(|(new, old)| new.normalized_digest == old.normalized_digest);
+                unchanged && matches!(slot.get(), Some(Ok(_)))
+            })
+            .map(|(id, slot)| (*id, slot.clone()))
+            .collect();
+        Ok(Self { file, registry, circuits: self.circuits.clone(), normalizers: Mutex::new(kept) })
     }
 
     /// An aggregator for models whose normalizers are already built (no registry file; the
@@ -101,7 +124,7 @@ impl Aggregator {
         Ok(Self {
             file: RegistryFile::empty(Default::default()),
             registry,
-            circuits: AggregationCircuits::build()?,
+            circuits: Arc::new(AggregationCircuits::build()?),
             normalizers: Mutex::new(slots),
         })
     }
@@ -126,13 +149,7 @@ impl Aggregator {
     }
 
     fn model_path(&self, model_id: &[u8; 32]) -> String {
-        let id = format!("0x{}", hex::encode(model_id));
-        self.file
-            .models
-            .iter()
-            .find(|m| m.model_id.eq_ignore_ascii_case(&id))
-            .map(|m| self.file.model_path(m).display().to_string())
-            .unwrap_or_default()
+        self.file.model_path_of(model_id).map(|p| p.display().to_string()).unwrap_or_default()
     }
 
     fn build_normalizer(&self, model_id: &[u8; 32], digest: &[u8; 32]) -> std::result::Result<Normalizer, String> {

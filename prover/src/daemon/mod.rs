@@ -262,6 +262,27 @@ impl Daemon {
         self.settings.data_dir.join("outputs").join(format!("{id}.json"))
     }
 
+    /// Whether the sequencer's advertised queue leaves room for more work. Unknown (the
+    /// sequencer does not answer) counts as room: accepted work can still be self-settled.
+    async fn sequencer_has_room(&mut self) -> bool {
+        if self.settings.max_sequencer_queue == 0 {
+            return true;
+        }
+        match self.relay.queue_depth().await {
+            Ok(depth) => match queue_too_long(depth, self.settings.max_sequencer_queue) {
+                Some(why) => {
+                    tracing::info!("not accepting new orders this round: {why}");
+                    false
+                }
+                None => true,
+            },
+            Err(e) => {
+                tracing::warn!("the sequencer's queue depth: {e}");
+                true
+            }
+        }
+    }
+
     async fn round(&mut self) -> Result<()> {
         if let Err(e) = self.discover().await {
             // The relay is down: work already accepted goes on.
@@ -282,8 +303,10 @@ impl Daemon {
         // sequencer works on it while the next one is proven).
         let mut queue: Vec<(u64, B256)> = self.state.tasks.iter().map(|(id, r)| (r.deadline(), *id)).collect();
         queue.sort();
+        let seen = queue.iter().any(|(_, id)| self.state.tasks[id].state == TaskState::Seen);
+        let accepting = !seen || self.sequencer_has_room().await;
         for &(_, id) in &queue {
-            if self.state.tasks[&id].state == TaskState::Seen {
+            if accepting && self.state.tasks[&id].state == TaskState::Seen {
                 if let Err(e) = self.consider(id, now).await {
                     tracing::warn!(task = %id, "{e:#}");
                 }
@@ -322,10 +345,29 @@ impl Daemon {
     }
 }
 
+/// Why the sequencer's queue (`depth` results waiting for a batch) is too long to accept more
+/// work, if it is (`max` 0: never).
+fn queue_too_long(depth: u64, max: u64) -> Option<String> {
+    (max != 0 && depth > max)
+        .then(|| format!("the sequencer's queue holds {depth} results waiting for a batch (max_sequencer_queue {max})"))
+}
+
 fn write_synced(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let mut f = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
     f.write_all(bytes)?;
     f.sync_all()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::queue_too_long;
+
+    #[test]
+    fn a_long_sequencer_queue_stops_new_acceptances() {
+        assert_eq!(queue_too_long(1_000, 1_000), None);
+        assert!(queue_too_long(1_001, 1_000).unwrap().contains("1001 results"));
+        assert_eq!(queue_too_long(u64::MAX, 0), None, "0 ignores the queue");
+    }
 }

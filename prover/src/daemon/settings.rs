@@ -63,6 +63,10 @@ pub struct Settings {
     pub wrap_fri: WrapFri,
     /// Smallest payment (whole TGRID) worth accepting (the market's dispute minimum applies too).
     pub min_payment_tgrid: u64,
+    /// New orders are accepted only while the sequencer's advertised queue (acknowledged results
+    /// waiting for a batch) holds at most this many: beyond, results would wait long for
+    /// settlement and more of them end in self-settlement. 0: ignore the queue.
+    pub max_sequencer_queue: u64,
     /// Proving time assumed for a model before one was measured.
     pub initial_prove_estimate_secs: u64,
     /// Idle wait between polls.
@@ -93,6 +97,7 @@ impl Default for Settings {
             insecure_devnet_keys_dir: ".tgrid/keys".into(),
             wrap_fri: WrapFri::Production,
             min_payment_tgrid: 0,
+            max_sequencer_queue: 1_000,
             initial_prove_estimate_secs: 120,
             poll_interval_ms: 1_000,
             prune_after_secs: 86_400,

@@ -60,6 +60,9 @@ pub struct Settings {
     pub submissions_per_provider_per_sec: u32,
     /// Idle wait of the pipeline between polls of its queues and the chain.
     pub poll_interval_ms: u64,
+    /// How often the pipeline compares the on-chain registry root with its own; when governance
+    /// moved it and the registry file lists the new root, new batches are proven under it.
+    pub registry_poll_secs: u64,
 }
 
 impl Default for Settings {
@@ -84,6 +87,7 @@ impl Default for Settings {
             request_timeout_secs: 30,
             submissions_per_provider_per_sec: 50,
             poll_interval_ms: 500,
+            registry_poll_secs: 10,
         }
     }
 }
@@ -124,8 +128,8 @@ impl Settings {
         if self.submissions_per_provider_per_sec == 0 {
             return bad("submissions_per_provider_per_sec must be at least 1");
         }
-        if self.request_timeout_secs == 0 || self.poll_interval_ms == 0 {
-            return bad("request_timeout_secs and poll_interval_ms must be positive");
+        if self.request_timeout_secs == 0 || self.poll_interval_ms == 0 || self.registry_poll_secs == 0 {
+            return bad("request_timeout_secs, poll_interval_ms and registry_poll_secs must be positive");
         }
         match (&self.proving_key, self.insecure_devnet_key) {
             (None, false) => bad("no Groth16 key: set proving_key (a ceremony key file) or, on a local devnet only, \

@@ -91,6 +91,7 @@ struct State {
     retrying: BTreeMap<u64, Retrying>,
     low_funds: Option<String>,
     failures: std::collections::VecDeque<FailedBatch>,
+    registry_stale: Option<String>,
 }
 
 /// The pipeline's trouble, shared with the API.
@@ -171,6 +172,16 @@ impl Health {
     /// Why the account was last found unable to pay, until a settlement is paid again.
     pub fn low_funds(&self) -> Option<String> {
         self.lock().low_funds.clone()
+    }
+
+    /// Records why new batches cannot follow the on-chain registry root (`None`: they do).
+    pub fn set_registry_stale(&self, why: Option<String>) {
+        self.lock().registry_stale = why;
+    }
+
+    /// Why new batches are proven under a registry root the chain has replaced, if they are.
+    pub fn registry_stale(&self) -> Option<String> {
+        self.lock().registry_stale.clone()
     }
 }
 

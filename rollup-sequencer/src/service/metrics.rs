@@ -40,6 +40,10 @@ pub struct Metrics {
     pub low_funds: IntGauge,
     /// The sequencer account's balance in ETH (wei / 10^18), read before each settlement.
     pub balance_eth: prometheus::Gauge,
+    /// 1 while the chain's registry root is not the one new batches are proven under.
+    pub registry_stale: IntGauge,
+    /// Times the pipeline moved to a new on-chain registry root.
+    pub registry_reloads: IntCounter,
 }
 
 impl Metrics {
@@ -102,6 +106,17 @@ impl Metrics {
                 .expect("metric");
         let balance_eth =
             prometheus::Gauge::new("tgrid_sequencer_balance_eth", "the sequencer account's balance").expect("metric");
+        let registry_stale = IntGauge::new(
+            "tgrid_sequencer_registry_stale",
+            "1 while the on-chain registry root is not the registry file's: new batches are proven under a \
+             replaced root (settling only during its grace period)",
+        )
+        .expect("metric");
+        let registry_reloads = IntCounter::new(
+            "tgrid_sequencer_registry_reloads_total",
+            "times the pipeline moved to a new on-chain registry root",
+        )
+        .expect("metric");
         let pipeline_ready = IntGauge::new(
             "tgrid_sequencer_pipeline_ready",
             "whether the pipeline has built its circuits and loaded its Groth16 key (1) or not yet (0)",
@@ -124,6 +139,8 @@ impl Metrics {
             Box::new(stalled_batches.clone()),
             Box::new(low_funds.clone()),
             Box::new(balance_eth.clone()),
+            Box::new(registry_stale.clone()),
+            Box::new(registry_reloads.clone()),
         ] {
             registry.register(m).expect("unique metric names");
         }
@@ -145,6 +162,8 @@ impl Metrics {
             stalled_batches,
             low_funds,
             balance_eth,
+            registry_stale,
+            registry_reloads,
         }
     }
 

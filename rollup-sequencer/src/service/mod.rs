@@ -13,12 +13,13 @@ pub mod config;
 pub mod health;
 pub mod metrics;
 pub mod pipeline;
+mod registry;
 pub mod store;
 
 use std::collections::HashSet;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tgrid_aggregation::{RegistryFile, TaskLeaf};
@@ -73,8 +74,9 @@ pub struct Shared {
     pub store: Store,
     /// Chain access.
     pub chain: Chain,
-    /// Native proof checks and leaf/merge proving.
-    pub aggregator: Arc<Aggregator>,
+    /// Native proof checks and leaf/merge proving under the registry new batches use; replaced
+    /// when governance moves the on-chain root (see `registry`). Read it with [`Shared::aggregator`].
+    aggregator: RwLock<Arc<Aggregator>>,
     /// Metrics.
     pub metrics: Metrics,
     /// Per-provider submission rate limit.
@@ -87,6 +89,18 @@ pub struct Shared {
     pub verify_slots: tokio::sync::Semaphore,
     /// The pipeline's trouble (retrying batches, low funds), for the status endpoint.
     pub health: Health,
+}
+
+impl Shared {
+    /// The aggregator of the registry new batches are proven under.
+    pub fn aggregator(&self) -> Arc<Aggregator> {
+        self.aggregator.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// Moves new submissions and batches to `next` (a new on-chain registry root).
+    pub(crate) fn replace_aggregator(&self, next: Arc<Aggregator>) {
+        *self.aggregator.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = next;
+    }
 }
 
 /// Seconds since the epoch.
@@ -117,8 +131,8 @@ pub fn leaf_of(r: &TaskRecord) -> Result<TaskLeaf, ServiceError> {
 /// Builds every registered model's verifier in the background, so no submission waits for
 /// one (about 2 s per model) and a broken model file is reported at start, not at the first
 /// result. The API serves meanwhile; a submission for a model still building waits for it.
-async fn warm_verifiers(shared: Arc<Shared>) {
-    let aggregator = shared.aggregator.clone();
+pub(crate) async fn warm_verifiers(shared: Arc<Shared>) {
+    let aggregator = shared.aggregator();
     let built = tokio::task::spawn_blocking(move || {
         let mut built = 0;
         for entry in aggregator.registry().entries() {
@@ -182,7 +196,7 @@ pub async fn run(
         settings: settings.clone(),
         store,
         chain,
-        aggregator,
+        aggregator: RwLock::new(aggregator),
         metrics: Metrics::new(),
         limiter: RateLimiter::keyed(quota),
         in_flight: Mutex::default(),

@@ -15,6 +15,7 @@ use tracing::{error, info, warn};
 
 use crate::service::chain::Mined;
 use crate::service::health::RetryKind;
+use crate::service::registry::RegistryFollower;
 use crate::service::store::{BatchRecord, BatchState, TaskRecord, TaskState};
 use crate::service::{unix_now, ServiceError, Shared};
 use crate::{Aggregator, IncrementalTree};
@@ -101,6 +102,8 @@ struct Worker {
     key: WrapKey,
     /// Submitted batches whose transaction was re-sent since this process started.
     resent: HashSet<u64>,
+    /// When to compare the on-chain registry root with the one new batches use.
+    follower: RegistryFollower,
 }
 
 fn parse32(s: &str) -> Result<[u8; 32]> {
@@ -125,15 +128,33 @@ impl Worker {
         }
         info!(key = %key.id, "pipeline ready");
         shared.metrics.pipeline_ready.set(1);
-        Ok(Self { shared, rt, wrapper, key, resent: HashSet::new() })
+        let follower = RegistryFollower::new(Duration::from_secs(shared.settings.registry_poll_secs));
+        Ok(Self { shared, rt, wrapper, key, resent: HashSet::new(), follower })
     }
 
     fn run(&mut self, stop: &AtomicBool) {
-        let aggregator = self.shared.aggregator.clone();
+        while !stop.load(Ordering::Relaxed) {
+            let aggregator = self.shared.aggregator();
+            if let Some(next) = self.run_under(&aggregator, stop) {
+                self.shared.replace_aggregator(Arc::new(next));
+                self.rt.spawn(crate::service::warm_verifiers(self.shared.clone()));
+            }
+        }
+    }
+
+    /// Runs the pipeline under one registry until the chain moves to a root the registry file
+    /// lists (returned, after the open batch was closed under the old root), or `stop`.
+    fn run_under(&mut self, aggregator: &Aggregator, stop: &AtomicBool) -> Option<Aggregator> {
         let poll = Duration::from_millis(self.shared.settings.poll_interval_ms);
         let mut open: Option<OpenBatch<'_>> = None;
         while !stop.load(Ordering::Relaxed) {
-            match self.step(&aggregator, &mut open) {
+            match self.follow_registry(aggregator, &mut open) {
+                Ok(Some(next)) => return Some(next),
+                Ok(None) => {}
+                // Node trouble: keep proving under the current root and look again later.
+                Err(e) => warn!(error = %e, "cannot compare the on-chain registry root; retrying"),
+            }
+            match self.step(aggregator, &mut open) {
                 Ok(true) => {}
                 Ok(false) => std::thread::sleep(poll),
                 Err(e) => {
@@ -142,6 +163,23 @@ impl Worker {
                 }
             }
         }
+        None
+    }
+
+    /// The aggregator of a new on-chain registry root, once the chain moved to one the registry
+    /// file lists. The open batch's leaves were proven under the old root, which the market
+    /// accepts through its grace period: it is closed and proven now rather than re-proven.
+    fn follow_registry<'a>(
+        &mut self,
+        aggregator: &'a Aggregator,
+        open: &mut Option<OpenBatch<'a>>,
+    ) -> Result<Option<Aggregator>> {
+        let Some(next) = self.follower.poll(&self.shared, &self.rt, aggregator)? else { return Ok(None) };
+        if let Some(o) = open.take() {
+            info!(batch = o.record.id, "closing the open batch under the registry root it was proven for");
+            self.close(o)?;
+        }
+        Ok(Some(next))
     }
 
     /// Records a failed settlement step of `batch`: logged, counted, retried after a backoff.
@@ -222,14 +260,33 @@ impl Worker {
                 let max_tasks = self.batch_limit()?.max(batch.tasks.len());
                 let mut resumed =
                     OpenBatch { deadlines: vec![], tree: IncrementalTree::new(aggregator), record: batch, max_tasks };
-                for t in resumed.record.tasks.clone() {
+                let mut kept = Vec::new();
+                for t in std::mem::take(&mut resumed.record.tasks) {
                     let record = self.task(&t)?;
                     let proof = self.proof(&t)?;
-                    let (leaf, subtree) = aggregator.prove_leaf(&proof)?;
+                    // The registry moved on while the process was down: a model it no longer
+                    // lists cannot join a batch under it.
+                    let (leaf, subtree) = match self.unlisted(aggregator, &record) {
+                        None => aggregator.prove_leaf(&proof)?,
+                        Some(reason) => {
+                            warn!(task = %t, %reason, "dropping the task from the resumed batch");
+                            self.store().set_task_state(&parse32(&t)?, TaskState::Dropped { reason })?;
+                            continue;
+                        }
+                    };
                     resumed.tree.push(leaf, subtree)?;
                     resumed.deadlines.push(record.deadline);
+                    kept.push(t);
                 }
-                *open = Some(resumed);
+                resumed.record.tasks = kept;
+                self.store().put_batch(&resumed.record)?;
+                self.store().flush_blocking()?;
+                if !resumed.record.tasks.is_empty() {
+                    *open = Some(resumed);
+                } else {
+                    let reason = "no task of the resumed batch is in the current registry".to_string();
+                    self.fail(resumed.record, reason, vec![])?;
+                }
                 return Ok(true);
             }
         }
@@ -253,15 +310,20 @@ impl Worker {
         if !(full || old || urgent) {
             return Ok(false);
         }
-        let OpenBatch { mut record, tree, .. } = open.take().expect("checked");
-        info!(batch = record.id, tasks = record.tasks.len(), full, old, urgent, "closing the batch");
+        info!(batch = o.record.id, tasks = o.record.tasks.len(), full, old, urgent, "closing the batch");
+        self.close(open.take().expect("checked"))?;
+        Ok(true)
+    }
+
+    /// Closes the open batch: stored as proving (a crash from here re-proves it), aggregated, wrapped.
+    fn close(&mut self, open: OpenBatch<'_>) -> Result<()> {
+        let OpenBatch { mut record, tree, .. } = open;
         record.state = BatchState::Proving;
         record.closed_at = Some(unix_now());
         self.store().put_batch(&record)?;
         self.store().flush_blocking()?;
         let batch_file = tree.finish()?;
-        self.wrap(record, &batch_file)?;
-        Ok(true)
+        self.wrap(record, &batch_file)
     }
 
     /// The most tasks a new batch may take: the setting, capped by the market's `maxBatchSize`.
@@ -317,8 +379,33 @@ impl Worker {
         Ok(())
     }
 
+    /// Why `task` cannot be proven under `aggregator`'s registry (its model is not listed), if so.
+    fn unlisted(&self, aggregator: &Aggregator, task: &TaskRecord) -> Option<String> {
+        let model = parse32(&task.model_id).ok()?;
+        aggregator.registry().entry(&model).is_none().then(|| {
+            format!(
+                "model {} is not in the registry new batches are proven under (0x{}): governance \
+                 deregistered it and its old root is no longer used",
+                task.model_id,
+                hex::encode(aggregator.registry().root())
+            )
+        })
+    }
+
     fn prove_after_restart(&mut self, aggregator: &Aggregator, record: BatchRecord) -> Result<()> {
         info!(batch = record.id, "re-proving a batch interrupted while proving");
+        // Under a registry that moved on, tasks of models it lists go back to the queue (a new
+        // batch), the others are dropped.
+        let mut unlisted = Vec::new();
+        for t in &record.tasks {
+            if let Some(reason) = self.unlisted(aggregator, &self.task(t)?) {
+                unlisted.push((parse32(t)?, TaskState::Dropped { reason }));
+            }
+        }
+        if !unlisted.is_empty() {
+            let reason = format!("{} of its tasks' models are not in the current registry", unlisted.len());
+            return self.fail(record, reason, unlisted);
+        }
         let proofs = record.tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
         let batch_file = aggregator.aggregate(&proofs, &|_| {})?;
         self.wrap(record, &batch_file)
@@ -428,6 +515,9 @@ impl Worker {
         // re-proven: its tasks go back to the queue.
         if !self.rt.block_on(chain.root_accepted(&registry_root))? {
             let reason = format!("registry root {} is no longer accepted on-chain", file.registry_root);
+            // Its tasks should be re-proven under the chain's root: look for it before they
+            // are batched again.
+            self.follower.check_now();
             return self.fail(record, reason, vec![]).map(|()| false);
         }
         let gas = match self.rt.block_on(chain.estimate_settle(&batch, &registry_root, &words)) {

@@ -184,7 +184,9 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     // The proof: the CPU-heavy part runs off the async workers, a few at a time.
     let permit = shared.verify_slots.acquire().await.map_err(ApiError::unavailable)?;
     stages.lap(IngestStage::VerifyQueue);
-    let aggregator = shared.aggregator.clone();
+    let aggregator = shared.aggregator();
+    // The registry the proof is checked against (the pipeline may move to a new one meanwhile).
+    let checked_root = aggregator.registry().root();
     let leaf = tokio::task::spawn_blocking(move || aggregator.check(&proof))
         .await
         .map_err(ApiError::unavailable)?
@@ -220,7 +222,7 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     let (used, now, active) =
         tokio::try_join!(chain.nonce_used(o.poster, o.nonce), chain.now(), chain.model_active(&leaf.model_id))
             .map_err(ApiError::unavailable)?;
-    let file_root = shared.aggregator.registry().root();
+    let file_root = checked_root;
     // A second round trip only for a deregistered model (rare), not on every acknowledgement.
     let servable = active || chain.root_accepted(&file_root).await.map_err(ApiError::unavailable)?;
     stages.lap(IngestStage::Chain);

@@ -66,6 +66,12 @@ pub struct StatusView {
     pub failed: Vec<FailedBatch>,
     /// The sequencer's account.
     pub account: Account,
+    /// The registry root new batches are proven under.
+    pub registry_root: String,
+    /// Why that is not the chain's current root, when it is not (the registry file does not list
+    /// the root governance set: batches settle only while the old root is in its grace period).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_stale: Option<String>,
 }
 
 /// The sequencer's health: queue, live batches, retrying settlements, the account's funds.
@@ -120,6 +126,10 @@ pub(super) async fn status(State(shared): State<Arc<Shared>>) -> Result<Json<Sta
     if let Err(e) = &balance {
         problems.push(format!("the node does not answer: {e}"));
     }
+    let registry_stale = shared.health.registry_stale();
+    if let Some(why) = &registry_stale {
+        problems.push(format!("registry: {why}"));
+    }
     Ok(Json(StatusView {
         status: if problems.is_empty() { "ok" } else { "degraded" }.into(),
         problems,
@@ -133,5 +143,7 @@ pub(super) async fn status(State(shared): State<Arc<Shared>>) -> Result<Json<Sta
             balance_wei: balance.ok().map(|b| b.to_string()),
             low_funds,
         },
+        registry_root: format!("0x{}", hex::encode(shared.aggregator().registry().root())),
+        registry_stale,
     }))
 }

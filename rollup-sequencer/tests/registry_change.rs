@@ -1,0 +1,244 @@
+//! `tgrid-sequencer run` on a real anvil while governance changes the model registry: a batch
+//! proven under the old root while a new model is registered settles under that root (its grace
+//! period); the sequencer then moves to the new root once its registry file lists it; a batch
+//! proven under a root that governance revokes before it settles is given up, its task re-proven
+//! under the current root, and settles exactly once. A `maxBatchSize` lowered by governance
+//! below the sequencer's own limit caps new batches.
+//!
+//! The timelock is impersonated to make the registry calls a passed vote would make. The wrap
+//! uses the INSECURE test FRI parameters and the INSECURE devnet Groth16 key.
+
+use std::time::{Duration, Instant};
+
+use alloy::network::EthereumWallet;
+use alloy::primitives::{Address, B256};
+use alloy::providers::{Provider, ProviderBuilder};
+use alloy::signers::local::PrivateKeySigner;
+use alloy::sol_types::{SolCall, SolEvent};
+use serde_json::{json, Value};
+use tgrid_aggregation::RegistryFile;
+use tgrid_chain::bindings::{ITaskMarket, IERC20};
+use tgrid_chain::market::{Acceptance, Market, MarketDomain, Order, SignedOrder};
+use tgrid_chain::{Devnet, DevnetConfig};
+use tgrid_circuits::testing::{random_input, tiny_model};
+use tgrid_circuits::{commit, SegmentPlan, TaskProver};
+
+mod common;
+
+use common::*;
+
+alloy::sol! {
+    function registerModel(bytes32 modelId, bytes32 circuitDigest, string uri, bytes32 newRoot);
+    function revokeRoot(bytes32 root);
+    function setMaxBatchSize(uint256 maxBatchSize);
+}
+
+/// Polls `/v1/status` until `check` holds.
+async fn wait_for_sequencer_status(http: &Http, api: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let (code, status) = get(http, &format!("{api}/v1/status")).await;
+        if code == 200 && check(&status) {
+            return status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(300), "{what} never happened: {status}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn follows_registry_changes_settling_under_grace_and_reproving_after_revocation() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let (model_a, model_b, model_c) = (tiny_model(1), tiny_model(2), tiny_model(3));
+    // The registries governance will move through: {A}, then {A, B}, then {A, B, C}.
+    let (a_id, a_digest, root_1) = write_registry(dir, &model_a);
+    let mut next = RegistryFile::load(&dir.join("registry.json")).unwrap();
+    let (b_id, b_digest, root_2) = add_model(&mut next, &model_b, "b.tgm");
+    next.save(&dir.join("registry-2.json")).unwrap();
+    let (c_id, c_digest, root_3) = add_model(&mut next, &model_c, "c.tgm");
+    next.save(&dir.join("registry-3.json")).unwrap();
+    let install = |name: &str| std::fs::copy(dir.join(name), dir.join("registry.json")).unwrap();
+    let (key_id, key_words) = tokio::task::spawn_blocking(wrap_key).await.unwrap();
+
+    let config = DevnetConfig::new(repo_root())
+        .deploy_env("TGRID_REGISTRY_ROOT", B256::from(root_1).to_string())
+        .deploy_env("TGRID_DEVNET_MODEL_ID", B256::from(a_id).to_string())
+        .deploy_env("TGRID_DEVNET_CIRCUIT_DIGEST", B256::from(a_digest).to_string())
+        .deploy_env("TGRID_VERIFIER_KEY", key_words)
+        .deploy_env("TGRID_VERIFIER_KEY_ID", key_id);
+    let devnet = tokio::task::spawn_blocking(move || Devnet::start(&config)).await.unwrap().expect("devnet");
+    let d = devnet.deployment().clone();
+    let url: alloy::transports::http::reqwest::Url = devnet.rpc_url().parse().unwrap();
+    let wallet = |i: usize| {
+        ProviderBuilder::new().wallet(EthereumWallet::from(devnet.signer(i))).connect_http(url.clone()).erased()
+    };
+    let admin = wallet(0);
+    let (provider_key, poster_key) = (devnet.signer(1), devnet.signer(2));
+    let domain = MarketDomain::of(&d);
+    let token = IERC20::new(d.token, &admin);
+    for who in [provider_key.address(), poster_key.address()] {
+        token.transfer(who, ether(1_000)).send().await.unwrap().get_receipt().await.unwrap();
+    }
+    Market::new(&d, wallet(1)).stake(provider_key.address(), ether(1_000)).await.unwrap();
+    let book = Market::new(&d, wallet(2)).open_book(poster_key.address(), 4, ether(10)).await.unwrap().value;
+    let now = admin.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap().header.timestamp;
+
+    // Two results for model A, proven by the provider for signed orders.
+    let prover = TaskProver::new(model_a.clone(), SegmentPlan::default()).unwrap();
+    let submission = |seed: u64, key: &PrivateKeySigner| {
+        let input = random_input(seed, model_a.input_len());
+        let order = Order {
+            poster: poster_key.address(),
+            provider: Address::ZERO,
+            model_id: B256::from(a_id),
+            input_commitment: B256::from(commit(&input).0),
+            payment: 10 * 10u128.pow(18),
+            collateral: 20 * 10u128.pow(18),
+            deadline: now + 86_400,
+            nonce: Order::nonce_of(book, seed as u32),
+            slash_bps: 5_000,
+            poster_share_bps: 5_000,
+        };
+        let signed = SignedOrder::sign(order, &poster_key, &domain).unwrap();
+        let task = signed.hash(&domain);
+        let (proof, trace, _) = prover.prove(&input, task.0, key.address().0 .0, &mut |_, _, _| {}).unwrap();
+        let mut body = json!({
+            "order": signed,
+            "acceptance": Acceptance::sign(task, key, &domain).unwrap(),
+            "output": trace.output(),
+            "proof": format!("0x{}", hex::encode(proof.to_bytes())),
+        });
+        sign_delivery(&mut body, key, &domain);
+        Submission { task, body }
+    };
+    let first = submission(0, &provider_key);
+    let second = submission(1, &provider_key);
+    drop(prover);
+
+    // Governance, as a passed vote executes it: the timelock calls the registry or the market.
+    let rpc = |method: &'static str, params: Value| {
+        let admin = &admin;
+        async move { admin.raw_request::<_, Value>(method.into(), params).await.unwrap() }
+    };
+    rpc("anvil_impersonateAccount", json!([d.timelock])).await;
+    rpc("anvil_setBalance", json!([d.timelock, "0x56bc75e2d63100000"])).await;
+    let governance = |to: Address, calldata: Vec<u8>| {
+        let admin = &admin;
+        let rpc = &rpc;
+        async move {
+            let data = format!("0x{}", hex::encode(calldata));
+            let sent = rpc("eth_sendTransaction", json!([{"from": d.timelock, "to": to, "data": data}])).await;
+            let hash: B256 = serde_json::from_value(sent).unwrap();
+            let receipt = loop {
+                match admin.get_transaction_receipt(hash).await.unwrap() {
+                    Some(receipt) => break receipt,
+                    None => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            };
+            assert!(receipt.status(), "the governance call reverted: {receipt:?}");
+        }
+    };
+    let register = |id: [u8; 32], digest: [u8; 32], root: [u8; 32]| {
+        registerModelCall {
+            modelId: B256::from(id),
+            circuitDigest: B256::from(digest),
+            uri: "ipfs://model".into(),
+            newRoot: B256::from(root),
+        }
+        .abi_encode()
+    };
+
+    let env: Vec<(String, String)> = [
+        ("RPC_URL", devnet.rpc_url()),
+        ("DEPLOYMENT", devnet.deployment_path().display().to_string()),
+        ("REGISTRY", dir.join("registry.json").display().to_string()),
+        ("DATA_DIR", dir.join("sequencer").display().to_string()),
+        ("LISTEN", "127.0.0.1:0".into()),
+        // Batches of up to 4 that never close by age: only the market's cap (1, below) closes them.
+        ("MAX_BATCH_TASKS", "4".into()),
+        ("MAX_BATCH_AGE_SECS", "3600".into()),
+        ("WRAP_FRI", "insecure-test".into()),
+        ("INSECURE_DEVNET_KEY", "true".into()),
+        ("INSECURE_DEVNET_KEYS_DIR", keys_dir().display().to_string()),
+        ("POLL_INTERVAL_MS", "100".into()),
+        ("REGISTRY_POLL_SECS", "1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (format!("TGRID_SEQUENCER_{k}"), v.to_string()))
+    .collect();
+    governance(d.market, setMaxBatchSizeCall { maxBatchSize: alloy::primitives::U256::from(1) }.abi_encode()).await;
+    let http = Http::new();
+    let seq = Sequencer::start(&env);
+    let api = seq.url.clone();
+    let status = wait_for_sequencer_status(&http, &api, "pipeline ready", |s| s["pipeline_ready"] == true).await;
+    assert_eq!(status["registry_root"], B256::from(root_1).to_string());
+
+    // 1. Model B is registered while the first result's batch is proving under root 1: that
+    // batch settles under root 1 (in its grace period).
+    let (code, v) = post(&http, &api, first.body.to_string()).await;
+    assert_eq!(code, 202, "{v}");
+    wait_for_status(&http, &api, first.task, "proving", Duration::from_secs(300)).await;
+    governance(d.registry, register(b_id, b_digest, root_2)).await;
+    // The registry file still lists root 1: the operator sees why new batches lag behind.
+    let status =
+        wait_for_sequencer_status(&http, &api, "stale registry reported", |s| s["registry_stale"].is_string()).await;
+    assert!(status["registry_stale"].as_str().unwrap().contains("registry add"), "{status}");
+    let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.lines().any(|l| l == "tgrid_sequencer_registry_stale 1"), "{metrics}");
+    let settled = wait_for_status(&http, &api, first.task, "settled", Duration::from_secs(600)).await;
+    assert!(settled.get("reason").is_none(), "paid: {settled}");
+
+    // The operator lists the new model: new batches move to root 2.
+    install("registry-2.json");
+    let status = wait_for_sequencer_status(&http, &api, "the move to root 2", |s| {
+        s["registry_root"] == B256::from(root_2).to_string() && s["registry_stale"].is_null()
+    })
+    .await;
+    assert_eq!(status["status"], "ok", "{status}");
+
+    // 2. The second result's batch proves under root 2; meanwhile governance registers model
+    // C (root 3, listed by the file beforehand) and revokes root 2. The batch can no longer
+    // settle: it is given up, its task re-proven under root 3, and settles.
+    install("registry-3.json");
+    let (code, v) = post(&http, &api, second.body.to_string()).await;
+    assert_eq!(code, 202, "{v}");
+    wait_for_status(&http, &api, second.task, "proving", Duration::from_secs(300)).await;
+    governance(d.registry, register(c_id, c_digest, root_3)).await;
+    governance(d.registry, revokeRootCall { root: B256::from(root_2) }.abi_encode()).await;
+    let settled = wait_for_status(&http, &api, second.task, "settled", Duration::from_secs(900)).await;
+    assert!(settled.get("reason").is_none(), "paid: {settled}");
+    let (_, status) = get(&http, &format!("{api}/v1/status")).await;
+    assert_eq!(status["registry_root"], B256::from(root_3).to_string(), "{status}");
+    assert!(
+        status["failed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["reason"].as_str().unwrap().contains("no longer accepted")),
+        "the batch under the revoked root was given up: {status}"
+    );
+    let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.lines().any(|l| l == "tgrid_sequencer_registry_reloads_total 2"), "{metrics}");
+
+    // Exactly once, each under the root it was proven for: root 1 (grace), then root 3.
+    let filter = alloy::rpc::types::Filter::new()
+        .address(d.market)
+        .event_signature(ITaskMarket::BatchSettled::SIGNATURE_HASH)
+        .from_block(0);
+    let roots: Vec<B256> = admin
+        .get_logs(&filter)
+        .await
+        .unwrap()
+        .iter()
+        .map(|l| ITaskMarket::BatchSettled::decode_log(&l.inner).unwrap().registryRoot)
+        .collect();
+    assert_eq!(roots, [B256::from(root_1), B256::from(root_3)]);
+    let market = Market::new(&d, admin.clone());
+    assert_eq!(market.earner(provider_key.address()).await.unwrap().tasksSettled, 2);
+    for batch in 1..=3 {
+        let (_, view) = get(&http, &format!("{api}/v1/batches/{batch}")).await;
+        assert_eq!(view["tasks"].as_array().map(Vec::len), Some(1), "capped by the market: {view}");
+    }
+    drop(seq);
+}
