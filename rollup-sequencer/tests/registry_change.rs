@@ -3,7 +3,8 @@
 //! period); the sequencer then moves to the new root once its registry file lists it; a batch
 //! proven under a root that governance revokes before it settles is given up, its task re-proven
 //! under the current root, and settles exactly once. A `maxBatchSize` lowered by governance
-//! below the sequencer's own limit caps new batches.
+//! below the sequencer's own limit caps new batches. Node faults on the reads and receipts the
+//! pipeline depends on (a fault-injecting proxy) are ridden out.
 //!
 //! The timelock is impersonated to make the registry calls a passed vote would make. The wrap
 //! uses the INSECURE test FRI parameters and the INSECURE devnet Groth16 key.
@@ -24,6 +25,7 @@ use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, SegmentPlan, TaskProver};
 
 mod common;
+mod fault_proxy;
 
 use common::*;
 
@@ -149,8 +151,9 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
         .abi_encode()
     };
 
+    let proxy = fault_proxy::FaultProxy::start(&devnet.rpc_url());
     let env: Vec<(String, String)> = [
-        ("RPC_URL", devnet.rpc_url()),
+        ("RPC_URL", proxy.url.clone()),
         ("DEPLOYMENT", devnet.deployment_path().display().to_string()),
         ("REGISTRY", dir.join("registry.json").display().to_string()),
         ("DATA_DIR", dir.join("sequencer").display().to_string()),
@@ -206,6 +209,10 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
     wait_for_status(&http, &api, second.task, "proving", Duration::from_secs(300)).await;
     governance(d.registry, register(c_id, c_digest, root_3)).await;
     governance(d.registry, revokeRootCall { root: B256::from(root_2) }.abi_encode()).await;
+    // And the node falters: the next reads (registry root, root status, nonces) and receipts
+    // fail before they succeed.
+    proxy.fail("eth_call", 3);
+    proxy.fail("eth_getTransactionReceipt", 2);
     let settled = wait_for_status(&http, &api, second.task, "settled", Duration::from_secs(900)).await;
     assert!(settled.get("reason").is_none(), "paid: {settled}");
     let (_, status) = get(&http, &format!("{api}/v1/status")).await;
@@ -220,6 +227,7 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
     );
     let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(metrics.lines().any(|l| l == "tgrid_sequencer_registry_reloads_total 2"), "{metrics}");
+    assert_eq!((proxy.injected("eth_call"), proxy.injected("eth_getTransactionReceipt")), (3, 2));
 
     // Exactly once, each under the root it was proven for: root 1 (grace), then root 3.
     let filter = alloy::rpc::types::Filter::new()
