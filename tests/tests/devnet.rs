@@ -9,7 +9,12 @@
 //! and never delivered is disputed and slashed on the terms it signed.
 //!
 //! The wrap uses the INSECURE test FRI parameters and the INSECURE devnet Groth16 key (cached in
-//! target/tgrid-test-keys, shared with the sequencer's tests).
+//! target/tgrid-test-keys, shared with the sequencer's tests). Provider 1 reaches the node
+//! through the sequencer tests' fault-injecting proxy, which fails some of its calls.
+
+// The sequencer tests' proxy, shared rather than copied.
+#[path = "../../rollup-sequencer/tests/fault_proxy/mod.rs"]
+mod fault_proxy;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -244,9 +249,11 @@ async fn the_task_market_end_to_end_on_anvil() {
     let sequencer = Service::start("tgrid-sequencer", &["run"], &seq_env, &work.path().join("sequencer.log"));
     let ready = sequencer.next_json(Duration::from_secs(120), "the sequencer's ready line");
     let seq_url = format!("http://{}", ready["listening"].as_str().unwrap());
+    // Provider 1 reaches the node through a proxy that fails chosen calls on demand.
+    let proxy = fault_proxy::FaultProxy::start(&rpc);
     let daemon = |i: usize| {
         let env: Vec<(String, String)> = [
-            ("RPC_URL", rpc.clone()),
+            ("RPC_URL", if i == 1 { proxy.url.clone() } else { rpc.clone() }),
             ("DEPLOYMENT", deployment.clone()),
             ("PRIVATE_KEY", B256::from(devnet.signer(i).to_bytes()).to_string()),
             ("MODELS", w("mlp.tgm")),
@@ -273,6 +280,10 @@ async fn the_task_market_end_to_end_on_anvil() {
         service
     };
     let (d1, d2) = (daemon(1), daemon(2));
+    // From now on provider 1's node falters: reads, the clock and receipts fail a few times.
+    // Each costs a round, never the daemon or a task.
+    proxy.fail("eth_call", 4);
+    proxy.fail("eth_getBlockByNumber", 3);
 
     // Inputs: test digits from the calibration set.
     let calibration: Value =
@@ -337,6 +348,11 @@ async fn the_task_market_end_to_end_on_anvil() {
             );
         }
     }
+    assert_eq!(
+        (proxy.injected("eth_call"), proxy.injected("eth_getBlockByNumber")),
+        (4, 3),
+        "provider 1's node faults were all hit, and ridden out"
+    );
     let mut txs = std::collections::BTreeSet::new();
     let mut batch_roots = std::collections::BTreeSet::new();
     for (i, order) in orders.iter().enumerate() {

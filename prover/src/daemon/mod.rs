@@ -83,7 +83,11 @@ pub fn run(settings: Settings, out: Output) -> Result<()> {
         loop {
             let round = daemon.round();
             tokio::select! {
-                r = round => r?,
+                // A node or disk hiccup fails one round, never the daemon: its work is in the
+                // state file and the next round picks it up.
+                r = round => if let Err(e) = r {
+                    tracing::warn!("round failed, retrying: {e:#}");
+                },
                 _ = tokio::signal::ctrl_c() => break,
                 _ = terminate.recv() => break,
             }
