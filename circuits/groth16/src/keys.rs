@@ -51,30 +51,59 @@ pub fn save_proving_key(path: &Path, circuit: &[u8], pk: &ProvingKey<Bn254>) -> 
     std::fs::rename(&tmp, path).map_err(io(path))
 }
 
-/// Reads a proving key written by [`save_proving_key`]: its circuit record and the key. With
-/// `validate`, every curve point is checked to be on the curve and in the subgroup (use it for
-/// keys from elsewhere); without, the checksum alone guards a key this machine wrote.
+/// A key file read and checksummed, its key not decoded yet: the owner checks the circuit
+/// record first, so a key for another circuit is refused before the costly point validation.
+pub struct KeyFile {
+    path: String,
+    bytes: Vec<u8>,
+    record_len: usize,
+}
+
+impl KeyFile {
+    /// Reads a file written by [`save_proving_key`] and checks its magic, checksum and lengths.
+    pub fn read(path: &Path) -> Result<Self> {
+        let bytes = std::fs::read(path).map_err(io(path))?;
+        let malformed = |reason: String| Error::malformed("proving key", format!("{}: {reason}", path.display()));
+        if bytes.len() >= 8 && &bytes[..8] == KEY_MAGIC_V1 {
+            return Err(malformed(
+                "a version 1 key file, which does not record its circuit: run the setup again".into(),
+            ));
+        }
+        if bytes.len() < 42 || &bytes[..8] != KEY_MAGIC {
+            return Err(malformed("not a TensorGrid Groth16 key".into()));
+        }
+        if Sha256::digest(&bytes[40..]).as_slice() != &bytes[8..40] {
+            return Err(malformed("checksum mismatch".into()));
+        }
+        let record_len = u16::from_le_bytes([bytes[40], bytes[41]]) as usize;
+        if record_len > MAX_CIRCUIT_RECORD_BYTES || bytes.len() < 42 + record_len {
+            return Err(malformed(format!("circuit record of {record_len} bytes")));
+        }
+        Ok(Self { path: path.display().to_string(), bytes, record_len })
+    }
+
+    /// What the key was set up for, as its owner recorded it.
+    pub fn circuit_record(&self) -> &[u8] {
+        &self.bytes[42..42 + self.record_len]
+    }
+
+    /// Decodes the key. With `validate`, every curve point is checked to be on the curve and in
+    /// the subgroup (use it for keys from elsewhere); without, the checksum alone guards a key
+    /// this machine wrote.
+    pub fn proving_key(&self, validate: bool) -> Result<ProvingKey<Bn254>> {
+        let body = &self.bytes[42 + self.record_len..];
+        let validate = if validate { Validate::Yes } else { Validate::No };
+        ProvingKey::deserialize_with_mode(body, Compress::No, validate)
+            .map_err(|e| Error::malformed("proving key", format!("{}: {e}", self.path)))
+    }
+}
+
+/// Reads a proving key written by [`save_proving_key`]: its circuit record and the key (see
+/// [`KeyFile`] to check the record before decoding).
 pub fn load_proving_key(path: &Path, validate: bool) -> Result<(Vec<u8>, ProvingKey<Bn254>)> {
-    let bytes = std::fs::read(path).map_err(io(path))?;
-    let malformed = |reason: String| Error::malformed("proving key", format!("{}: {reason}", path.display()));
-    if bytes.len() >= 8 && &bytes[..8] == KEY_MAGIC_V1 {
-        return Err(malformed("a version 1 key file, which does not record its circuit: run the setup again".into()));
-    }
-    if bytes.len() < 42 || &bytes[..8] != KEY_MAGIC {
-        return Err(malformed("not a TensorGrid Groth16 key".into()));
-    }
-    let rest = &bytes[40..];
-    if Sha256::digest(rest).as_slice() != &bytes[8..40] {
-        return Err(malformed("checksum mismatch".into()));
-    }
-    let record_len = u16::from_le_bytes([rest[0], rest[1]]) as usize;
-    if record_len > MAX_CIRCUIT_RECORD_BYTES || rest.len() < 2 + record_len {
-        return Err(malformed(format!("circuit record of {record_len} bytes")));
-    }
-    let (circuit, body) = rest[2..].split_at(record_len);
-    let validate = if validate { Validate::Yes } else { Validate::No };
-    let pk = ProvingKey::deserialize_with_mode(body, Compress::No, validate).map_err(|e| malformed(e.to_string()))?;
-    Ok((circuit.to_vec(), pk))
+    let file = KeyFile::read(path)?;
+    let pk = file.proving_key(validate)?;
+    Ok((file.circuit_record().to_vec(), pk))
 }
 
 /// Serializes a verifying key (compressed points).

@@ -7,7 +7,7 @@ use std::time::Instant;
 use ark_bn254::Bn254;
 use ark_groth16::ProvingKey;
 use tgrid_groth16::evm::{verifying_key_digest, verifying_key_json};
-use tgrid_groth16::keys::{insecure_devnet_setup, load_proving_key, save_proving_key};
+use tgrid_groth16::keys::{insecure_devnet_setup, load_proving_key, save_proving_key, KeyFile};
 use tracing::info;
 
 use crate::error::{Error, Result};
@@ -151,9 +151,11 @@ impl BatchWrapper {
                 })
             }
             KeySource::File(path) => {
-                let (recorded, pk) = load_proving_key(path, true)?;
-                let expected = self.key_id(false)?;
-                let id = check_record(path, &recorded, &expected)?;
+                // The record first: a key for another circuit is refused before the point
+                // validation, which takes a while for a large key.
+                let file = KeyFile::read(path)?;
+                let id = check_record(path, file.circuit_record(), &self.key_id(false)?)?;
+                let pk = file.proving_key(true)?;
                 let verifying_key_digest = verifying_key_digest(&pk.vk)?;
                 Ok(WrapKey {
                     pk,
