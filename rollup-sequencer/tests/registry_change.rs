@@ -19,10 +19,10 @@ use alloy::sol_types::{SolCall, SolEvent};
 use serde_json::{json, Value};
 use tgrid_aggregation::RegistryFile;
 use tgrid_chain::bindings::{ITaskMarket, IERC20};
-use tgrid_chain::market::{Acceptance, Market, MarketDomain, Order, SignedOrder};
+use tgrid_chain::market::{Acceptance, Market, MarketDomain, SignedOrder};
 use tgrid_chain::{Devnet, DevnetConfig};
 use tgrid_circuits::testing::{random_input, tiny_model};
-use tgrid_circuits::{commit, SegmentPlan, TaskProver};
+use tgrid_circuits::{SegmentPlan, TaskProver};
 
 mod common;
 mod fault_proxy;
@@ -90,18 +90,7 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
     let prover = TaskProver::new(model_a.clone(), SegmentPlan::default()).unwrap();
     let submission = |seed: u64, key: &PrivateKeySigner| {
         let input = random_input(seed, model_a.input_len());
-        let order = Order {
-            poster: poster_key.address(),
-            provider: Address::ZERO,
-            model_id: B256::from(a_id),
-            input_commitment: B256::from(commit(&input).0),
-            payment: 10 * 10u128.pow(18),
-            collateral: 20 * 10u128.pow(18),
-            deadline: now + 86_400,
-            nonce: Order::nonce_of(book, seed as u32),
-            slash_bps: 5_000,
-            poster_share_bps: 5_000,
-        };
+        let order = open_order(poster_key.address(), a_id, &input, book, seed as u32, now + 86_400);
         let signed = SignedOrder::sign(order, &poster_key, &domain).unwrap();
         let task = signed.hash(&domain);
         let (proof, trace, _) = prover.prove(&input, task.0, key.address().0 .0, &mut |_, _, _| {}).unwrap();
@@ -119,28 +108,7 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
     drop(prover);
 
     // Governance, as a passed vote executes it: the timelock calls the registry or the market.
-    let rpc = |method: &'static str, params: Value| {
-        let admin = &admin;
-        async move { admin.raw_request::<_, Value>(method.into(), params).await.unwrap() }
-    };
-    rpc("anvil_impersonateAccount", json!([d.timelock])).await;
-    rpc("anvil_setBalance", json!([d.timelock, "0x56bc75e2d63100000"])).await;
-    let governance = |to: Address, calldata: Vec<u8>| {
-        let admin = &admin;
-        let rpc = &rpc;
-        async move {
-            let data = format!("0x{}", hex::encode(calldata));
-            let sent = rpc("eth_sendTransaction", json!([{"from": d.timelock, "to": to, "data": data}])).await;
-            let hash: B256 = serde_json::from_value(sent).unwrap();
-            let receipt = loop {
-                match admin.get_transaction_receipt(hash).await.unwrap() {
-                    Some(receipt) => break receipt,
-                    None => tokio::time::sleep(Duration::from_millis(100)).await,
-                }
-            };
-            assert!(receipt.status(), "the governance call reverted: {receipt:?}");
-        }
-    };
+    let governance = |to: Address, calldata: Vec<u8>| as_timelock(&admin, d.timelock, to, calldata);
     let register = |id: [u8; 32], digest: [u8; 32], root: [u8; 32]| {
         registerModelCall {
             modelId: B256::from(id),

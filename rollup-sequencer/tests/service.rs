@@ -117,18 +117,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let now = admin.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap().header.timestamp;
     let order_of = |seed: u64, deadline: u64| -> (SignedOrder, Vec<i8>) {
         let input = random_input(seed, model.input_len());
-        let order = Order {
-            poster: poster_key.address(),
-            provider: Address::ZERO,
-            model_id: B256::from(model_id),
-            input_commitment: B256::from(commit(&input).0),
-            payment: 10 * 10u128.pow(18),
-            collateral: 20 * 10u128.pow(18),
-            deadline,
-            nonce: Order::nonce_of(book, seed as u32),
-            slash_bps: 5_000,
-            poster_share_bps: 5_000,
-        };
+        let order = open_order(poster_key.address(), model_id, &input, book, seed as u32, deadline);
         (SignedOrder::sign(order, &poster_key, &domain).unwrap(), input)
     };
     let accept =
@@ -384,21 +373,9 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     // Governance deregisters the model (the timelock, impersonated, calls the registry as a
     // passed vote would) and moves the root on. The old root stays accepted for its grace period,
     // so results for the model are still acknowledged and settle under it (below).
-    rpc("anvil_impersonateAccount", json!([d.timelock])).await;
-    rpc("anvil_setBalance", json!([d.timelock, "0x56bc75e2d63100000"])).await;
     let deregister =
         deregisterModelCall { modelId: B256::from(model_id), newRoot: B256::repeat_byte(0x5e) }.abi_encode();
-    let data = format!("0x{}", hex::encode(deregister));
-    let sent = rpc("eth_sendTransaction", json!([{"from": d.timelock, "to": d.registry, "data": data}])).await;
-    // Automine answers before the block exists on a busy machine: wait for the receipt.
-    let hash: B256 = serde_json::from_value(sent).unwrap();
-    let receipt = loop {
-        match admin.get_transaction_receipt(hash).await.unwrap() {
-            Some(receipt) => break receipt,
-            None => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    };
-    assert!(receipt.status(), "deregisterModel reverted: {receipt:?}");
+    as_timelock(&admin, d.timelock, d.registry, deregister).await;
     assert!(!chain.model_active(&model_id).await.unwrap(), "deregistered");
     assert!(chain.root_accepted(&registry_root).await.unwrap(), "the old root is in its grace window");
     // Crash 2b: a third result waits alone in the open batch; SIGKILL right after its

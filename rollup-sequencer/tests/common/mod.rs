@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use alloy::primitives::{B256, U256};
+use alloy::primitives::{Address, B256, U256};
+use alloy::providers::{DynProvider, Provider};
 use alloy::signers::local::PrivateKeySigner;
 use serde_json::{json, Value};
 use tgrid_aggregation::{Normalizer, RegistryFile, RegistryFileEntry};
-use tgrid_chain::market::{Delivery, MarketDomain, SignedOrder};
+use tgrid_chain::market::{Delivery, MarketDomain, Order, SignedOrder};
 use tgrid_circuits::{commit, ModelFile, QuantModel, SegmentPlan, TaskVerifier};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_tgrid-sequencer");
@@ -158,4 +159,41 @@ pub fn sign_delivery(body: &mut Value, key: &PrivateKeySigner, domain: &MarketDo
     let proof = hex::decode(body["proof"].as_str().unwrap().trim_start_matches("0x")).unwrap();
     let delivery = Delivery::of_proof(order.hash(domain), B256::from(commit(&output).0), &proof);
     body["signature"] = json!(format!("0x{}", hex::encode(delivery.sign(key, domain).unwrap().as_bytes())));
+}
+
+/// An open order of `model_id` for `input`, the `index`th of `book`: 10 TGRID for 20 TGRID of
+/// collateral, half of a slash to the poster.
+pub fn open_order(poster: Address, model_id: [u8; 32], input: &[i8], book: u32, index: u32, deadline: u64) -> Order {
+    Order {
+        poster,
+        provider: Address::ZERO,
+        model_id: B256::from(model_id),
+        input_commitment: B256::from(commit(input).0),
+        payment: 10 * 10u128.pow(18),
+        collateral: 20 * 10u128.pow(18),
+        deadline,
+        nonce: Order::nonce_of(book, index),
+        slash_bps: 5_000,
+        poster_share_bps: 5_000,
+    }
+}
+
+/// Calls `to` from the impersonated timelock, as the execution of a passed vote would, and
+/// waits for its receipt (anvil's automine answers before the block exists on a busy machine).
+pub async fn as_timelock(node: &DynProvider, timelock: Address, to: Address, calldata: Vec<u8>) {
+    let rpc = |method: &'static str, params: Value| async move {
+        node.raw_request::<_, Value>(method.into(), params).await.unwrap()
+    };
+    rpc("anvil_impersonateAccount", json!([timelock])).await;
+    rpc("anvil_setBalance", json!([timelock, "0x56bc75e2d63100000"])).await;
+    let data = format!("0x{}", hex::encode(calldata));
+    let sent = rpc("eth_sendTransaction", json!([{"from": timelock, "to": to, "data": data}])).await;
+    let hash: B256 = serde_json::from_value(sent).unwrap();
+    let receipt = loop {
+        match node.get_transaction_receipt(hash).await.unwrap() {
+            Some(receipt) => break receipt,
+            None => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    };
+    assert!(receipt.status(), "the governance call reverted: {receipt:?}");
 }
