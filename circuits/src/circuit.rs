@@ -81,13 +81,25 @@ impl PublicInputs {
     }
 }
 
-/// The configuration of the join circuits that chain a cut model's segments (recursive
-/// verifiers, hence plonky2's full-width `PoseidonGate` for Merkle paths): plonky2's standard
-/// recursion configuration with zero knowledge (hides the input and all intermediate
-/// activations), FRI folding by 4 instead of 16. plonky2 blinds with random rows in proportion
-/// to the values a proof opens, which grow with the folding arity: arity 16 pads even a tiny
-/// circuit to 2^14 rows (12 s to build), arity 4 to 2^12 (measured in docs/BENCHMARKS.md).
+/// The configuration of the join circuits that chain a cut model's segments of a public task
+/// (recursive verifiers, hence plonky2's full-width `PoseidonGate` for Merkle paths): plonky2's
+/// standard recursion configuration without zero knowledge, FRI folding by 4 instead of 16.
+///
+/// A public task hides nothing: its input is published, the weights are in the `.tgm` and the
+/// output is served with the result, so anyone can recompute every activation. Blinding would
+/// cost rows and hide nothing: plonky2 blinds with random rows in proportion to the values a
+/// proof opens, which padded the digits cnn from 777 used rows to 2^12 (2^10 without).
+/// Soundness does not depend on it. The folding arity is that of [`zk_join_config`], so one
+/// aggregation circuit shape verifies task proofs of either kind.
 pub fn join_config() -> CircuitConfig {
+    CircuitConfig { zero_knowledge: false, ..zk_join_config() }
+}
+
+/// [`join_config`] with zero knowledge: the configuration for task proofs whose input and
+/// activations are secret. Folding by 4 instead of plonky2's 16 because the blinding rows grow
+/// with the folding arity: arity 16 pads even a tiny circuit to 2^14 rows (12 s to build), arity
+/// 4 to 2^12 (measured in docs/BENCHMARKS.md).
+pub fn zk_join_config() -> CircuitConfig {
     let mut config = CircuitConfig::standard_recursion_zk_config();
     config.fri_config.reduction_strategy = FriReductionStrategy::ConstantArityBits(2, 2);
     config
@@ -222,6 +234,11 @@ pub(crate) struct BuildOptions {
     /// Tests only: lay out every affine node this way instead of the cheapest way.
     #[cfg(test)]
     pub layout: Option<MacLayout>,
+    /// Tests only: leave out the copy constraints that `fault` breaks, to give a malicious
+    /// prover the wire partition of a circuit without them
+    /// ([`crate::malicious::cut_copy_constraints`]).
+    #[cfg(test)]
+    pub cut: bool,
 }
 
 impl BuildOptions {
@@ -250,6 +267,7 @@ impl SegmentCircuit {
         #[cfg(test)]
         {
             gadgets.fault = options.fault;
+            gadgets.cut = options.cut;
         }
         let mut values: BTreeMap<usize, Vec<ByteTarget>> = BTreeMap::new();
         let mut inputs = Vec::new();

@@ -16,13 +16,17 @@ mod gates;
 mod hash;
 pub mod infer;
 mod lower;
+#[cfg(test)]
+mod malicious;
 mod model;
 mod task;
 pub mod testing;
 #[cfg(test)]
 mod tests;
 
-pub use circuit::{join_config, segment_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS, SEGMENT_WIRES};
+pub use circuit::{
+    join_config, segment_config, zk_join_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS, SEGMENT_WIRES,
+};
 pub use commit::{commit, Commitment};
 pub use error::{Error, Result};
 pub use files::{check_header, decode_plonky2_proof, hash_to_bytes, ModelFile, TaskProof, MODEL_MAGIC, PROOF_MAGIC};

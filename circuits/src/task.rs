@@ -293,18 +293,53 @@ impl TaskProver {
         Ok(Trace { tensors })
     }
 
-    /// Proves a single-segment model with a deliberately wrong witness (soundness tests).
+    /// Proves a single-segment model with a deliberately wrong witness (soundness tests), with
+    /// a malicious prover ([`crate::malicious`]) that lets a lookup read outside its table and
+    /// connected wires differ where the fault needs it, so that the verifier sees the proof.
     #[cfg(test)]
     pub(crate) fn prove_with_fault(&self, input: &[i8], fault: (usize, crate::gadgets::Fault)) -> Result<TaskProof> {
         let segment = Segment::new(&self.model, 0..self.model.nodes.len());
-        let circuit = SegmentCircuit::build(
-            &self.model,
-            segment,
-            BuildOptions { bind_task: true, fault: Some(fault), ..Default::default() },
-        )?;
+        let build = |cut| {
+            let options = BuildOptions { bind_task: true, fault: Some(fault), cut, ..Default::default() };
+            SegmentCircuit::build(&self.model, segment.clone(), options)
+        };
+        let mut circuit = build(false)?;
+        crate::malicious::cut_copy_constraints(&mut circuit.data, build(true)?.data);
         let pw = circuit.witness(&[input], Some((&[1; 32], &[2; 20])))?;
-        let proof = prove_circuit(&circuit.data, pw)?;
+        let proof = crate::malicious::prove_admitting_any_lookup(&mut circuit.data, pw)
+            .map_err(|e| Error::Proving(e.to_string()))?;
         Ok(TaskProof::new(self.model_id, proof.to_bytes()))
+    }
+}
+
+/// Soundness tests of the chain: proofs a malicious prover could build.
+#[cfg(test)]
+impl TaskProver {
+    /// Proves a two-segment model whose second segment ran on the first segment's output with
+    /// one value changed when `tamper` is set, and joins the two with a malicious prover that
+    /// ignores the join's commitment link ([`crate::malicious::cut_copy_constraints`]).
+    pub(crate) fn prove_with_link_fault(&self, input: &[i8], tamper: bool) -> Result<TaskProof> {
+        let trace = infer::run(&self.model, input)?;
+        let segments = self.plan.segments(&self.model);
+        assert_eq!(segments.len(), 2, "a two-segment plan");
+        let mut live: Vec<Vec<Vec<i8>>> =
+            segments.iter().map(|s| s.live_in.iter().map(|&t| trace.tensors[t].clone()).collect()).collect();
+        if tamper {
+            live[1][0][0] = live[1][0][0].wrapping_add(1);
+        }
+        let mut proven = Vec::new();
+        for (segment, live) in segments.into_iter().zip(&live) {
+            let circuit = SegmentCircuit::build(&self.model, segment, BuildOptions::default())?;
+            let live: Vec<&[i8]> = live.iter().map(Vec::as_slice).collect();
+            let proof = prove_circuit(&circuit.data, circuit.witness(&live, None)?)?;
+            proven.push(Proven { proof, verifier: circuit.data.verifier_data() });
+        }
+        let (first, second) = (&proven[0], &proven[1]);
+        let mut join = JoinCircuit::build_linked(&self.model, &first.verifier, &second.verifier, true, true)?;
+        let cut = JoinCircuit::build_linked(&self.model, &first.verifier, &second.verifier, true, false)?;
+        crate::malicious::cut_copy_constraints(&mut join.data, cut.data);
+        let joined = join.prove(first, second, Some((&[1; 32], &[2; 20])))?;
+        Ok(TaskProof::new(self.model_id, joined.proof.to_bytes()))
     }
 }
 
@@ -323,6 +358,18 @@ impl JoinCircuit {
         seg: &VerifierCircuitData<F, C, D>,
         last: bool,
     ) -> Result<Self> {
+        Self::build_linked(model, prev, seg, last, true)
+    }
+
+    /// [`Self::build`]; only soundness tests leave out the link (`link = false`), to give a
+    /// malicious prover the partition of a join without it.
+    fn build_linked(
+        model: &QuantModel,
+        prev: &VerifierCircuitData<F, C, D>,
+        seg: &VerifierCircuitData<F, C, D>,
+        last: bool,
+        link: bool,
+    ) -> Result<Self> {
         let mut builder = CircuitBuilder::<F, D>::new(join_config());
         let prev_t = builder.add_virtual_proof_with_pis(&prev.common);
         let prev_vd = builder.constant_verifier_data(&prev.verifier_only);
@@ -335,7 +382,7 @@ impl JoinCircuit {
         if p.len() != 8 || s.len() != 8 {
             return Err(Error::InvalidModel("segment proofs must expose two commitments".into()));
         }
-        for j in 0..4 {
+        for j in (0..4).filter(|_| link) {
             builder.connect(p[4 + j], s[j]);
         }
         let binding = if last {

@@ -130,6 +130,27 @@ fn segmented_proof_verifies_and_binds_the_task() {
     assert!(single.verify(&proof).is_err());
 }
 
+#[test]
+fn a_join_rejects_segments_that_do_not_link() {
+    let model = tiny_model(9);
+    let plan = SegmentPlan { cuts: vec![3] };
+    let prover = TaskProver::new(model.clone(), plan.clone()).unwrap();
+    let verifier = TaskVerifier::new(&model, &plan).unwrap();
+    let x = random_input(&mut StdRng::seed_from_u64(23), model.input_len());
+    // The malicious join of honestly linked segments verifies: the machinery is sound.
+    let honest = verifier.verify(&prover.prove_with_link_fault(&x, false).unwrap()).unwrap();
+    assert_eq!(honest.output_commitment, commit(infer::run(&model, &x).unwrap().output()));
+    // Second segment on a changed activation: a proof reaches the verifier, which rejects it.
+    let forged = prover.prove_with_link_fault(&x, true).unwrap();
+    // plonky2 serializes the public inputs last, 8 bytes little-endian each.
+    let tail = &forged.proof[forged.proof.len() - 8 * crate::NUM_PUBLIC_INPUTS..];
+    let fields: Vec<crate::F> =
+        tail.chunks(8).map(|c| crate::F::from_canonical_u64(u64::from_le_bytes(c.try_into().unwrap()))).collect();
+    let claimed = crate::PublicInputs::from_fields(&fields).unwrap();
+    assert_ne!(claimed.output_commitment, honest.output_commitment, "the forgery claims another output");
+    assert!(verifier.verify(&forged).is_err(), "segments that do not link produced a valid proof");
+}
+
 /// Index (in build order) of the hinted elements of `node`.
 fn hinted_indices(model: &QuantModel, node: usize) -> std::ops::Range<usize> {
     let mut start = 0;
@@ -151,11 +172,24 @@ fn assert_fault_rejected(model: &QuantModel, node: usize, which: usize, fault: F
     let verifier = TaskVerifier::new(model, &SegmentPlan::default()).unwrap();
     let x = random_input(&mut StdRng::seed_from_u64(10), model.input_len());
     let at = hinted_indices(model, node).nth(which).expect("element exists");
-    match prover.prove_with_fault(&x, (at, fault)) {
-        Err(Error::Proving(_)) => {}
-        Err(e) => panic!("unexpected error {e}"),
-        Ok(proof) => assert!(verifier.verify(&proof).is_err(), "{fault:?} at node {node} produced a valid proof"),
-    }
+    // The malicious prover always produces a proof: the verifier, not witness generation, must
+    // reject it.
+    let proof = prover.prove_with_fault(&x, (at, fault)).unwrap_or_else(|e| panic!("{fault:?} at node {node}: {e}"));
+    assert!(verifier.verify(&proof).is_err(), "{fault:?} at node {node} produced a valid proof");
+}
+
+#[test]
+fn the_malicious_prover_proves_an_honest_witness() {
+    // Without a fault it must produce a proof that verifies, or the rejections above would
+    // show nothing about the constraints.
+    let model = tiny_model(12);
+    let segment = crate::Segment::new(&model, 0..model.nodes.len());
+    let mut circuit =
+        crate::circuit::SegmentCircuit::build(&model, segment, crate::circuit::BuildOptions::binding(true)).unwrap();
+    let x = random_input(&mut StdRng::seed_from_u64(10), model.input_len());
+    let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER))).unwrap();
+    let proof = crate::malicious::prove_admitting_any_lookup(&mut circuit.data, pw).unwrap();
+    circuit.data.verify(proof).unwrap();
 }
 
 #[test]
@@ -208,7 +242,12 @@ fn circuit_with_layout(
     fault: Option<Fault>,
 ) -> crate::circuit::SegmentCircuit {
     let segment = crate::Segment::new(model, 0..model.nodes.len());
-    let options = crate::circuit::BuildOptions { bind_task: true, layout: Some(layout), fault: fault.map(|f| (0, f)) };
+    let options = crate::circuit::BuildOptions {
+        bind_task: true,
+        layout: Some(layout),
+        fault: fault.map(|f| (0, f)),
+        cut: false,
+    };
     crate::circuit::SegmentCircuit::build(model, segment, options).unwrap()
 }
 
@@ -278,7 +317,7 @@ fn input_range_check_rejects_a_non_byte_input() {
     use plonky2::iop::witness::WitnessWrite;
     let model = tiny_model(16);
     let segment = crate::Segment::new(&model, 0..model.nodes.len());
-    let circuit = crate::circuit::SegmentCircuit::build(
+    let mut circuit = crate::circuit::SegmentCircuit::build(
         &model,
         segment,
         crate::circuit::BuildOptions { bind_task: true, ..Default::default() },
@@ -291,18 +330,9 @@ fn input_range_check_rejects_a_non_byte_input() {
         pw.set_target(t, crate::F::from_canonical_u64(v)).unwrap();
     }
     crate::circuit::set_binding(&mut pw, circuit.binding.as_ref().unwrap(), &TASK, &PROVIDER).unwrap();
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        plonky2::plonk::prover::prove::<crate::F, crate::C, { crate::D }>(
-            &circuit.data.prover_only,
-            &circuit.data.common,
-            pw,
-            &mut plonky2::util::timing::TimingTree::default(),
-        )
-    }));
-    match result {
-        Err(_) | Ok(Err(_)) => {}
-        Ok(Ok(proof)) => assert!(circuit.data.verify(proof).is_err()),
-    }
+    let proof =
+        crate::malicious::prove_admitting_any_lookup(&mut circuit.data, pw).expect("a proof reaches the verifier");
+    assert!(circuit.data.verify(proof).is_err(), "an input of 256 produced a valid proof");
 }
 
 #[test]

@@ -32,8 +32,8 @@ pub struct Shape {
 }
 
 /// Configuration of normalization, leaf and merge circuits: plonky2's standard recursion
-/// configuration. No zero knowledge is needed above the task proofs: a task proof is already
-/// zero-knowledge, and everything these circuits add (leaves, roots) is public.
+/// configuration. No zero knowledge is needed above the task proofs: a private task's proof is
+/// already zero-knowledge, and everything these circuits add (leaves, roots) is public.
 pub fn aggregation_config() -> CircuitConfig {
     CircuitConfig::standard_recursion_config()
 }
@@ -148,8 +148,8 @@ pub fn circuit_digest_target(
     builder.hash_n_to_hash_no_pad::<PoseidonHash>(parts)
 }
 
-/// The union of the gates used by recursive verification of a task proof (zero-knowledge, FRI
-/// arity 4) and of an aggregation-configured proof (FRI arity 16), by the SHA-256 and Merkle
+/// The union of the gates used by recursive verification of a task proof (public or
+/// zero-knowledge, FRI arity 4) and of an aggregation-configured proof (FRI arity 16), by the SHA-256 and Merkle
 /// gadgets, and plonky2's structural gates. Some of these gates (coset interpolation with a given
 /// arity) can only be obtained from plonky2 by using them, so they are read off two small probe
 /// circuits, built once per process.
@@ -158,7 +158,7 @@ fn standard_gates() -> &'static [GateRef<F, D>] {
     GATES.get_or_init(|| {
         let mut gates: Vec<GateRef<F, D>> = vec![GateRef::new(NoopGate), GateRef::new(PoseidonGate::<F, D>::new())];
         gates.push(GateRef::new(BaseSumGate::<2>::new_from_config::<F>(&aggregation_config())));
-        for inner_config in [tgrid_circuits::join_config(), aggregation_config()] {
+        for inner_config in [tgrid_circuits::zk_join_config(), tgrid_circuits::join_config(), aggregation_config()] {
             let mut inner = CircuitBuilder::<F, D>::new(inner_config);
             inner.add_virtual_public_input();
             // As large as the smallest real inner circuit, so FRI folds with the full arity.
