@@ -21,6 +21,7 @@ use crate::gadgets::{commit_bytes, ByteTarget, Gadgets, MacLayout};
 use crate::gates::WeightedSumGate;
 use crate::lower::{affine_layout, for_each_element, Element};
 use crate::model::{numel, QuantModel};
+use crate::privacy::{Privacy, TaskSalts};
 use crate::{C, D, F};
 
 /// Public inputs of a task proof, in circuit order: task id (8 × u32, big-endian words),
@@ -222,6 +223,8 @@ pub struct SegmentCircuit {
     /// Every tensor computed inside, by tensor index (for witness inspection in tests).
     pub(crate) tensors: BTreeMap<usize, Vec<Target>>,
     pub(crate) binding: Option<BindingTargets>,
+    /// Salts of the input and output commitments (private tasks' first and last segments).
+    pub(crate) salts: [Option<[Target; 4]>; 2],
 }
 
 /// Options for [`SegmentCircuit::build`].
@@ -229,6 +232,9 @@ pub struct SegmentCircuit {
 pub(crate) struct BuildOptions {
     /// Bind to a task (only for a segment covering the whole model).
     pub bind_task: bool,
+    /// A private task's segment is zero-knowledge and salts the commitment of the model's input
+    /// (first segment) and output (last segment).
+    pub privacy: Privacy,
     #[cfg(test)]
     pub fault: Option<(usize, crate::gadgets::Fault)>,
     /// Tests only: lay out every affine node this way instead of the cheapest way.
@@ -242,11 +248,12 @@ pub(crate) struct BuildOptions {
 }
 
 impl BuildOptions {
-    /// Options binding (or not) the segment to a task; test builds add no fault.
-    // The update fills the test-only `fault` field; outside tests it has nothing to fill.
+    /// Options binding (or not) a segment of a task of mode `privacy` to the task; test builds
+    /// add no fault.
+    // The update fills the test-only fields; outside tests it has nothing to fill.
     #[allow(clippy::needless_update)]
-    pub(crate) fn binding(bind_task: bool) -> Self {
-        Self { bind_task, ..Default::default() }
+    pub(crate) fn binding(bind_task: bool, privacy: Privacy) -> Self {
+        Self { bind_task, privacy, ..Default::default() }
     }
 }
 
@@ -262,7 +269,9 @@ impl SegmentCircuit {
             layouts.fill(layout);
         }
         let widest = layouts.iter().map(|l| if let MacLayout::WeightedSum(g) = l { g.terms } else { 0 }).max();
-        let mut builder = CircuitBuilder::<F, D>::new(segment_config(widest.unwrap_or(0)));
+        let mut config = segment_config(widest.unwrap_or(0));
+        config.zero_knowledge = options.privacy.zero_knowledge();
+        let mut builder = CircuitBuilder::<F, D>::new(config);
         let mut gadgets = Gadgets::new(&mut builder);
         #[cfg(test)]
         {
@@ -310,13 +319,18 @@ impl SegmentCircuit {
 
         let concat = |ts: &[usize]| -> Vec<ByteTarget> { ts.iter().flat_map(|t| values[t].iter().copied()).collect() };
         gadgets.finish(&mut builder);
-        let input_commitment = commit_bytes(&mut builder, &concat(&segment.live_in));
-        let output_commitment = commit_bytes(&mut builder, &concat(&segment.live_out));
+        // A private task's salts: secret witnesses, only at the model's own input and output.
+        let private = options.privacy == Privacy::Private;
+        let mut salt = |salted: bool| salted.then(|| builder.add_virtual_target_arr::<4>());
+        let salts =
+            [salt(private && segment.nodes.start == 0), salt(private && segment.nodes.end == model.nodes.len())];
+        let input_commitment = commit_bytes(&mut builder, &concat(&segment.live_in), salts[0]);
+        let output_commitment = commit_bytes(&mut builder, &concat(&segment.live_out), salts[1]);
 
         let binding = if options.bind_task {
             let task_id: [Target; 8] = std::array::from_fn(|_| builder.add_virtual_public_input());
             let provider: [Target; 5] = std::array::from_fn(|_| builder.add_virtual_public_input());
-            for w in model_id_words(model) {
+            for w in model_id_words(model, options.privacy) {
                 let c = builder.constant(w);
                 builder.register_public_input(c);
             }
@@ -333,7 +347,7 @@ impl SegmentCircuit {
             .filter(|(t, _)| !segment.live_in.contains(t))
             .map(|(t, v)| (t, v.into_iter().map(|b| b.0).collect()))
             .collect();
-        Ok(SegmentCircuit { data, inputs, tensors, binding })
+        Ok(SegmentCircuit { data, inputs, tensors, binding, salts })
     }
 
     /// Number of gate rows (the padded circuit degree).
@@ -341,8 +355,14 @@ impl SegmentCircuit {
         self.data.common.degree()
     }
 
-    /// The witness for the given live-in tensors (int8) and, for a bound circuit, the task.
-    pub(crate) fn witness(&self, live_in: &[&[i8]], task: Option<(&[u8; 32], &[u8; 20])>) -> Result<PartialWitness<F>> {
+    /// The witness for the given live-in tensors (int8), for a bound circuit the task, and for a
+    /// salted commitment its salt.
+    pub(crate) fn witness(
+        &self,
+        live_in: &[&[i8]],
+        task: Option<(&[u8; 32], &[u8; 20])>,
+        salts: Option<&TaskSalts>,
+    ) -> Result<PartialWitness<F>> {
         let mut pw = PartialWitness::new();
         let set = |pw: &mut PartialWitness<F>, t: Target, v: F| {
             pw.set_target(t, v).map_err(|e| Error::Proving(e.to_string()))
@@ -358,13 +378,21 @@ impl SegmentCircuit {
         if let (Some(b), Some((task_id, provider))) = (&self.binding, task) {
             set_binding(&mut pw, b, task_id, provider)?;
         }
+        for (targets, salt) in self.salts.iter().zip([salts.map(|s| s.input), salts.map(|s| s.output)]) {
+            let Some(targets) = targets else { continue };
+            let salt = salt.ok_or_else(|| Error::InvalidInput("a private task needs its commitment salts".into()))?;
+            for (&t, v) in targets.iter().zip(salt.to_elements()) {
+                set(&mut pw, t, v)?;
+            }
+        }
         Ok(pw)
     }
 }
 
-/// The model id as the eight 32-bit words the circuits expose.
-pub(crate) fn model_id_words(model: &QuantModel) -> Vec<F> {
-    words(&model.model_id()).collect()
+/// The id a task of mode `privacy` names for `model`, as the eight 32-bit words the circuits
+/// expose.
+pub(crate) fn model_id_words(model: &QuantModel, privacy: Privacy) -> Vec<F> {
+    words(&privacy.task_model_id(model.model_id())).collect()
 }
 
 /// Sets the task binding targets.

@@ -75,3 +75,87 @@ pub fn commit(tensor: &[i8]) -> Commitment {
     let h: HashOut<F> = PoseidonHash::hash_no_pad(&packed_elements(tensor));
     Commitment::from_elements(h.elements)
 }
+
+/// Added to the length element of a salted commitment, so that no salted commitment hashes the
+/// same element list as an unsalted one (tensor lengths are far below it).
+pub const SALTED_FLAG: u64 = 1 << 40;
+
+/// The field elements hashed for a salted tensor commitment: the length plus [`SALTED_FLAG`],
+/// the salt's four elements, then the packed bytes.
+pub fn salted_elements(tensor: &[i8], salt: &Salt) -> Vec<F> {
+    let mut out = packed_elements(tensor);
+    out[0] += F::from_canonical_u64(SALTED_FLAG);
+    out.splice(1..1, salt.to_elements());
+    out
+}
+
+/// The hiding commitment of a private task's input or output: without the salt (256 random
+/// bits), a guessed tensor cannot be checked against it.
+pub fn commit_salted(tensor: &[i8], salt: &Salt) -> Commitment {
+    let h: HashOut<F> = PoseidonHash::hash_no_pad(&salted_elements(tensor, salt));
+    Commitment::from_elements(h.elements)
+}
+
+/// The secret salt of a hiding commitment: four canonical Goldilocks elements, written as 32
+/// bytes (8 big-endian bytes each), like a [`Commitment`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Salt([u8; 32]);
+
+impl Salt {
+    /// A fresh salt from the operating system's random source.
+    pub fn random() -> Self {
+        use rand::RngCore;
+        let mut rng = rand::rngs::OsRng;
+        let elements = std::array::from_fn(|_| loop {
+            // Rejection keeps every element uniform over the field (a draw is rejected with
+            // probability 2^-32).
+            let v = rng.next_u64();
+            if v < F::ORDER {
+                break F::from_canonical_u64(v);
+            }
+        });
+        Self(Commitment::from_elements(elements).0)
+    }
+
+    /// From 32 bytes, rejecting an element that is not canonical.
+    pub fn from_bytes(bytes: [u8; 32]) -> Result<Self> {
+        let words: [u64; 4] =
+            std::array::from_fn(|i| u64::from_be_bytes(bytes[8 * i..8 * i + 8].try_into().expect("8 bytes")));
+        if words.iter().any(|&w| w >= F::ORDER) {
+            return Err(Error::Format("a salt element is not a canonical field element".into()));
+        }
+        Ok(Self(bytes))
+    }
+
+    /// From `0x` + 64 hex digits.
+    pub fn from_hex(s: &str) -> Result<Self> {
+        let digits = s.strip_prefix("0x").unwrap_or(s);
+        let bytes: [u8; 32] = hex::decode(digits)
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| Error::Format("a salt is 0x followed by 64 hex digits".into()))?;
+        Self::from_bytes(bytes)
+    }
+
+    /// The 32 bytes.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        self.0
+    }
+
+    /// `0x`-prefixed lowercase hex.
+    pub fn to_hex(&self) -> String {
+        format!("0x{}", hex::encode(self.0))
+    }
+
+    /// The four field elements.
+    pub fn to_elements(&self) -> [F; 4] {
+        Commitment(self.0).to_elements()
+    }
+}
+
+impl std::fmt::Debug for Salt {
+    // A salt is a secret: debug output must not print it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Salt(..)")
+    }
+}

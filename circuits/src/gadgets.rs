@@ -290,9 +290,16 @@ fn pack_bytes(builder: &mut CircuitBuilder<F, D>, bytes: &[ByteTarget]) -> Targe
     acc
 }
 
-/// The commitment of [`crate::commit`] over byte targets (offset form).
-pub(crate) fn commit_bytes(builder: &mut CircuitBuilder<F, D>, values: &[ByteTarget]) -> HashOutTarget {
-    let mut elements = vec![builder.constant(F::from_canonical_usize(values.len()))];
+/// The commitment of [`crate::commit`] over byte targets (offset form), or with a `salt` (secret
+/// witness) that of [`crate::commit::commit_salted`].
+pub(crate) fn commit_bytes(
+    builder: &mut CircuitBuilder<F, D>,
+    values: &[ByteTarget],
+    salt: Option<[Target; 4]>,
+) -> HashOutTarget {
+    let flag = if salt.is_some() { crate::commit::SALTED_FLAG } else { 0 };
+    let mut elements = vec![builder.constant(F::from_canonical_u64(values.len() as u64 + flag))];
+    elements.extend(salt.into_iter().flatten());
     for chunk in values.chunks(BYTES_PER_ELEMENT) {
         elements.push(pack_bytes(builder, chunk));
     }

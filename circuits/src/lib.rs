@@ -19,6 +19,9 @@ mod lower;
 #[cfg(test)]
 mod malicious;
 mod model;
+mod privacy;
+#[cfg(test)]
+mod private_tests;
 mod task;
 pub mod testing;
 #[cfg(test)]
@@ -27,13 +30,14 @@ mod tests;
 pub use circuit::{
     join_config, segment_config, zk_join_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS, SEGMENT_WIRES,
 };
-pub use commit::{commit, Commitment};
+pub use commit::{commit, commit_salted, Commitment, Salt};
 pub use error::{Error, Result};
 pub use files::{check_header, decode_plonky2_proof, hash_to_bytes, ModelFile, TaskProof, MODEL_MAGIC, PROOF_MAGIC};
 pub use gates::{PoseidonHeadGate, PoseidonTailGate};
 pub use hash::{TgridPoseidonConfig, TgridPoseidonHash};
 pub use lower::{requant_for, window_indices};
 pub use model::{numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, MAX_MACS, MAX_TENSOR_LEN};
+pub use privacy::{Privacy, TaskSalts};
 pub use task::{prove_circuit, CircuitStats, SegmentPlan, TaskProver, TaskVerifier};
 
 /// The base field (Goldilocks).

@@ -15,11 +15,12 @@ use plonky2::plonk::prover::prove;
 use plonky2::util::timing::TimingTree;
 use serde::{Deserialize, Serialize};
 
-use crate::circuit::{join_config, BuildOptions, PublicInputs, Segment, SegmentCircuit};
+use crate::circuit::{join_config, zk_join_config, BuildOptions, PublicInputs, Segment, SegmentCircuit};
 use crate::error::{Error, Result};
 use crate::files::TaskProof;
 use crate::infer::{self, Trace};
 use crate::model::QuantModel;
+use crate::privacy::{Privacy, TaskSalts};
 use crate::{C, D, F};
 
 /// Where the model is cut: segment `i` covers nodes `cuts[i-1]..cuts[i]`.
@@ -107,9 +108,11 @@ struct Proven {
 /// Proves tasks for one model.
 pub struct TaskProver {
     model: QuantModel,
-    /// SHA-256 of the model bytes, computed once.
+    /// The id the proofs expose: the model id (SHA-256 of the model bytes) for a public task,
+    /// its private variant for a private one ([`Privacy::task_model_id`]).
     model_id: [u8; 32],
     plan: SegmentPlan,
+    privacy: Privacy,
     /// Kept only for a single-segment model (its memory is bounded by the segment size anyway).
     single: Option<SegmentCircuit>,
     build_seconds: f64,
@@ -137,17 +140,34 @@ pub fn prove_circuit(data: &CircuitData<F, C, D>, pw: PartialWitness<F>) -> Resu
 }
 
 impl TaskProver {
-    /// Prepares proving for `model` cut by `plan`; builds the circuit now for a one-segment model.
+    /// Prepares proving public tasks for `model` cut by `plan`; builds the circuit now for a
+    /// one-segment model.
     pub fn new(model: QuantModel, plan: SegmentPlan) -> Result<Self> {
+        Self::with_privacy(model, plan, Privacy::Public)
+    }
+
+    /// Prepares proving tasks of mode `privacy` for `model` cut by `plan`.
+    pub fn with_privacy(model: QuantModel, plan: SegmentPlan, privacy: Privacy) -> Result<Self> {
         plan.validate(&model)?;
         let start = Instant::now();
         let single = if plan.cuts.is_empty() {
             let segment = Segment::new(&model, 0..model.nodes.len());
-            Some(SegmentCircuit::build(&model, segment, BuildOptions::binding(true))?)
+            Some(SegmentCircuit::build(&model, segment, BuildOptions::binding(true, privacy))?)
         } else {
             None
         };
-        Ok(Self { model_id: model.model_id(), model, plan, single, build_seconds: start.elapsed().as_secs_f64() })
+        let model_id = privacy.task_model_id(model.model_id());
+        Ok(Self { model_id, model, plan, privacy, single, build_seconds: start.elapsed().as_secs_f64() })
+    }
+
+    /// Whether this prover proves public or private tasks.
+    pub fn privacy(&self) -> Privacy {
+        self.privacy
+    }
+
+    /// The model id the proofs expose (the private variant's for a private prover).
+    pub fn task_model_id(&self) -> [u8; 32] {
+        self.model_id
     }
 
     /// The model.
@@ -160,10 +180,40 @@ impl TaskProver {
         self.single.as_ref().map(|c| c.rows())
     }
 
-    /// Runs the integer inference and proves it for `task_id` and `provider`.
+    /// Runs the integer inference and proves it for `task_id` and `provider` (a public task).
     pub fn prove(
         &self,
         input: &[i8],
+        task_id: [u8; 32],
+        provider: [u8; 20],
+        progress: Progress<'_>,
+    ) -> Result<(TaskProof, Trace, CircuitStats)> {
+        if self.privacy != Privacy::Public {
+            return Err(Error::InvalidInput("a private task is proven with its salts (prove_private)".into()));
+        }
+        self.prove_with(input, None, task_id, provider, progress)
+    }
+
+    /// Proves a private task: as [`prove`](Self::prove), with the input and output commitments
+    /// salted by `salts`.
+    pub fn prove_private(
+        &self,
+        input: &[i8],
+        salts: &TaskSalts,
+        task_id: [u8; 32],
+        provider: [u8; 20],
+        progress: Progress<'_>,
+    ) -> Result<(TaskProof, Trace, CircuitStats)> {
+        if self.privacy != Privacy::Private {
+            return Err(Error::InvalidInput("salts are for private tasks; this prover proves public ones".into()));
+        }
+        self.prove_with(input, Some(salts), task_id, provider, progress)
+    }
+
+    fn prove_with(
+        &self,
+        input: &[i8],
+        salts: Option<&TaskSalts>,
         task_id: [u8; 32],
         provider: [u8; 20],
         progress: Progress<'_>,
@@ -174,7 +224,7 @@ impl TaskProver {
             Some(circuit) => {
                 progress("proving", 0, 1);
                 let start = Instant::now();
-                let pw = circuit.witness(&[input], Some((&task_id, &provider)))?;
+                let pw = circuit.witness(&[input], Some((&task_id, &provider)), salts)?;
                 let proof = prove_circuit(&circuit.data, pw)?;
                 stats.prove_seconds = start.elapsed().as_secs_f64();
                 stats.segments = 1;
@@ -183,14 +233,18 @@ impl TaskProver {
                 progress("proving", 1, 1);
                 proof
             }
-            None => self.prove_chain(&trace, task_id, provider, &mut stats, progress)?,
+            None => self.prove_chain(&trace, salts, task_id, provider, &mut stats, progress)?,
+        };
+        let commit = |tensor: &[i8], salt: Option<crate::commit::Salt>| match salt {
+            Some(salt) => crate::commit::commit_salted(tensor, &salt),
+            None => crate::commit::commit(tensor),
         };
         let expected = PublicInputs {
             task_id,
             provider,
             model_id: self.model_id,
-            input_commitment: crate::commit::commit(input),
-            output_commitment: crate::commit::commit(trace.output()),
+            input_commitment: commit(input, salts.map(|s| s.input)),
+            output_commitment: commit(trace.output(), salts.map(|s| s.output)),
         };
         let claimed = PublicInputs::from_fields(&proof.public_inputs)?;
         if claimed != expected {
@@ -202,6 +256,7 @@ impl TaskProver {
     fn prove_chain(
         &self,
         trace: &Trace,
+        salts: Option<&TaskSalts>,
         task_id: [u8; 32],
         provider: [u8; 20],
         stats: &mut CircuitStats,
@@ -216,13 +271,14 @@ impl TaskProver {
         for (i, segment) in segments.into_iter().enumerate() {
             progress(&format!("segment {}/{k}", i + 1), done, total_steps);
             let start = Instant::now();
-            let circuit = SegmentCircuit::build(&self.model, segment.clone(), BuildOptions::default())?;
+            let circuit =
+                SegmentCircuit::build(&self.model, segment.clone(), BuildOptions::binding(false, self.privacy))?;
             stats.build_seconds += start.elapsed().as_secs_f64();
             stats.max_segment_rows = stats.max_segment_rows.max(circuit.rows());
             stats.total_rows += circuit.rows();
             let live: Vec<&[i8]> = segment.live_in.iter().map(|&t| trace.tensors[t].as_slice()).collect();
             let start = Instant::now();
-            let proof = prove_circuit(&circuit.data, circuit.witness(&live, None)?)?;
+            let proof = prove_circuit(&circuit.data, circuit.witness(&live, None, salts)?)?;
             stats.prove_seconds += start.elapsed().as_secs_f64();
             done += 1;
             let seg = Proven { proof, verifier: circuit.data.verifier_data() };
@@ -233,7 +289,7 @@ impl TaskProver {
                     progress(&format!("join {}/{}", i, k - 1), done, total_steps);
                     let last = i + 1 == k;
                     let start = Instant::now();
-                    let join = JoinCircuit::build(&self.model, &prev.verifier, &seg.verifier, last)?;
+                    let join = JoinCircuit::build(&self.model, &prev.verifier, &seg.verifier, last, self.privacy)?;
                     stats.build_seconds += start.elapsed().as_secs_f64();
                     let start = Instant::now();
                     let proven = join.prove(&prev, &seg, last.then_some((&task_id, &provider)))?;
@@ -259,14 +315,21 @@ impl TaskProver {
             let circuit = match &self.single {
                 Some(c) => c,
                 None => {
-                    owned = SegmentCircuit::build(&self.model, segment.clone(), BuildOptions::default())?;
+                    owned = SegmentCircuit::build(
+                        &self.model,
+                        segment.clone(),
+                        BuildOptions::binding(false, self.privacy),
+                    )?;
                     &owned
                 }
             };
             // Live-in tensors come from the circuit's own earlier segments.
             let live: Vec<&[i8]> =
                 segment.live_in.iter().map(|&t| tensors[t].as_deref().unwrap_or(&trace.tensors[t])).collect();
-            let pw = circuit.witness(&live, Some((&[0; 32], &[0; 20])))?;
+            // Any salts do: only the commitments depend on them.
+            let zero = crate::commit::Salt::from_bytes([0; 32])?;
+            let pw =
+                circuit.witness(&live, Some((&[0; 32], &[0; 20])), Some(&TaskSalts { input: zero, output: zero }))?;
             let witness =
                 plonky2::iop::generator::generate_partial_witness(pw, &circuit.data.prover_only, &circuit.data.common)
                     .map_err(|e| Error::Proving(e.to_string()))?;
@@ -305,7 +368,7 @@ impl TaskProver {
         };
         let mut circuit = build(false)?;
         crate::malicious::cut_copy_constraints(&mut circuit.data, build(true)?.data);
-        let pw = circuit.witness(&[input], Some((&[1; 32], &[2; 20])))?;
+        let pw = circuit.witness(&[input], Some((&[1; 32], &[2; 20])), None)?;
         let proof = crate::malicious::prove_admitting_any_lookup(&mut circuit.data, pw)
             .map_err(|e| Error::Proving(e.to_string()))?;
         Ok(TaskProof::new(self.model_id, proof.to_bytes()))
@@ -331,12 +394,13 @@ impl TaskProver {
         for (segment, live) in segments.into_iter().zip(&live) {
             let circuit = SegmentCircuit::build(&self.model, segment, BuildOptions::default())?;
             let live: Vec<&[i8]> = live.iter().map(Vec::as_slice).collect();
-            let proof = prove_circuit(&circuit.data, circuit.witness(&live, None)?)?;
+            let proof = prove_circuit(&circuit.data, circuit.witness(&live, None, None)?)?;
             proven.push(Proven { proof, verifier: circuit.data.verifier_data() });
         }
         let (first, second) = (&proven[0], &proven[1]);
-        let mut join = JoinCircuit::build_linked(&self.model, &first.verifier, &second.verifier, true, true)?;
-        let cut = JoinCircuit::build_linked(&self.model, &first.verifier, &second.verifier, true, false)?;
+        let public = Privacy::Public;
+        let mut join = JoinCircuit::build_linked(&self.model, &first.verifier, &second.verifier, true, public, true)?;
+        let cut = JoinCircuit::build_linked(&self.model, &first.verifier, &second.verifier, true, public, false)?;
         crate::malicious::cut_copy_constraints(&mut join.data, cut.data);
         let joined = join.prove(first, second, Some((&[1; 32], &[2; 20])))?;
         Ok(TaskProof::new(self.model_id, joined.proof.to_bytes()))
@@ -357,8 +421,9 @@ impl JoinCircuit {
         prev: &VerifierCircuitData<F, C, D>,
         seg: &VerifierCircuitData<F, C, D>,
         last: bool,
+        privacy: Privacy,
     ) -> Result<Self> {
-        Self::build_linked(model, prev, seg, last, true)
+        Self::build_linked(model, prev, seg, last, privacy, true)
     }
 
     /// [`Self::build`]; only soundness tests leave out the link (`link = false`), to give a
@@ -368,9 +433,11 @@ impl JoinCircuit {
         prev: &VerifierCircuitData<F, C, D>,
         seg: &VerifierCircuitData<F, C, D>,
         last: bool,
+        privacy: Privacy,
         link: bool,
     ) -> Result<Self> {
-        let mut builder = CircuitBuilder::<F, D>::new(join_config());
+        let config = if privacy.zero_knowledge() { zk_join_config() } else { join_config() };
+        let mut builder = CircuitBuilder::<F, D>::new(config);
         let prev_t = builder.add_virtual_proof_with_pis(&prev.common);
         let prev_vd = builder.constant_verifier_data(&prev.verifier_only);
         builder.verify_proof::<C>(&prev_t, &prev_vd, &prev.common);
@@ -388,7 +455,7 @@ impl JoinCircuit {
         let binding = if last {
             let task_id: [_; 8] = std::array::from_fn(|_| builder.add_virtual_public_input());
             let provider: [_; 5] = std::array::from_fn(|_| builder.add_virtual_public_input());
-            for w in crate::circuit::model_id_words(model) {
+            for w in crate::circuit::model_id_words(model, privacy) {
                 let c = builder.constant(w);
                 builder.register_public_input(c);
             }
@@ -430,8 +497,13 @@ impl std::fmt::Debug for TaskVerifier {
 }
 
 impl TaskVerifier {
-    /// Rebuilds the verifier of `model` cut by `plan`.
+    /// Rebuilds the verifier of public tasks of `model` cut by `plan`.
     pub fn new(model: &QuantModel, plan: &SegmentPlan) -> Result<Self> {
+        Self::with_privacy(model, plan, Privacy::Public)
+    }
+
+    /// Rebuilds the verifier of tasks of mode `privacy` of `model` cut by `plan`.
+    pub fn with_privacy(model: &QuantModel, plan: &SegmentPlan, privacy: Privacy) -> Result<Self> {
         plan.validate(model)?;
         let segments = plan.segments(model);
         let bind = segments.len() == 1;
@@ -439,19 +511,21 @@ impl TaskVerifier {
         let mut segment_rows = Vec::new();
         let k = segments.len();
         for (i, segment) in segments.into_iter().enumerate() {
-            let circuit = SegmentCircuit::build(model, segment, BuildOptions::binding(bind))?;
+            let circuit = SegmentCircuit::build(model, segment, BuildOptions::binding(bind, privacy))?;
             segment_rows.push(circuit.rows());
             let seg = circuit.data.verifier_data();
             drop(circuit);
             acc = Some(match acc {
                 None => seg,
-                Some(prev) => JoinCircuit::build(model, &prev, &seg, i + 1 == k)?.data.verifier_data(),
+                Some(prev) => JoinCircuit::build(model, &prev, &seg, i + 1 == k, privacy)?.data.verifier_data(),
             });
         }
-        Ok(Self { model_id: model.model_id(), verifier: acc.expect("at least one segment"), segment_rows })
+        let model_id = privacy.task_model_id(model.model_id());
+        Ok(Self { model_id, verifier: acc.expect("at least one segment"), segment_rows })
     }
 
-    /// The id of the model this verifier checks.
+    /// The model id the proofs expose: the model's own for public tasks, its private variant's
+    /// ([`Privacy::task_model_id`]) for private ones.
     pub fn model_id(&self) -> [u8; 32] {
         self.model_id
     }

@@ -184,10 +184,14 @@ fn the_malicious_prover_proves_an_honest_witness() {
     // show nothing about the constraints.
     let model = tiny_model(12);
     let segment = crate::Segment::new(&model, 0..model.nodes.len());
-    let mut circuit =
-        crate::circuit::SegmentCircuit::build(&model, segment, crate::circuit::BuildOptions::binding(true)).unwrap();
+    let mut circuit = crate::circuit::SegmentCircuit::build(
+        &model,
+        segment,
+        crate::circuit::BuildOptions::binding(true, crate::Privacy::Public),
+    )
+    .unwrap();
     let x = random_input(&mut StdRng::seed_from_u64(10), model.input_len());
-    let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER))).unwrap();
+    let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER)), None).unwrap();
     let proof = crate::malicious::prove_admitting_any_lookup(&mut circuit.data, pw).unwrap();
     circuit.data.verify(proof).unwrap();
 }
@@ -247,6 +251,7 @@ fn circuit_with_layout(
         layout: Some(layout),
         fault: fault.map(|f| (0, f)),
         cut: false,
+        privacy: crate::Privacy::Public,
     };
     crate::circuit::SegmentCircuit::build(model, segment, options).unwrap()
 }
@@ -262,7 +267,7 @@ fn weighted_sum_layouts_compute_the_integer_inference_and_prove() {
     for terms in [1, 8, 38] {
         let gate = crate::gates::WeightedSumGate::new(terms, 80);
         let circuit = circuit_with_layout(&model, crate::gadgets::MacLayout::WeightedSum(gate), None);
-        let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER))).unwrap();
+        let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER)), None).unwrap();
         let witness = plonky2::iop::generator::generate_partial_witness(
             pw.clone(),
             &circuit.data.prover_only,
@@ -289,7 +294,7 @@ fn weighted_sum_constraint_rejects_a_wrong_sum() {
     // The faulty generator changes the witness, not the circuit.
     assert_eq!(honest.data.verifier_only.circuit_digest, faulty.data.verifier_only.circuit_digest);
     let x = random_input(&mut StdRng::seed_from_u64(21), model.input_len());
-    let pw = faulty.witness(&[&x], Some((&TASK, &PROVIDER))).unwrap();
+    let pw = faulty.witness(&[&x], Some((&TASK, &PROVIDER)), None).unwrap();
     match crate::prove_circuit(&faulty.data, pw) {
         Err(Error::Proving(_)) => {}
         Err(e) => panic!("unexpected error {e}"),

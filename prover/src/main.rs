@@ -13,7 +13,9 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use tgrid_aggregation::Normalizer;
-use tgrid_circuits::{commit, infer, ModelFile, SegmentPlan, TaskProver, TaskVerifier};
+use tgrid_circuits::{
+    commit, commit_salted, infer, ModelFile, Privacy, Salt, SegmentPlan, TaskProver, TaskSalts, TaskVerifier,
+};
 use tgrid_onnx::{import_onnx, quantize_model, tract_reference, CalibrationReport, InputData};
 
 use tgrid_cli::{bad_input, parse_hex, Output};
@@ -65,6 +67,13 @@ enum Command {
         /// Input in EZKL's format (the first sample is used).
         #[arg(long)]
         input: PathBuf,
+        /// A private task's hiding commitment, under a fresh salt (printed: the poster sends it
+        /// to the provider with the input, to no one else).
+        #[arg(long, conflicts_with = "salt")]
+        private: bool,
+        /// A private task's hiding commitment under this salt (0x + 64 hex digits).
+        #[arg(long)]
+        salt: Option<String>,
     },
     /// Prove one task: the inference on the input, bound to the task id and the provider.
     Prove {
@@ -85,6 +94,17 @@ enum Command {
         /// Also write the output as JSON here.
         #[arg(long)]
         output: Option<PathBuf>,
+        /// A private task: zero-knowledge proof under the model's private id, salted
+        /// commitments. Needs --input-salt.
+        #[arg(long, requires = "input_salt")]
+        private: bool,
+        /// The salt of the private task's input commitment, from the poster (0x + 64 hex digits).
+        #[arg(long, requires = "private")]
+        input_salt: Option<String>,
+        /// The salt of the output commitment (0x + 64 hex digits); a fresh one by default. The
+        /// provider sends it, with the output, to the poster only.
+        #[arg(long, requires = "private")]
+        output_salt: Option<String>,
     },
     /// Settle this provider's own results on-chain, without a sequencer: aggregate and wrap the
     /// proofs of signed orders it proved, then send one TaskMarket.settleBatch from its account
@@ -155,6 +175,9 @@ enum Command {
         /// Largest segment in rows (as for compile).
         #[arg(long, default_value_t = 1 << 16)]
         max_segment_rows: usize,
+        /// Benchmark private tasks (zero-knowledge, salted commitments) instead of public ones.
+        #[arg(long)]
+        private: bool,
         /// Run one fixture in this process (used internally to measure each one's peak memory).
         #[arg(long, hide = true)]
         in_process: bool,
@@ -173,6 +196,15 @@ pub(crate) fn load_model(path: &Path) -> Result<ModelFile> {
     ModelFile::from_bytes(&bytes)
         .with_context(|| format!("{} is not a usable compiled model", path.display()))
         .map_err(bad_input)
+}
+
+/// The mode a `--private` flag selects.
+fn privacy(private: bool) -> Privacy {
+    if private {
+        Privacy::Private
+    } else {
+        Privacy::Public
+    }
 }
 
 fn output_json(file: &ModelFile, output: &[i8]) -> serde_json::Value {
@@ -272,28 +304,76 @@ fn run(command: Command, out: &Output) -> Result<()> {
                 )
             })
         }
-        Command::CommitInput { model, input } => {
+        Command::CommitInput { model, input, private, salt } => {
             let file = load_model(&model)?;
             let x = quantized_input(&file.model, &input)?;
-            let c = commit(&x).to_hex();
-            out.emit(json!({ "input_commitment": c }), || c.clone())
+            let salt = match (private, salt) {
+                (_, Some(s)) => Some(Salt::from_hex(&s).context("--salt").map_err(bad_input)?),
+                (true, None) => Some(Salt::random()),
+                (false, None) => None,
+            };
+            match salt {
+                None => {
+                    let c = commit(&x).to_hex();
+                    out.emit(json!({ "input_commitment": c, "privacy": "public" }), || c.clone())
+                }
+                Some(salt) => {
+                    let c = commit_salted(&x, &salt).to_hex();
+                    let model_id = Privacy::Private.task_model_id(file.model.model_id());
+                    out.emit(
+                        json!({
+                            "input_commitment": c,
+                            "privacy": "private",
+                            "salt": salt.to_hex(),
+                            "model_id": format!("0x{}", hex::encode(model_id)),
+                        }),
+                        || {
+                            format!(
+                                "{c}\n  salt      {} (secret: for the provider only)\n  model id  0x{} (the private task's)",
+                                salt.to_hex(),
+                                hex::encode(model_id)
+                            )
+                        },
+                    )
+                }
+            }
         }
-        Command::Prove { model, input, task_id, provider, out: out_path, output } => {
+        Command::Prove { model, input, task_id, provider, out: out_path, output, private, input_salt, output_salt } => {
             let task_id: [u8; 32] = parse_hex(&task_id, "--task-id").map_err(bad_input)?;
             let provider: [u8; 20] = parse_hex(&provider, "--provider").map_err(bad_input)?;
             let file = load_model(&model)?;
             let x = quantized_input(&file.model, &input)?;
             let started = Instant::now();
             let bar = out.spinner("building the circuit");
-            let prover = TaskProver::new(file.model.clone(), file.plan.clone())?;
+            let salts = match (input_salt, output_salt) {
+                (Some(input), output) => Some(TaskSalts {
+                    input: Salt::from_hex(&input).context("--input-salt").map_err(bad_input)?,
+                    output: match output {
+                        Some(s) => Salt::from_hex(&s).context("--output-salt").map_err(bad_input)?,
+                        None => Salt::random(),
+                    },
+                }),
+                (None, _) => None,
+            };
+            let prover = TaskProver::with_privacy(file.model.clone(), file.plan.clone(), privacy(private))?;
             let mut progress = |stage: &str, done: usize, total: usize| {
                 bar.set_message(format!("{stage} ({done}/{total})"));
             };
-            let (proof, trace, stats) = prover.prove(&x, task_id, provider, &mut progress)?;
+            let (proof, trace, stats) = match &salts {
+                Some(salts) => prover.prove_private(&x, salts, task_id, provider, &mut progress)?,
+                None => prover.prove(&x, task_id, provider, &mut progress)?,
+            };
             bar.finish_and_clear();
             let bytes = proof.to_bytes();
             std::fs::write(&out_path, &bytes).with_context(|| format!("cannot write {}", out_path.display()))?;
-            let result = output_json(&file, trace.output());
+            let mut result = output_json(&file, trace.output());
+            let mut input_commitment = commit(&x).to_hex();
+            if let Some(salts) = &salts {
+                // What the poster needs to check the output against the proof: its salt.
+                result["output_commitment"] = json!(commit_salted(trace.output(), &salts.output).to_hex());
+                result["output_salt"] = json!(salts.output.to_hex());
+                input_commitment = commit_salted(&x, &salts.input).to_hex();
+            }
             if let Some(p) = &output {
                 std::fs::write(p, serde_json::to_string_pretty(&result)?)
                     .with_context(|| format!("cannot write {}", p.display()))?;
@@ -305,8 +385,10 @@ fn run(command: Command, out: &Output) -> Result<()> {
                     "task_id": format!("0x{}", hex::encode(task_id)),
                     "provider": format!("0x{}", hex::encode(provider)),
                     "model_id": format!("0x{}", hex::encode(proof.model_id)),
-                    "input_commitment": commit(&x).to_hex(),
+                    "privacy": privacy(private).name(),
+                    "input_commitment": input_commitment,
                     "output_commitment": result["output_commitment"],
+                    "output_salt": result.get("output_salt"),
                     "argmax": result["argmax"],
                     "stats": stats,
                     "seconds": started.elapsed().as_secs_f64(),
@@ -362,8 +444,8 @@ fn run(command: Command, out: &Output) -> Result<()> {
             }
             daemon::run(settings, *out)
         }
-        Command::Bench { fixtures, max_segment_rows, in_process } => {
-            bench::run(&fixtures, max_segment_rows, in_process)
+        Command::Bench { fixtures, max_segment_rows, private, in_process } => {
+            bench::run(&fixtures, max_segment_rows, privacy(private), in_process)
         }
     }
 }

@@ -111,6 +111,70 @@ fn compile_prove_verify_and_reject_every_wrong_proof() {
 }
 
 #[test]
+fn a_private_task_is_committed_proven_and_audited_with_salts() {
+    let dir = tempfile::tempdir().unwrap();
+    let tgm = compile(dir.path(), "mlp");
+    let input = fixture("mlp/input.json");
+    let public = json(&run(prover().args(["--json", "commit-input"]).arg(&tgm).arg("--input").arg(&input)));
+    let committed =
+        json(&run(prover().args(["--json", "commit-input", "--private"]).arg(&tgm).arg("--input").arg(&input)));
+    assert_eq!(committed["privacy"], "private");
+    assert_ne!(committed["input_commitment"], public["input_commitment"], "salted");
+    let salt = committed["salt"].as_str().unwrap();
+    // The same salt gives the same commitment; a non-canonical one is refused.
+    let again =
+        json(&run(prover().args(["--json", "commit-input", "--salt", salt]).arg(&tgm).arg("--input").arg(&input)));
+    assert_eq!(again["input_commitment"], committed["input_commitment"]);
+    let out = run(prover()
+        .args(["commit-input", "--salt", &format!("0x{}", "ff".repeat(32))])
+        .arg(&tgm)
+        .arg("--input")
+        .arg(&input));
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let tgp = dir.path().join("private.tgp");
+    let out_json = dir.path().join("out.json");
+    let proved = json(&run(prover()
+        .args(["--json", "prove", "--private", "--input-salt", salt])
+        .arg(&tgm)
+        .arg("--input")
+        .arg(&input)
+        .args(["--task-id", TASK, "--provider", PROVIDER, "--out"])
+        .arg(&tgp)
+        .arg("--output")
+        .arg(&out_json)));
+    assert_eq!(proved["privacy"], "private");
+    assert_eq!(proved["model_id"], committed["model_id"], "the private task's model id");
+    assert_eq!(proved["input_commitment"], committed["input_commitment"]);
+    // The output file (what the provider seals to the poster) carries the output salt.
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    assert_eq!(written["output_commitment"], proved["output_commitment"]);
+    assert_eq!(written["output_salt"], proved["output_salt"]);
+
+    let verified = json(&run(verifier().args(["--json", "task"]).arg(&tgp).arg("--model").arg(&tgm)));
+    assert_eq!(verified["privacy"], "private");
+    assert_eq!(verified["input_commitment"], committed["input_commitment"]);
+    assert_eq!(verified["output_commitment"], proved["output_commitment"]);
+    assert!(verified["not_visible"].as_str().unwrap().contains("input"), "the auditor is told what it cannot see");
+    let mut tampered = std::fs::read(&tgp).unwrap();
+    let mid = tampered.len() / 2;
+    tampered[mid] ^= 1;
+    std::fs::write(&tgp, tampered).unwrap();
+    let out = run(verifier().arg("task").arg(&tgp).arg("--model").arg(&tgm));
+    assert_eq!(out.status.code(), Some(1));
+
+    // Salts without --private are a usage error.
+    let out = run(prover()
+        .args(["prove", "--input-salt", salt])
+        .arg(&tgm)
+        .arg("--input")
+        .arg(&input)
+        .args(["--task-id", TASK, "--provider", PROVIDER, "--out"])
+        .arg(dir.path().join("x.tgp")));
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn bad_inputs_exit_with_code_two_and_a_reason() {
     let dir = tempfile::tempdir().unwrap();
     let expect2 = |out: Output, needle: &str| {

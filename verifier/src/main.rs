@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use serde_json::json;
 use tgrid_aggregation::registry::hex32;
 use tgrid_aggregation::{AggregationCircuits, BatchFile, RegistryFile};
-use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
+use tgrid_circuits::{ModelFile, Privacy, TaskProof, TaskVerifier};
 use tgrid_cli::{bad_input, Output};
 use tgrid_settlement_proof::SettlementProofFile;
 
@@ -168,9 +168,17 @@ fn verify_task(proof_path: &Path, model_path: &Path, out: &Output) -> Result<()>
     let proof = TaskProof::from_bytes(&read(proof_path)?)
         .with_context(|| format!("{} is not a task proof", proof_path.display()))
         .map_err(bad_input)?;
-    let verifier = TaskVerifier::new(&file.model, &file.plan).context("cannot rebuild the model's circuit")?;
+    // The proof's model id says its mode: a private task names the model's private variant.
+    let privacy = if proof.model_id == Privacy::Private.task_model_id(file.model.model_id()) {
+        Privacy::Private
+    } else {
+        Privacy::Public
+    };
+    let verifier =
+        TaskVerifier::with_privacy(&file.model, &file.plan, privacy).context("cannot rebuild the model's circuit")?;
+    // The file records the public circuit's digest; the private one is only ever rebuilt.
     anyhow::ensure!(
-        verifier.circuit_digest() == file.circuit_digest,
+        privacy == Privacy::Private || verifier.circuit_digest() == file.circuit_digest,
         "the circuit rebuilt from {} has digest 0x{}, the file records 0x{}: built by another version",
         model_path.display(),
         hex::encode(verifier.circuit_digest()),
@@ -186,17 +194,32 @@ fn verify_task(proof_path: &Path, model_path: &Path, out: &Output) -> Result<()>
         "model_id": format!("0x{}", hex::encode(publics.model_id)),
         "input_commitment": publics.input_commitment.to_hex(),
         "output_commitment": publics.output_commitment.to_hex(),
+        "privacy": privacy.name(),
+        "not_visible": not_visible(privacy),
         "seconds": started.elapsed().as_secs_f64(),
     });
-    let text = format!(
-        "valid task proof\n  task id            {}\n  provider           {}\n  model id           {}\n  input commitment   {}\n  output commitment  {}",
+    let mut text = format!(
+        "valid {} task proof\n  task id            {}\n  provider           {}\n  model id           {}\n  input commitment   {}\n  output commitment  {}",
+        privacy.name(),
         value["task_id"].as_str().unwrap_or_default(),
         value["provider"].as_str().unwrap_or_default(),
         value["model_id"].as_str().unwrap_or_default(),
         value["input_commitment"].as_str().unwrap_or_default(),
         value["output_commitment"].as_str().unwrap_or_default()
     );
+    if let Some(hidden) = not_visible(privacy) {
+        text.push_str(&format!("\n  not visible        {hidden}"));
+    }
     out.emit(value, || text)
+}
+
+/// What an auditor cannot check of a task of mode `privacy`.
+fn not_visible(privacy: Privacy) -> Option<&'static str> {
+    (privacy == Privacy::Private).then_some(
+        "the input, the output and every activation: the commitments are salted and the proof is \
+         zero-knowledge; the proof shows that the committed output is the model's output on the \
+         committed input, and only the poster and the provider hold the salts",
+    )
 }
 
 fn verify_batch(batch_path: &Path, registry_path: &Path, out: &Output) -> Result<()> {

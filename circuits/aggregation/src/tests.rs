@@ -9,7 +9,7 @@ use plonky2::hash::merkle_proofs::verify_merkle_proof;
 use plonky2::iop::witness::{PartialWitness, WitnessWrite};
 use plonky2::plonk::circuit_builder::CircuitBuilder;
 use tgrid_circuits::testing::{random_input, tiny_model};
-use tgrid_circuits::{SegmentPlan, TaskProof, TaskProver, TaskVerifier, C, D, F};
+use tgrid_circuits::{Privacy, Salt, SegmentPlan, TaskProof, TaskProver, TaskSalts, TaskVerifier, C, D, F};
 
 use crate::batch::{batch_root, node_hash, split_point, BatchFile, TaskLeaf};
 use crate::registry::{Registry, RegistryEntry, RegistryFile, RegistryFileEntry};
@@ -137,8 +137,9 @@ fn registry_file_round_trips_and_detects_a_stale_root() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Two small models, their normalizers, a registry holding both, and the aggregation circuits,
-/// built once for all tests.
+/// Two small models, model 0 proving public tasks and model 1 private ones (zero-knowledge,
+/// salted commitments, under its private model id), their normalizers, a registry holding both,
+/// and the aggregation circuits, built once for all tests.
 struct Setup {
     provers: Vec<TaskProver>,
     normalizers: Vec<Normalizer>,
@@ -149,12 +150,13 @@ struct Setup {
 fn setup() -> &'static Setup {
     static SETUP: OnceLock<Setup> = OnceLock::new();
     SETUP.get_or_init(|| {
-        let models = [tiny_model(1), tiny_model(2)];
+        let models = [(tiny_model(1), Privacy::Public), (tiny_model(2), Privacy::Private)];
+        let plan = SegmentPlan::default();
         let provers: Vec<_> =
-            models.iter().map(|m| TaskProver::new(m.clone(), SegmentPlan::default()).unwrap()).collect();
+            models.iter().map(|(m, p)| TaskProver::with_privacy(m.clone(), plan.clone(), *p).unwrap()).collect();
         let normalizers: Vec<_> = models
             .iter()
-            .map(|m| Normalizer::new(TaskVerifier::new(m, &SegmentPlan::default()).unwrap()).unwrap())
+            .map(|(m, p)| Normalizer::new(TaskVerifier::with_privacy(m, &plan, *p).unwrap()).unwrap())
             .collect();
         let registry = Registry::new(
             normalizers.iter().map(|n| RegistryEntry { model_id: n.model_id(), normalized_digest: n.digest() }),
@@ -174,7 +176,14 @@ fn task_id(i: u64) -> [u8; 32] {
 fn normalized(m: usize, i: u64) -> (TaskProof, NormalizedProof, TaskLeaf) {
     let s = setup();
     let input = random_input(i, 16);
-    let (proof, _, _) = s.provers[m].prove(&input, task_id(i), [0x42; 20], &mut |_, _, _| {}).unwrap();
+    let prover = &s.provers[m];
+    let (proof, _, _) = match prover.privacy() {
+        Privacy::Public => prover.prove(&input, task_id(i), [0x42; 20], &mut |_, _, _| {}).unwrap(),
+        Privacy::Private => {
+            let salts = TaskSalts { input: Salt::random(), output: Salt::random() };
+            prover.prove_private(&input, &salts, task_id(i), [0x42; 20], &mut |_, _, _| {}).unwrap()
+        }
+    };
     let (publics, norm) = s.normalizers[m].normalize(&proof).unwrap();
     (proof, norm, TaskLeaf::from_publics(&publics))
 }
@@ -186,7 +195,10 @@ fn leaf(m: usize, i: u64) -> (SubtreeProof, TaskLeaf) {
 
 #[test]
 fn normalized_circuits_share_one_shape_and_differ_in_digest() {
+    // One shape for a public and a private (zero-knowledge) task proof.
     let s = setup();
+    assert_eq!(s.provers[1].task_model_id(), s.normalizers[1].model_id());
+    assert_ne!(s.normalizers[1].model_id(), s.provers[1].model().model_id(), "the private variant's id");
     let (a, b) = (s.normalizers[0].verifier_data(), s.normalizers[1].verifier_data());
     assert_eq!(a.common, b.common);
     assert_eq!(&a.common, crate::shape::NORMALIZED.common());
@@ -194,7 +206,7 @@ fn normalized_circuits_share_one_shape_and_differ_in_digest() {
 }
 
 #[test]
-fn a_three_task_batch_of_two_models_proves_the_contract_root() {
+fn a_three_task_batch_of_a_public_and_a_private_model_proves_the_contract_root() {
     let s = setup();
     let (l0, t0) = leaf(0, 10);
     let (l1, t1) = leaf(1, 11);
