@@ -394,8 +394,9 @@ fn run(command: Command, out: &Output) -> Result<()> {
                     "seconds": started.elapsed().as_secs_f64(),
                 }),
                 || {
-                    format!(
-                        "proved task 0x{} for provider 0x{} -> {} ({} bytes)\n  output argmax {}  output commitment {}\n  segments {}  rows {}  build {:.2} s  prove {:.2} s  total {:.2} s",
+                    let mut text = format!(
+                        "proved {} task 0x{} for provider 0x{} -> {} ({} bytes)\n  output argmax {}  output commitment {}\n  segments {}  rows {}  build {:.2} s  prove {:.2} s  total {:.2} s",
+                        privacy(private).name(),
                         hex::encode(task_id),
                         hex::encode(provider),
                         out_path.display(),
@@ -407,7 +408,11 @@ fn run(command: Command, out: &Output) -> Result<()> {
                         stats.build_seconds,
                         stats.prove_seconds,
                         started.elapsed().as_secs_f64()
-                    )
+                    );
+                    if let Some(salt) = result["output_salt"].as_str() {
+                        text.push_str(&format!("\n  output salt {salt} (secret: for the poster only, with the output)"));
+                    }
+                    text
                 },
             )
         }
