@@ -175,12 +175,14 @@ contract MarketInvariantTest is TGridTest {
     }
 
     /// The runs are not vacuous: each one signs orders, pays some of them in settled batches and
-    /// slashes through at least one dispute (settle and dispute sign a fresh order when none
-    /// qualifies, so this holds by construction, not by luck of the sequence).
+    /// attempts disputes (settle and dispute sign a fresh order when none qualifies). A short
+    /// run's disputes may all be refused by design (a wrong signer, a payment below the floor),
+    /// so a successful slash is not required per run: `test_handler_exercisesEveryPath` shows
+    /// one deterministically, and the invariants above check the amounts of every one.
     function afterInvariant() public view {
         assertGt(handler.calls("signOrder"), 0, "no order signed");
         assertGt(handler.calls("settlePaid"), 0, "no batch paid anything");
-        assertGt(handler.calls("disputeOk"), 0, "no successful dispute");
+        assertGt(handler.calls("disputeOk") + handler.calls("disputeRefused"), 0, "no dispute attempted");
     }
 
     /// Terms seed of MarketHandler.signOrder: named provider unless `open`, collateral, 50 % / 50 %.
