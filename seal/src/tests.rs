@@ -51,16 +51,21 @@ fn another_key_commitment_model_or_role_does_not_open() {
     assert!(open(&provider_key, &bent, &MODEL, &commitment).is_err());
 }
 
-/// Seals `sealed_tensor` but binds it to `commitment` (a dishonest sender's ciphertext).
-fn seal_under(recipient: &SealingKey, commitment: &Commitment, sealed_tensor: &[i8], salt: &Salt) -> Sealed {
-    let mut plaintext = salt.to_bytes().to_vec();
-    plaintext.extend_from_slice(&(sealed_tensor.len() as u32).to_le_bytes());
-    plaintext.extend(sealed_tensor.iter().map(|&x| x as u8));
+/// The plaintext layout of [`seal`], with a length field that may lie.
+fn plaintext(tensor: &[i8], salt: &Salt, claimed_len: u32) -> Vec<u8> {
+    let mut out = salt.to_bytes().to_vec();
+    out.extend_from_slice(&claimed_len.to_le_bytes());
+    out.extend(tensor.iter().map(|&x| x as u8));
+    out
+}
+
+/// Seals `plaintext` bound to `commitment`, whatever it holds (a dishonest sender's ciphertext).
+fn seal_under(recipient: &SealingKey, commitment: &Commitment, plaintext: &[u8]) -> Sealed {
     let (encapped, ciphertext) = hpke::single_shot_seal::<ChaCha20Poly1305, HkdfSha256, Kem>(
         &OpModeS::Base,
         &recipient.0,
         &info(Role::Input),
-        &plaintext,
+        plaintext,
         &aad(&MODEL, commitment),
     )
     .unwrap();
@@ -75,26 +80,13 @@ fn a_poster_cannot_seal_another_input_than_it_committed_to() {
     let mut other = x.clone();
     other[7] = other[7].wrapping_add(1);
     for (t, s) in [(other, salt), (x.clone(), Salt::random())] {
-        let sealed = seal_under(&provider, &committed, &t, &s);
+        let sealed = seal_under(&provider, &committed, &plaintext(&t, &s, t.len() as u32));
         assert!(
             matches!(open(&provider_key, &sealed, &MODEL, &committed), Err(Error::CommitmentMismatch(c)) if c == committed)
         );
     }
     // A plaintext whose length field lies is malformed, not a panic.
-    let mut sealed = seal_under(&provider, &committed, &x, &salt);
-    let mut plaintext = salt.to_bytes().to_vec();
-    plaintext.extend_from_slice(&1000u32.to_le_bytes());
-    plaintext.extend(x.iter().map(|&v| v as u8));
-    let (encapped, ciphertext) = hpke::single_shot_seal::<ChaCha20Poly1305, HkdfSha256, Kem>(
-        &OpModeS::Base,
-        &provider.0,
-        &info(Role::Input),
-        &plaintext,
-        &aad(&MODEL, &committed),
-    )
-    .unwrap();
-    sealed.encapped = encapped.to_bytes().as_slice().try_into().unwrap();
-    sealed.ciphertext = ciphertext;
+    let sealed = seal_under(&provider, &committed, &plaintext(&x, &salt, 1000));
     assert!(matches!(open(&provider_key, &sealed, &MODEL, &committed), Err(Error::Format(_))));
 }
 
