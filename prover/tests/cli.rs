@@ -31,6 +31,17 @@ fn json(out: &Output) -> serde_json::Value {
 const TASK: &str = "0x1111111111111111111111111111111111111111111111111111111111111111";
 const PROVIDER: &str = "0x2222222222222222222222222222222222222222";
 
+/// `tgrid-prover [--json] prove OPTIONS MODEL --input IN --task-id TASK --provider PROVIDER --out OUT`.
+fn prove(json: bool, options: &[&str], tgm: &Path, input: &Path, out: &Path) -> Command {
+    let mut cmd = prover();
+    if json {
+        cmd.arg("--json");
+    }
+    cmd.arg("prove").args(options).arg(tgm).arg("--input").arg(input);
+    cmd.args(["--task-id", TASK, "--provider", PROVIDER, "--out"]).arg(out);
+    cmd
+}
+
 fn compile(dir: &Path, name: &str) -> PathBuf {
     let tgm = dir.join(format!("{name}.tgm"));
     let out = run(prover()
@@ -60,15 +71,7 @@ fn compile_prove_verify_and_reject_every_wrong_proof() {
 
     let tgp = dir.path().join("task.tgp");
     let out_json = dir.path().join("out.json");
-    let proved = json(&run(prover()
-        .args(["--json", "prove"])
-        .arg(&tgm)
-        .arg("--input")
-        .arg(&input)
-        .args(["--task-id", TASK, "--provider", PROVIDER, "--out"])
-        .arg(&tgp)
-        .arg("--output")
-        .arg(&out_json)));
+    let proved = json(&run(prove(true, &[], &tgm, &input, &tgp).arg("--output").arg(&out_json)));
     assert_eq!(proved["input_commitment"], input_commitment.as_str());
     let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
     assert_eq!(written["output_commitment"], proved["output_commitment"]);
@@ -134,15 +137,8 @@ fn a_private_task_is_committed_proven_and_audited_with_salts() {
 
     let tgp = dir.path().join("private.tgp");
     let out_json = dir.path().join("out.json");
-    let proved = json(&run(prover()
-        .args(["--json", "prove", "--private", "--input-salt", salt])
-        .arg(&tgm)
-        .arg("--input")
-        .arg(&input)
-        .args(["--task-id", TASK, "--provider", PROVIDER, "--out"])
-        .arg(&tgp)
-        .arg("--output")
-        .arg(&out_json)));
+    let private = ["--private", "--input-salt", salt];
+    let proved = json(&run(prove(true, &private, &tgm, &input, &tgp).arg("--output").arg(&out_json)));
     assert_eq!(proved["privacy"], "private");
     assert_eq!(proved["model_id"], committed["model_id"], "the private task's model id");
     assert_eq!(proved["input_commitment"], committed["input_commitment"]);
@@ -164,13 +160,7 @@ fn a_private_task_is_committed_proven_and_audited_with_salts() {
     assert_eq!(out.status.code(), Some(1));
 
     // Salts without --private are a usage error.
-    let out = run(prover()
-        .args(["prove", "--input-salt", salt])
-        .arg(&tgm)
-        .arg("--input")
-        .arg(&input)
-        .args(["--task-id", TASK, "--provider", PROVIDER, "--out"])
-        .arg(dir.path().join("x.tgp")));
+    let out = run(&mut prove(false, &["--input-salt", salt], &tgm, &input, &dir.path().join("x.tgp")));
     assert_eq!(out.status.code(), Some(2));
 }
 
