@@ -6,7 +6,9 @@
 #   4. fund the provider; start the sequencer service (with its order relay) and the provider
 #      daemon (it bonds)
 #   5. a task poster funds one deposit book and signs 8 orders, published on the relay (nothing
-#      on-chain per order); the provider accepts them by signature, proves and submits them; the
+#      on-chain per order); the last one is private (its input sealed to the provider's announced
+#      key, its output sealed back to the poster, a zero-knowledge proof); the provider accepts
+#      them by signature, proves and submits them; the
 #      sequencer aggregates them into one batch, wraps it into one Groth16 proof and settles it on
 #      the TaskMarket in one transaction
 #   6. the poster fetches every output and checks it against the settled commitment; an
@@ -45,6 +47,8 @@ for m in cnn mlp; do
     | node -e 'let d="";process.stdin.on("data",c=>d+=c).on("end",()=>{const v=JSON.parse(d);console.log(`    ${process.argv[1]}: model ${v.model_id}, ${v.segments} segment(s), argmax agreement with float ${(100*v.calibration.argmax_agreement).toFixed(1)}%`)})' "$m"
   $S registry add "$DATA/$m.tgm" --registry "$DATA/registry.json" >/dev/null
 done
+# The mlp's private mode too (its own circuit, under the model's private id).
+$S registry add "$DATA/mlp.tgm" --private --registry "$DATA/registry.json" >/dev/null
 echo "    registry root $(jget root < "$DATA/registry.json")"
 
 step "devnet: anvil and the contracts (Groth16 verifier for the INSECURE devnet key)"
@@ -104,9 +108,15 @@ for i in $(seq 0 $((TASKS - 1))); do
   m=$([[ $((i % 2)) -eq 0 ]] && echo cnn || echo mlp)
   node -e 'const d=require(process.argv[1]);console.log(JSON.stringify({input_data:[d.input_data[+process.argv[2]]]}))' \
     "./fixtures/$m/calibration.json" "$i" > "$DATA/tasks/$i.json"
+  PRIVATE=()
+  if [[ $i -eq $((TASKS - 1)) && $m == mlp ]]; then
+    # A private order names its provider and seals the input to the key it announced on the relay.
+    wait_for_sealing_key "$SEQ" "$PROVIDER"
+    PRIVATE=(--private --provider "$PROVIDER")
+  fi
   hash=$($T --json order post --model "$DATA/$m.tgm" --input "$DATA/tasks/$i.json" --payment 10 \
-    --deadline-in 3600 --inputs-dir "$DATA/inputs" --relay "$SEQ" | jget order_hash)
-  echo "    signed and published order $hash ($m)"
+    --deadline-in 3600 --inputs-dir "$DATA/inputs" --relay "$SEQ" "${PRIVATE[@]}" | jget order_hash)
+  echo "    signed and published order $hash ($m${PRIVATE:+, private: input sealed to the provider})"
   ORDERS+=("$hash:$m")
 done
 

@@ -5,6 +5,21 @@ jget() {
   node -e 'let d="";process.stdin.on("data",c=>d+=c).on("end",()=>{let v;try{v=JSON.parse(d)}catch{v=JSON.parse(d.trim().split("\n").pop())}for(const k of process.argv[1].split("."))v=v[k];console.log(typeof v==="object"?JSON.stringify(v):v)})' "$1"
 }
 
+# Waits (up to 2 minutes) until provider $2 has announced its sealing key on the relay $1.
+wait_for_sealing_key() {
+  node -e '
+const [relay, provider] = process.argv.slice(1);
+(async () => {
+  for (let i = 0; i < 240; i++) {
+    const r = await fetch(`${relay}/v1/providers/${provider}/sealing-key`).catch(() => null);
+    if (r && r.ok) return;
+    await new Promise(ok => setTimeout(ok, 500));
+  }
+  console.error(`provider ${provider} announced no sealing key on ${relay}`);
+  process.exit(1);
+})();' "$1" "$2"
+}
+
 # A free TCP port on loopback.
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 

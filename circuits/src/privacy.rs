@@ -39,6 +39,11 @@ impl Privacy {
         }
     }
 
+    /// The mode whose task model id for `model_id` is `task_model_id`, if either is.
+    pub fn of_task_model_id(model_id: [u8; 32], task_model_id: &[u8; 32]) -> Option<Privacy> {
+        [Privacy::Public, Privacy::Private].into_iter().find(|p| &p.task_model_id(model_id) == task_model_id)
+    }
+
     /// Whether the proofs are zero-knowledge.
     pub fn zero_knowledge(self) -> bool {
         self == Privacy::Private

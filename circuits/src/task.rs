@@ -486,6 +486,7 @@ impl JoinCircuit {
 /// verifier data.
 pub struct TaskVerifier {
     model_id: [u8; 32],
+    privacy: Privacy,
     verifier: VerifierCircuitData<F, C, D>,
     segment_rows: Vec<usize>,
 }
@@ -521,7 +522,12 @@ impl TaskVerifier {
             });
         }
         let model_id = privacy.task_model_id(model.model_id());
-        Ok(Self { model_id, verifier: acc.expect("at least one segment"), segment_rows })
+        Ok(Self { model_id, privacy, verifier: acc.expect("at least one segment"), segment_rows })
+    }
+
+    /// Whether it verifies public or private tasks.
+    pub fn privacy(&self) -> Privacy {
+        self.privacy
     }
 
     /// The model id the proofs expose: the model's own for public tasks, its private variant's

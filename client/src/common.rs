@@ -44,6 +44,11 @@ impl Globals {
     pub(crate) fn orders_dir(&self) -> PathBuf {
         self.state_dir.join("orders")
     }
+
+    /// The poster's opening key file: private tasks' outputs are sealed to its public half.
+    pub(crate) fn opening_key_path(&self, poster: Address) -> PathBuf {
+        self.state_dir.join("sealing").join(format!("{poster}.key"))
+    }
 }
 
 /// A connection to the deployment, signing as the chosen account.

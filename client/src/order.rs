@@ -10,9 +10,10 @@ use serde_json::json;
 use tgrid_chain::bindings::IModelRegistry;
 use tgrid_chain::format_tgrid;
 use tgrid_chain::market::{MarketDomain, Order, SignedOrder};
-use tgrid_circuits::{commit, infer};
+use tgrid_circuits::{commit, commit_salted, infer, Privacy, Salt};
 use tgrid_cli::{bad_input, Output};
 use tgrid_onnx::InputData;
+use tgrid_seal::SealingKey;
 
 use crate::common::{
     address, amount96, connect, duration_text, load_model, relay, write_atomically, Globals, OrderArg, DEFAULT_RELAY,
@@ -23,7 +24,8 @@ use crate::poster::{choose, BookInfo, PosterState, Want};
 #[derive(Debug, Subcommand)]
 pub(crate) enum OrderCommand {
     /// Sign an order paid from one of the signer's deposit books and publish it to the relay; the
-    /// input goes to the input store as `<input commitment>.json`.
+    /// input goes to the input store as `<input commitment>.json`, or, for a private order
+    /// (--private), sealed to the named provider as `<input commitment>.tgs`.
     Post(PostArgs),
     /// Where an order stands: the relay's view and the chain's (open, accepted, settled,
     /// disputed, cancelled; disputable past its deadline).
@@ -78,9 +80,19 @@ pub(crate) struct PostArgs {
     /// Seconds from now (chain time) until the deadline.
     #[arg(long, default_value_t = 3_600)]
     deadline_in: u64,
-    /// The only provider that may take the order (default: any).
+    /// The only provider that may take the order (default: any; required with --private).
     #[arg(long)]
     provider: Option<String>,
+    /// A private task: the input is sealed to the provider (only it can read it), the output
+    /// comes back sealed to this poster's key (`<state dir>/sealing/<address>.key`, created on
+    /// first use), the commitments are salted and the proof is zero-knowledge. The model's private
+    /// mode must be registered (`tgrid-sequencer registry add --private`, then a DAO vote).
+    #[arg(long, requires = "provider")]
+    private: bool,
+    /// The provider's sealing key (0x + 64 hex digits), as it published it (default: fetched from
+    /// the relay and checked against the provider's signature).
+    #[arg(long, requires = "private")]
+    provider_sealing_key: Option<String>,
     /// The deposit book that pays (default: the first open book that can).
     #[arg(long)]
     book: Option<u32>,
@@ -90,7 +102,7 @@ pub(crate) struct PostArgs {
     /// Sign and write the order without publishing it (`tgrid order publish` later).
     #[arg(long)]
     no_relay: bool,
-    /// Input store the providers read (`<input commitment>.json`).
+    /// Input store the providers read (`<input commitment>.json`, or `.tgs` sealed).
     #[arg(long, default_value = ".tgrid/inputs")]
     inputs_dir: PathBuf,
     /// Write the signed order here (default: `<state dir>/orders/<hash>.json`).
@@ -125,8 +137,13 @@ async fn post(a: PostArgs, g: &Globals, out: Output) -> Result<()> {
     let x = infer::quantize_input(&file.model, sample)
         .with_context(|| format!("{} does not fit the model", a.input.display()))
         .map_err(bad_input)?;
-    let model_id = B256::from(file.model.model_id());
-    let input_commitment = B256::from(commit(&x).0);
+    let privacy = if a.private { Privacy::Private } else { Privacy::Public };
+    let model_id = B256::from(privacy.task_model_id(file.model.model_id()));
+    let salt = Salt::random();
+    let input_commitment = B256::from(match privacy {
+        Privacy::Public => commit(&x).0,
+        Privacy::Private => commit_salted(&x, &salt).0,
+    });
     let payment = amount96(&a.payment, "--payment")?;
     let collateral = match &a.collateral {
         Some(c) => amount96(c, "--collateral")?,
@@ -167,8 +184,30 @@ async fn post(a: PostArgs, g: &Globals, out: Output) -> Result<()> {
     }
     let registry = IModelRegistry::new(d.registry, &ctx.chain);
     if !registry.isModelActive(model_id).call().await.context("ModelRegistry.isModelActive")? {
-        bail!("model {model_id} ({}) is not registered on-chain: a DAO vote registers it first", a.model.display());
+        match privacy {
+            Privacy::Public => bail!(
+                "model {model_id} ({}) is not registered on-chain: a DAO vote registers it first",
+                a.model.display()
+            ),
+            Privacy::Private => bail!(
+                "the private mode of {} (model id {model_id}) is not registered on-chain: add it with                  `tgrid-sequencer registry add --private` and register it by a DAO vote first",
+                a.model.display()
+            ),
+        }
     }
+    // A private input is sealed before anything is signed: to the provider's published key (its
+    // signature checked here, the relay is not trusted), with this poster's key for the output.
+    let sealed_input = match privacy {
+        Privacy::Public => None,
+        Privacy::Private => {
+            let recipient = provider_sealing_key(&a, provider, &ctx.domain()).await?;
+            let (poster_key, _) = tgrid_seal::keyfile::load_or_create(&g.opening_key_path(ctx.me))?;
+            let (sealed, commitment) =
+                tgrid_seal::seal_input(&recipient, &model_id.0, &x, &salt, &poster_key.sealing_key())?;
+            debug_assert_eq!(B256::from(commitment.0), input_commitment);
+            Some((sealed, recipient))
+        }
+    };
 
     let now = ctx.now().await?;
     let deadline = now + a.deadline_in;
@@ -203,9 +242,14 @@ async fn post(a: PostArgs, g: &Globals, out: Output) -> Result<()> {
     state.record(&signed.order, hash)?;
     // Published before the order: a provider takes an order only once its input is readable.
     std::fs::create_dir_all(&a.inputs_dir).with_context(|| format!("cannot create {}", a.inputs_dir.display()))?;
-    let stored = a.inputs_dir.join(format!("{input_commitment}.json"));
-    std::fs::write(&stored, serde_json::to_vec(&json!({"input_data": [sample]}))?)
-        .with_context(|| format!("cannot write {}", stored.display()))?;
+    let (stored, bytes) = match &sealed_input {
+        None => (
+            a.inputs_dir.join(format!("{input_commitment}.json")),
+            serde_json::to_vec(&json!({"input_data": [sample]}))?,
+        ),
+        Some((sealed, _)) => (a.inputs_dir.join(format!("{input_commitment}.tgs")), sealed.to_bytes()),
+    };
+    write_atomically(&stored, &bytes)?;
     let order_file = a.out.clone().unwrap_or_else(|| g.orders_dir().join(format!("{hash}.json")));
     write_atomically(&order_file, &serde_json::to_vec_pretty(&signed)?)?;
     if a.out.is_some() {
@@ -245,6 +289,8 @@ async fn post(a: PostArgs, g: &Globals, out: Output) -> Result<()> {
             "slash_bps": o.slash_bps,
             "poster_share_bps": o.poster_share_bps,
             "model_id": model_id.to_string(),
+            "privacy": privacy.name(),
+            "sealed_to": sealed_input.as_ref().map(|(_, key)| key.to_hex()),
             "input_commitment": input_commitment.to_string(),
             "input_store": stored.display().to_string(),
             "order_file": order_file.display().to_string(),
@@ -259,17 +305,43 @@ async fn post(a: PostArgs, g: &Globals, out: Output) -> Result<()> {
             };
             format!(
                 "order {hash}\n  book {} index {}, payment {} TGRID, collateral {} TGRID, deadline {deadline} (in {})\n  \
-                 model {model_id}\n  input commitment {input_commitment} (input at {})\n  signed order in {}; {published}",
+                 model {model_id} ({} task)\n  input commitment {input_commitment} (input at {}{})\n  signed order in {}; \
+                 {published}",
                 choice.book,
                 choice.index,
                 format_tgrid(U256::from(payment)),
                 format_tgrid(U256::from(collateral)),
                 duration_text(a.deadline_in),
+                privacy.name(),
                 stored.display(),
+                if sealed_input.is_some() { ", sealed to the provider" } else { "" },
                 order_file.display()
             )
         },
     )
+}
+
+/// The key a private input is sealed to: `--provider-sealing-key`, or the provider's signed
+/// announcement on the relay (checked: a relay cannot substitute its own key).
+async fn provider_sealing_key(a: &PostArgs, provider: Address, domain: &MarketDomain) -> Result<SealingKey> {
+    if let Some(hex) = &a.provider_sealing_key {
+        return SealingKey::from_hex(hex).map_err(|e| bad_input(anyhow!("--provider-sealing-key: {e}")));
+    }
+    if a.no_relay {
+        return Err(bad_input(anyhow!("a private order with --no-relay needs --provider-sealing-key")));
+    }
+    let announced = relay(&a.relay)?.sealing_key(provider).await.map_err(|e| match e.status() {
+        Some(404) => bad_input(anyhow!(
+            "provider {provider} has published no sealing key on {}: it takes no private tasks there (or give              --provider-sealing-key)",
+            a.relay
+        )),
+        _ => anyhow!("fetching provider {provider}'s sealing key: {e}"),
+    })?;
+    if announced.provider != provider {
+        bail!("the relay answered {}'s sealing key for provider {provider}", announced.provider);
+    }
+    announced.verify(domain).map_err(|e| anyhow!("the relay's sealing key for {provider} is not signed by it: {e}"))?;
+    Ok(SealingKey::from_bytes(announced.public_key.as_slice())?)
 }
 
 /// Takes note of the poster's orders saved in the state directory, so a lost or reset poster

@@ -9,8 +9,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use serde_json::{json, Value};
 use tgrid_chain::format_tgrid;
-use tgrid_chain::market::{MarketDomain, OrderOutcome, RelayError};
-use tgrid_circuits::{commit, infer};
+use tgrid_chain::market::{MarketDomain, OrderOutcome, RelayError, SignedDelivery};
+use tgrid_circuits::{commit, commit_salted, infer, Commitment, Privacy};
 use tgrid_cli::{bad_input, Output};
 
 use crate::common::{connect_reading, load_model, relay, relay_view, when, Ctx, Globals, OrderArg, DEFAULT_RELAY};
@@ -22,7 +22,8 @@ pub(crate) struct ResultArgs {
     /// Sequencer API publishing outputs (and relaying orders).
     #[arg(long, env = "TGRID_RELAY_URL", default_value = DEFAULT_RELAY)]
     relay: String,
-    /// Check this output file (`output_int8` or `output` as int8 values) instead of fetching.
+    /// Check this output file (`output_int8` or `output` as int8 values; for a private order the
+    /// sealed `.tgs`) instead of fetching.
     #[arg(long)]
     output_file: Option<PathBuf>,
     /// The model, to print the dequantized output and its argmax.
@@ -186,16 +187,80 @@ pub(crate) async fn status(arg: &OrderArg, relay_url: &str, g: &Globals, out: Ou
     })
 }
 
+/// An output as fetched or read: in the clear (public task) or sealed to the poster (private
+/// task), then with the provider's signed delivery when the sequencer served one.
+enum Delivered {
+    Plain(Vec<i8>),
+    Sealed(Box<SealedDelivery>),
+}
+
+/// A sealed output's bytes (`.tgs`) and the provider's signature of them, if served.
+struct SealedDelivery {
+    bytes: Vec<u8>,
+    delivery: Option<SignedDelivery>,
+}
+
+/// `--output-file`: a sealed `.tgs` (by its magic) or int8 values in JSON.
+fn read_output_file(path: &std::path::Path) -> Result<Delivered> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?;
+    if bytes.starts_with(tgrid_seal::SEALED_MAGIC) {
+        return Ok(Delivered::Sealed(Box::new(SealedDelivery { bytes, delivery: None })));
+    }
+    Ok(Delivered::Plain(tgrid_cli::read_int8_output(path)?))
+}
+
+/// Opens a private order's sealed output with the poster's key and checks it against the
+/// settled commitment. When it does not open, says who signed for the ciphertext.
+fn open_sealed_output(
+    g: &Globals,
+    order: &tgrid_chain::market::Order,
+    hash: &B256,
+    sealed: &SealedDelivery,
+    settled: B256,
+    domain: &MarketDomain,
+    source: &str,
+) -> Result<tgrid_seal::Opened> {
+    let key_path = g.opening_key_path(order.poster);
+    if !key_path.exists() {
+        bail!(
+            "order {hash} is private: its output is sealed to its poster {}, whose opening key is not in {}",
+            order.poster,
+            key_path.display()
+        );
+    }
+    let (key, _) = tgrid_seal::keyfile::load_or_create(&key_path)?;
+    let bytes = &sealed.bytes;
+    let decoded = tgrid_seal::Sealed::from_bytes(bytes).map_err(|e| anyhow!("{source}: {e}"))?;
+    tgrid_seal::open_output(&key, &decoded, &order.model_id.0, &Commitment(settled.0)).map_err(|e| {
+        let signed_by = sealed
+            .delivery
+            .as_ref()
+            .filter(|d| {
+                d.delivery.order_hash == *hash
+                    && d.delivery.sealed_output_digest == alloy::primitives::keccak256(bytes)
+                    && d.delivery.verify(&d.signature, d.provider, domain).is_ok()
+            })
+            .map(|d| format!("; provider {} signed for exactly this ciphertext (its signed delivery is evidence)", d.provider))
+            .unwrap_or_default();
+        anyhow!("the sealed output of order {hash} from {source} does not open for its settled commitment {settled}: {e}{signed_by}")
+    })
+}
+
 pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()> {
     let arg = OrderArg::read(&a.order)?;
     let model = a.model.as_deref().map(load_model).transpose()?;
-    let local_output = a.output_file.as_deref().map(tgrid_cli::read_int8_output).transpose()?;
+    let local_output = a.output_file.as_deref().map(read_output_file).transpose()?;
     let (o, ctx) = order_and_ctx(&arg, &a.relay, g).await?;
     let order = &o.signed.order;
     if let Some(m) = &model {
-        let id = B256::from(m.model.model_id());
-        if id != order.model_id {
-            return Err(bad_input(anyhow!("the model file is model {id}, the order runs {}", order.model_id)));
+        let id = m.model.model_id();
+        if Privacy::of_task_model_id(id, &order.model_id.0).is_none() {
+            return Err(bad_input(anyhow!(
+                "the model file is model {} (private id {}), the order runs {}",
+                B256::from(id),
+                B256::from(Privacy::Private.task_model_id(id)),
+                order.model_id
+            )));
         }
     }
     let started = Instant::now();
@@ -222,7 +287,7 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
     let OrderOutcome::Settled { paid, output_commitment, transaction, provider, .. } = settled else {
         unreachable!("the loop ends on a settlement")
     };
-    let (output, source) = match (local_output, &a.output_file) {
+    let (delivered, source) = match (local_output, &a.output_file) {
         (Some(v), Some(path)) => (v, path.display().to_string()),
         _ => {
             let client = relay(&a.relay)?;
@@ -238,10 +303,30 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
                     Err(other) => bail!("fetching the output of order {}: {other}", o.hash),
                 }
             };
-            (fetched.output, format!("{}/v1/tasks/{}/output", a.relay.trim_end_matches('/'), o.hash))
+            let source = format!("{}/v1/tasks/{}/output", a.relay.trim_end_matches('/'), o.hash);
+            let delivered = match fetched.sealed_output {
+                None => Delivered::Plain(fetched.output),
+                Some(hex) => Delivered::Sealed(Box::new(SealedDelivery {
+                    bytes: alloy::hex::decode(&hex)
+                        .map_err(|e| anyhow!("{source}: the sealed output is not hex: {e}"))?,
+                    delivery: fetched.delivery,
+                })),
+            };
+            (delivered, source)
         }
     };
-    let computed = B256::from(commit(&output).0);
+    // A private output opens only with the poster's key, and only for the settled commitment.
+    let (output, output_salt) = match delivered {
+        Delivered::Plain(output) => (output, None),
+        Delivered::Sealed(sealed) => {
+            let opened = open_sealed_output(g, order, &o.hash, &sealed, output_commitment, &ctx.domain(), &source)?;
+            (opened.tensor, Some(opened.salt))
+        }
+    };
+    let computed = B256::from(match &output_salt {
+        None => commit(&output).0,
+        Some(salt) => commit_salted(&output, salt).0,
+    });
     if computed != output_commitment {
         bail!(
             "the output from {source} does NOT match order {}'s settled output commitment: it commits to {computed}, \
@@ -256,6 +341,7 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
         "provider": provider.to_string(),
         "output_int8": output,
         "output_commitment": computed.to_string(),
+        "privacy": if output_salt.is_some() { "private" } else { "public" },
         "settled_in": transaction.to_string(),
         "source": source,
     });

@@ -343,8 +343,13 @@ fn relayed_orders_settle_their_results_check_and_accepted_orders_are_disputed() 
     assert_eq!(status["settlement"]["output_commitment"], commitment.to_string());
 
     // The published output checks against the settled commitment; another output does not.
-    let published =
-        OutputView { task_id: hash.clone(), output_commitment: commitment.to_string(), output: output.clone() };
+    let published = OutputView {
+        task_id: hash.clone(),
+        output_commitment: commitment.to_string(),
+        output: output.clone(),
+        sealed_output: None,
+        delivery: None,
+    };
     relay.set(format!("/v1/tasks/{hash}/output"), serde_json::to_string(&published).unwrap());
     let result = t.ok(&["order", "result", &hash, "--relay", &relay.url, "--model", &model]);
     assert_eq!(result["valid"], true);

@@ -16,7 +16,7 @@ use tgrid_aggregation::{Normalizer, Registry, RegistryEntry};
 use tgrid_chain::bindings::{IKeyedGroth16Verifier, IModelRegistry, ITaskMarket};
 use tgrid_chain::market::{market_error, SettlementBatch, SettlementItem, SignedOrder};
 use tgrid_chain::{confirm, Deployment};
-use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
+use tgrid_circuits::{ModelFile, Privacy, TaskProof, TaskVerifier};
 use tgrid_settlement_proof::{Aggregator, BatchWrapper, KeySource, SettlementProofFile, WrapKey};
 use tgrid_wrap::FinalFri;
 
@@ -96,7 +96,8 @@ async fn chain_registry(chain: &DynProvider, deployment: &Deployment) -> Result<
 }
 
 impl SelfSettler {
-    /// Builds the aggregation and wrap circuits for `models` and loads the key, after checking
+    /// Builds the aggregation and wrap circuits for `models` (in each mode the chain registers
+    /// them under) and loads the key, after checking
     /// the key against the verifier the market calls. Blocking work runs off the async threads.
     pub async fn build(
         chain: &DynProvider,
@@ -122,10 +123,15 @@ impl SelfSettler {
             WrapKeySetting::InsecureDevnet(dir) => KeySource::InsecureDevnet { dir: dir.clone() },
         };
         let settler = tokio::task::spawn_blocking(move || -> Result<Self> {
-            let normalizers = models
-                .iter()
-                .map(|f| Ok(Normalizer::new(TaskVerifier::new(&f.model, &f.plan)?)?))
-                .collect::<Result<Vec<_>>>()?;
+            // Each mode (public, private) the chain registers a model under has its own circuit.
+            let mut normalizers = Vec::new();
+            for f in &models {
+                for privacy in [Privacy::Public, Privacy::Private] {
+                    if registry.entry(&privacy.task_model_id(f.model.model_id())).is_some() {
+                        normalizers.push(Normalizer::new(TaskVerifier::with_privacy(&f.model, &f.plan, privacy)?)?);
+                    }
+                }
+            }
             let aggregator = Aggregator::with_registry(registry, normalizers)?;
             let wrapper = BatchWrapper::build(fri)?;
             let key = wrapper.load_or_setup_key(&source)?;

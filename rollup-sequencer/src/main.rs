@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use serde_json::json;
 use tgrid_aggregation::registry::hex32;
 use tgrid_aggregation::{BatchFile, Normalizer, RegistryFile, RegistryFileEntry};
-use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
+use tgrid_circuits::{ModelFile, Privacy, TaskProof, TaskVerifier};
 use tgrid_cli::{bad_input, print_stdout, Output};
 use tgrid_sequencer::{Aggregator, Step};
 use tgrid_settlement_proof::{BatchWrapper, KeySource, Stage};
@@ -148,9 +148,13 @@ enum RegistryCommand {
         /// Registry file (JSON).
         #[arg(long)]
         registry: PathBuf,
-        /// Name shown in listings (default: the model's name).
+        /// Name shown in listings (default: the model's name, with ` (private)` for --private).
         #[arg(long)]
         name: Option<String>,
+        /// Register the model's private-task circuit (zero-knowledge, salted commitments) under
+        /// its private model id, instead of its public one. A model may have both entries.
+        #[arg(long)]
+        private: bool,
     },
     /// List the registered models and the root.
     Show {
@@ -165,8 +169,9 @@ fn main() {
     tgrid_cli::init_tracing();
     let out = Output { json: cli.json };
     let result = match cli.command {
-        Command::Registry { command: RegistryCommand::Add { model, registry, name } } => {
-            registry_add(&model, &registry, name, &out)
+        Command::Registry { command: RegistryCommand::Add { model, registry, name, private } } => {
+            let privacy = if private { Privacy::Private } else { Privacy::Public };
+            registry_add(&model, &registry, name, privacy, &out)
         }
         Command::Registry { command: RegistryCommand::Show { registry } } => registry_show(&registry, &out),
         Command::Aggregate { proofs, registry, out: path } => aggregate(&proofs, &registry, &path, &out),
@@ -296,28 +301,42 @@ fn relative_to(path: &Path, base: &Path) -> Result<String> {
     Ok(abs.strip_prefix(&base).map(Path::to_path_buf).unwrap_or(abs).display().to_string())
 }
 
-fn registry_add(model_path: &Path, registry_path: &Path, name: Option<String>, out: &Output) -> Result<()> {
+fn registry_add(
+    model_path: &Path,
+    registry_path: &Path,
+    name: Option<String>,
+    privacy: Privacy,
+    out: &Output,
+) -> Result<()> {
     let file = ModelFile::from_bytes(&read(model_path)?)
         .with_context(|| format!("{} is not a usable compiled model", model_path.display()))
         .map_err(bad_input)?;
     let bar = out.spinner("rebuilding the model's circuits");
-    let verifier = TaskVerifier::new(&file.model, &file.plan).context("cannot rebuild the model's circuit")?;
+    let verifier =
+        TaskVerifier::with_privacy(&file.model, &file.plan, privacy).context("cannot rebuild the model's circuit")?;
     let normalizer = Normalizer::new(verifier).context("cannot build the normalization circuit")?;
     bar.finish_and_clear();
-    anyhow::ensure!(
-        normalizer.digest() == file.normalized_digest,
-        "the normalization circuit rebuilt from {} has digest {}, the file records {}: compiled by another version",
-        model_path.display(),
-        hex32(&normalizer.digest()),
-        hex32(&file.normalized_digest)
-    );
+    // The file records the public circuit's digest: a mismatch means another compiler version.
+    // The private circuit's digest is what the rebuild says (same weights, same version).
+    if privacy == Privacy::Public {
+        anyhow::ensure!(
+            normalizer.digest() == file.normalized_digest,
+            "the normalization circuit rebuilt from {} has digest {}, the file records {}: compiled by another version",
+            model_path.display(),
+            hex32(&normalizer.digest()),
+            hex32(&file.normalized_digest)
+        );
+    }
     let mut registry = if registry_path.exists() {
         load_registry(registry_path)?
     } else {
         RegistryFile::empty(registry_path.parent().map(Path::to_path_buf).unwrap_or_default())
     };
     let entry = RegistryFileEntry {
-        name: name.unwrap_or_else(|| file.model.name.clone()),
+        name: name.unwrap_or_else(|| match privacy {
+            Privacy::Public => file.model.name.clone(),
+            Privacy::Private => format!("{} (private)", file.model.name),
+        }),
         model_id: hex32(&normalizer.model_id()),
         normalized_digest: hex32(&normalizer.digest()),
         model_file: relative_to(model_path, &registry.base_dir)?,
@@ -326,15 +345,17 @@ fn registry_add(model_path: &Path, registry_path: &Path, name: Option<String>, o
     registry.save(registry_path)?;
     let value = json!({
         "registry": registry_path.display().to_string(),
+        "privacy": privacy.name(),
         "root": hex32(&root),
         "models": registry.models.len(),
         "added": entry,
     });
     out.emit(value, || {
         format!(
-            "registered {} ({})\n  normalized digest  {}\n  registry root      {}  ({} models)",
+            "registered {} ({}, {} tasks)\n  normalized digest  {}\n  registry root      {}  ({} models)",
             entry.name,
             entry.model_id,
+            privacy.name(),
             entry.normalized_digest,
             hex32(&root),
             registry.models.len()

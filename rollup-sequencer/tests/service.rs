@@ -26,7 +26,9 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::{SolCall, SolEvent};
 use serde_json::{json, Value};
 use tgrid_chain::bindings::{ITaskMarket, IERC20};
-use tgrid_chain::market::{Acceptance, Delivery, Market, MarketDomain, Order, SignedOrder, SignedReceipt};
+use tgrid_chain::market::{
+    Acceptance, Delivery, Market, MarketDomain, Order, SealingKeyAnnouncement, SignedOrder, SignedReceipt,
+};
 use tgrid_chain::{advance_time, Devnet, DevnetConfig};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, SegmentPlan, TaskProver};
@@ -249,6 +251,33 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     assert_eq!(code, 200, "{v}");
     assert_eq!(v["state"], "accepted");
 
+    // Providers' sealing keys: only a bonded provider's own signed key is listed, the newest kept.
+    let key_url = |who: Address| format!("{api}/v1/providers/{who}/sealing-key");
+    let announce = |key: &PrivateKeySigner, public: u8, at: u64| {
+        json!(SealingKeyAnnouncement::sign(B256::repeat_byte(public), at, key, &domain).unwrap()).to_string()
+    };
+    let (code, v) = get(&http, &key_url(provider_addr)).await;
+    assert_eq!(code, 404, "{v}");
+    let (code, v) = put(&http, &key_url(provider_addr), announce(&provider_key, 2, now)).await;
+    assert_eq!((code, v["publicKey"].as_str()), (200, Some(B256::repeat_byte(2).to_string().as_str())), "{v}");
+    let (code, v) = put(&http, &key_url(provider_addr), announce(&provider_key, 1, now - 10)).await;
+    assert_eq!(
+        (code, v["publicKey"].as_str()),
+        (200, Some(B256::repeat_byte(2).to_string().as_str())),
+        "an older key replayed: {v}"
+    );
+    let (code, v) = put(&http, &key_url(provider_addr), announce(&other_key, 3, now)).await;
+    assert_eq!(code, 400, "another account's key under provider 1's address: {v}");
+    let (code, v) = put(&http, &key_url(other_key.address()), announce(&other_key, 3, now)).await;
+    assert_eq!(code, 422, "an account without a bond: {v}");
+    assert!(v["reason"].as_str().unwrap().contains("bond"), "{v}");
+    let mut forged_key: Value = serde_json::from_str(&announce(&provider_key, 4, now + 1)).unwrap();
+    forged_key["publicKey"] = json!(B256::repeat_byte(5));
+    let (code, v) = put(&http, &key_url(provider_addr), forged_key.to_string()).await;
+    assert_eq!((code, v["error"].as_str()), (422, Some("bad_signature")), "{v}");
+    let (code, v) = get(&http, &key_url(provider_addr)).await;
+    assert_eq!((code, v["publicKey"].as_str()), (200, Some(B256::repeat_byte(2).to_string().as_str())), "{v}");
+
     // Bad input: refused with a reason, never stored.
     let (code, v) = post(&http, &api, "{not json".into()).await;
     assert_eq!(code, 400, "{v}");
@@ -276,6 +305,24 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
         let (code, again) = post(&http, &api, wrong_output.to_string()).await;
         assert_eq!((code, &again), (422, &v), "a replayed refusal is answered alike");
     }
+    // A public task's output sent sealed (as if private): its proof is public, so refused.
+    let mut sealed_public = good[0].body.clone();
+    let output: Vec<i8> = serde_json::from_value(sealed_public["output"].clone()).unwrap();
+    let (poster_opening, poster_sealing) = tgrid_seal::OpeningKey::generate();
+    drop(poster_opening);
+    let salt = tgrid_circuits::Salt::random();
+    let (sealed, commitment) = tgrid_seal::seal_output(&poster_sealing, &model_id, &output, &salt).unwrap();
+    let sealed_bytes = sealed.to_bytes();
+    sealed_public["output"] = json!([]);
+    sealed_public["sealed_output"] =
+        json!({"commitment": B256::from(commitment.0), "sealed": format!("0x{}", hex::encode(&sealed_bytes))});
+    let proof_bytes = hex::decode(sealed_public["proof"].as_str().unwrap().trim_start_matches("0x")).unwrap();
+    let delivery = Delivery::of_sealed(good[0].task, B256::from(commitment.0), &proof_bytes, &sealed_bytes);
+    sealed_public["signature"] =
+        json!(format!("0x{}", hex::encode(delivery.sign(&provider_key, &domain).unwrap().as_bytes())));
+    let (code, v) = post(&http, &api, sealed_public.to_string()).await;
+    assert_eq!(code, 422, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("output"), "{v}");
     let (code, v) = post(&http, &api, someone_else.body.to_string()).await;
     assert_eq!(code, 409, "the relay recorded provider 1's acceptance first: {v}");
     assert!(v["reason"].as_str().unwrap().contains("accepted by"), "{v}");

@@ -2,11 +2,16 @@
 //! output sealed to its poster, so the relay, the sequencer and the public hold ciphertext only.
 //!
 //! Sealing is HPKE (RFC 9180, base mode: DHKEM(X25519, HKDF-SHA256), HKDF-SHA256,
-//! ChaCha20-Poly1305) to the recipient's X25519 key. The plaintext is the commitment's salt and
-//! the int8 tensor; the associated data is the task's model id (the private variant's) and the
-//! salted commitment, so a ciphertext opens only for the commitment it was sealed for. Opening
-//! also recomputes the commitment from what it decrypted: a poster who seals something else
-//! than what it committed to is caught before the provider accepts (and can be slashed).
+//! ChaCha20-Poly1305) to the recipient's X25519 key. The plaintext is the commitment's salt, for
+//! an input the poster's own sealing key (where the provider seals the output to), and the int8
+//! tensor; the associated data is the task's model id (the private variant's) and the salted
+//! commitment, so a ciphertext opens only for the commitment it was sealed for. Opening also
+//! recomputes the commitment from what it decrypted: a poster who seals something else than
+//! what it committed to is caught before the provider accepts (and can be slashed).
+//!
+//! The poster's key inside the sealed input needs no signature: only who knows the input and its
+//! salt (the poster) can seal something that opens to the committed input, and the AEAD binds
+//! the key to that plaintext.
 //!
 //! File format (`.tgs`): magic `TGRIDSEL`, u16 version, the role byte (0 input, 1 output), the
 //! 32-byte encapsulated key, the length-prefixed ciphertext. Decoding never trusts a length.
@@ -22,11 +27,11 @@ type Kem = X25519HkdfSha256;
 
 /// Magic of sealed tensor files.
 pub const SEALED_MAGIC: &[u8; 8] = b"TGRIDSEL";
-const SEALED_VERSION: u16 = 1;
+const SEALED_VERSION: u16 = 2;
 /// HPKE `info`: the scheme and its version; the role byte follows.
 const INFO: &[u8] = b"tgrid/sealed-tensor/v1";
-/// Salt, tensor length, and the AEAD tag around the tensor bytes.
-const OVERHEAD: usize = 32 + 4 + 16;
+/// Salt, reply key (inputs), tensor length, and the AEAD tag around the tensor bytes.
+const OVERHEAD: usize = 32 + 32 + 4 + 16;
 
 /// Everything that can go wrong when sealing or opening.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +54,9 @@ pub enum Error {
     /// HPKE could not seal (an invalid recipient key).
     #[error("cannot seal: {0}")]
     Seal(String),
+    /// A key file cannot be read, created or parsed.
+    #[error("key file {0}")]
+    KeyFile(String),
 }
 
 /// Result with this crate's [`Error`].
@@ -68,6 +76,13 @@ impl Role {
         match self {
             Role::Input => 0,
             Role::Output => 1,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Role::Input => "input",
+            Role::Output => "output",
         }
     }
 }
@@ -96,6 +111,11 @@ impl SealingKey {
     /// `0x`-prefixed lowercase hex.
     pub fn to_hex(&self) -> String {
         format!("0x{}", hex::encode(self.0.to_bytes()))
+    }
+
+    /// The 32 bytes.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        self.0.to_bytes().as_slice().try_into().expect("an X25519 public key is 32 bytes")
     }
 }
 
@@ -149,7 +169,7 @@ fn decode_hex32(s: &str, what: &str) -> Result<[u8; 32]> {
         .ok_or_else(|| Error::Format(format!("a {what} is 0x followed by 64 hex digits")))
 }
 
-/// A sealed tensor and the salt of its commitment.
+/// A sealed tensor (with the salt of its commitment; an input also with the poster's key).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sealed {
     /// Input or output.
@@ -158,13 +178,24 @@ pub struct Sealed {
     ciphertext: Vec<u8>,
 }
 
-/// What a sealed tensor holds.
+/// What a sealed output holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Opened {
     /// The int8 tensor.
     pub tensor: Vec<i8>,
     /// The salt of its commitment.
     pub salt: Salt,
+}
+
+/// What a sealed input holds: the tensor, its salt, and where the poster wants the output sealed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenedInput {
+    /// The int8 input.
+    pub tensor: Vec<i8>,
+    /// The salt of its commitment.
+    pub salt: Salt,
+    /// The poster's sealing key: the provider seals the output to it.
+    pub reply_to: SealingKey,
 }
 
 /// The associated data: the task's model id and the tensor's salted commitment.
@@ -181,14 +212,39 @@ fn info(role: Role) -> Vec<u8> {
     info
 }
 
-/// Seals `tensor` and its commitment salt to `recipient`, for the task of model `model_id` (the
-/// private variant's id). Returns the sealed tensor and the salted commitment it is bound to.
-pub fn seal(
+/// Seals a private task's `input` and its commitment salt to the provider's key `provider`, for
+/// the task of model `model_id` (the private variant's id), with the poster's own key `reply_to`
+/// for the output. Returns the sealed input and the salted commitment it is bound to (the
+/// order's input commitment).
+pub fn seal_input(
+    provider: &SealingKey,
+    model_id: &[u8; 32],
+    input: &[i8],
+    salt: &Salt,
+    reply_to: &SealingKey,
+) -> Result<(Sealed, Commitment)> {
+    seal(provider, Role::Input, model_id, input, salt, Some(reply_to))
+}
+
+/// Seals a private task's `output` and its commitment salt to the poster's key `poster`.
+/// Returns the sealed output and the salted commitment it is bound to (the proof's output
+/// commitment).
+pub fn seal_output(
+    poster: &SealingKey,
+    model_id: &[u8; 32],
+    output: &[i8],
+    salt: &Salt,
+) -> Result<(Sealed, Commitment)> {
+    seal(poster, Role::Output, model_id, output, salt, None)
+}
+
+fn seal(
     recipient: &SealingKey,
     role: Role,
     model_id: &[u8; 32],
     tensor: &[i8],
     salt: &Salt,
+    reply_to: Option<&SealingKey>,
 ) -> Result<(Sealed, Commitment)> {
     if tensor.len() > MAX_TENSOR_LEN {
         return Err(Error::TooLarge(tensor.len()));
@@ -196,6 +252,9 @@ pub fn seal(
     let commitment = commit_salted(tensor, salt);
     let mut plaintext = Vec::with_capacity(OVERHEAD + tensor.len());
     plaintext.extend_from_slice(&salt.to_bytes());
+    if let Some(key) = reply_to {
+        plaintext.extend_from_slice(&key.0.to_bytes());
+    }
     plaintext.extend_from_slice(&(tensor.len() as u32).to_le_bytes());
     plaintext.extend(tensor.iter().map(|&x| x as u8));
     let (encapped, ciphertext) = hpke::single_shot_seal::<ChaCha20Poly1305, HkdfSha256, Kem>(
@@ -210,9 +269,40 @@ pub fn seal(
     Ok((Sealed { role, encapped, ciphertext }, commitment))
 }
 
-/// Opens `sealed` with `key` for the task of model `model_id` whose tensor commits to
-/// `commitment`, and checks that what it holds commits to exactly that.
-pub fn open(key: &OpeningKey, sealed: &Sealed, model_id: &[u8; 32], commitment: &Commitment) -> Result<Opened> {
+/// Opens a sealed input with the provider's `key` for the task of model `model_id` whose input
+/// commits to `commitment`, and checks that what it holds commits to exactly that.
+pub fn open_input(
+    key: &OpeningKey,
+    sealed: &Sealed,
+    model_id: &[u8; 32],
+    commitment: &Commitment,
+) -> Result<OpenedInput> {
+    let (tensor, salt, reply_to) = open(key, Role::Input, sealed, model_id, commitment)?;
+    Ok(OpenedInput { tensor, salt, reply_to: reply_to.expect("inputs carry a reply key") })
+}
+
+/// Opens a sealed output with the poster's `key` for the task of model `model_id` whose output
+/// commits to `commitment` (the settled output commitment), and checks that what it holds
+/// commits to exactly that.
+pub fn open_output(key: &OpeningKey, sealed: &Sealed, model_id: &[u8; 32], commitment: &Commitment) -> Result<Opened> {
+    let (tensor, salt, _) = open(key, Role::Output, sealed, model_id, commitment)?;
+    Ok(Opened { tensor, salt })
+}
+
+fn open(
+    key: &OpeningKey,
+    role: Role,
+    sealed: &Sealed,
+    model_id: &[u8; 32],
+    commitment: &Commitment,
+) -> Result<(Vec<i8>, Salt, Option<SealingKey>)> {
+    if sealed.role != role {
+        return Err(Error::Format(format!(
+            "a sealed {} where a sealed {} was expected",
+            sealed.role.name(),
+            role.name()
+        )));
+    }
     let encapped = <Kem as hpke::Kem>::EncappedKey::from_bytes(&sealed.encapped).map_err(|_| Error::Open)?;
     let plaintext = hpke::single_shot_open::<ChaCha20Poly1305, HkdfSha256, Kem>(
         &OpModeR::Base,
@@ -226,6 +316,10 @@ pub fn open(key: &OpeningKey, sealed: &Sealed, model_id: &[u8; 32], commitment: 
     // Authenticated, but written by the sender: decoded as carefully as any input.
     let mut r = Reader::new(&plaintext);
     let salt = Salt::from_bytes(r.raw::<32>().map_err(format)?).map_err(format)?;
+    let reply_to = match role {
+        Role::Input => Some(SealingKey::from_bytes(&r.raw::<32>().map_err(format)?)?),
+        Role::Output => None,
+    };
     let len = r.u32().map_err(format)? as usize;
     if len != r.remaining() || len > MAX_TENSOR_LEN {
         return Err(Error::Format(format!("the sealed tensor claims {len} values and holds {}", r.remaining())));
@@ -234,7 +328,7 @@ pub fn open(key: &OpeningKey, sealed: &Sealed, model_id: &[u8; 32], commitment: 
     if commit_salted(&tensor, &salt) != *commitment {
         return Err(Error::CommitmentMismatch(*commitment));
     }
-    Ok(Opened { tensor, salt })
+    Ok((tensor, salt, reply_to))
 }
 
 fn format(e: tgrid_circuits::Error) -> Error {
@@ -268,6 +362,8 @@ impl Sealed {
         Ok(Self { role, encapped, ciphertext })
     }
 }
+
+pub mod keyfile;
 
 #[cfg(test)]
 mod tests;

@@ -2,9 +2,10 @@
 //! real binaries: the model owner compiles a bundled model, the DAO registers it and changes a
 //! market parameter by vote, two posters fund deposit books and sign orders that travel through
 //! the sequencer's relay, two provider daemons accept by signature, prove and submit, the
-//! sequencer settles all four orders in one transaction, the posters check every output against
-//! its settled commitment (and catch a tampered one), an auditor re-verifies the batch from
-//! calldata; then, with the sequencer stopped after acknowledging a result, its provider settles
+//! sequencer settles all five orders (one of them private: input sealed to its provider, output
+//! sealed to its poster, zero-knowledge proof) in one transaction, the posters check every output
+//! against its settled commitment (and catch a tampered one), an auditor re-verifies the batch
+//! from calldata; a private order sealed to a key its provider does not hold is never accepted; then, with the sequencer stopped after acknowledging a result, its provider settles
 //! it itself before the deadline and cannot be disputed; and a provider that accepted an order
 //! and never delivered is disputed and slashed on the terms it signed.
 //!
@@ -176,6 +177,14 @@ async fn the_task_market_end_to_end_on_anvil() {
     );
     let model_id = compiled["model_id"].as_str().unwrap().to_string();
     json("tgrid-sequencer", &["registry", "add", &w("mlp.tgm"), "--registry", &w("registry.json")], &[]);
+    // Its private mode too: another circuit, under the model's private id.
+    let private = json(
+        "tgrid-sequencer",
+        &["registry", "add", &w("mlp.tgm"), "--private", "--registry", &w("registry.json")],
+        &[],
+    );
+    let private_model_id = private["added"]["model_id"].as_str().unwrap().to_string();
+    assert_ne!(private_model_id, model_id.to_lowercase());
 
     // Devnet: the verifier is a Groth16KeyedVerifier for the test-FRI devnet key.
     let keys_for_setup = keys.clone();
@@ -213,7 +222,8 @@ async fn the_task_market_end_to_end_on_anvil() {
     pass_proposal(&env, &["max-batch-size", "32"]);
     assert_eq!(market.parameters().await.unwrap().maxBatchSize, U256::from(32u64));
     let listed = json("tgrid-verifier", &["registry", "--rpc", &rpc, "--deployment", &deployment], &[]);
-    assert_eq!(listed["models"][0]["model_id"], model_id.to_lowercase());
+    let ids: Vec<&str> = listed["models"].as_array().unwrap().iter().map(|m| m["model_id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&model_id.to_lowercase().as_str()) && ids.contains(&private_model_id.as_str()), "{listed}");
 
     // Accounts: posters A (anvil 0) and B (anvil 3), provider daemons P1 (anvil 1) and P2
     // (anvil 2), and a provider L (anvil 4) that will accept an order and never deliver.
@@ -235,7 +245,7 @@ async fn the_task_market_end_to_end_on_anvil() {
         ("REGISTRY", w("registry.json")),
         ("DATA_DIR", w("sequencer")),
         ("LISTEN", "127.0.0.1:0".into()),
-        ("MAX_BATCH_TASKS", "4".into()),
+        ("MAX_BATCH_TASKS", "5".into()),
         ("MAX_BATCH_AGE_SECS", "3600".into()),
         ("DEADLINE_MARGIN_SECS", "60".into()),
         ("WRAP_FRI", "insecure-test".into()),
@@ -280,6 +290,17 @@ async fn the_task_market_end_to_end_on_anvil() {
         service
     };
     let (d1, d2) = (daemon(1), daemon(2));
+    // Each announces its sealing key on the relay before it looks for orders.
+    for (service, who) in [(&d1, p1), (&d2, p2)] {
+        let announced = events_until(service, Duration::from_secs(60), "the sealing key announced", |e| {
+            count(e, "sealing_key") == 1
+        });
+        assert!(announced.iter().all(|e| e["event"] == "sealing_key"), "{announced:?}");
+        let relay = RelayClient::new(&seq_url, Duration::from_secs(30)).unwrap();
+        let key = relay.sealing_key(who).await.unwrap();
+        key.verify(&domain).unwrap();
+        assert_eq!(key.public_key.to_string(), announced[0]["sealing_key"].as_str().unwrap());
+    }
     // From now on provider 1's node falters: reads, the clock and receipts fail a few times.
     // Each costs a round, never the daemon or a task.
     proxy.fail("eth_call", 4);
@@ -315,23 +336,38 @@ async fn the_task_market_end_to_end_on_anvil() {
         json("tgrid", &args, e)["order_hash"].as_str().unwrap().to_string()
     };
 
-    // 1. Four orders, two per poster and per provider (each names its provider), settle in one
-    //    batch of the sequencer: one transaction.
+    // 0. A private order for P1 sealed to a key P1 does not hold (a poster's mistake, or a
+    //    poster hoping to get P1 slashed): P1 cannot open the input, so it never accepts.
+    let stray_key = format!("0x{}", "09".repeat(32));
+    let unopenable = post(&env, 6, p1, "3600", &["--private", "--provider-sealing-key", &stray_key]);
+    // 1. Five orders, two per poster to each provider (each names its provider) and one private
+    //    order of poster A to P2, settle in one batch of the sequencer: one transaction.
+    let private_input = json("tgrid-prover", &["infer", &w("mlp.tgm"), "--input", &input(7)], &[]);
     let orders = [
         post(&env, 0, p1, "3600", &[]),
         post(&env, 1, p2, "3600", &[]),
         post(&with_key(3), 2, p1, "3600", &[]),
         post(&with_key(3), 3, p2, "3600", &[]),
+        post(&env, 7, p2, "3600", &["--private"]),
     ];
-    for (service, name) in [(&d1, "P1"), (&d2, "P2")] {
-        let events = events_until(service, Duration::from_secs(1200), &format!("{name}'s two orders settling"), |e| {
-            count(e, "settled") == 2
+    assert!(
+        std::path::Path::new(&w(&format!("inputs/{}.tgs", order_input_commitment(&work, &orders[4])))).exists(),
+        "the private input is published sealed"
+    );
+    for (service, name, n) in [(&d1, "P1", 2), (&d2, "P2", 3)] {
+        let events = events_until(service, Duration::from_secs(1200), &format!("{name}'s orders settling"), |e| {
+            count(e, "settled") == n
         });
         assert_eq!(
             (count(&events, "accepted"), count(&events, "proven"), count(&events, "submitted")),
-            (2, 2, 2),
+            (n, n, n),
             "{events:?}"
         );
+        if name == "P1" {
+            let skipped = events.iter().find(|e| e["event"] == "skipped" && e["task_id"] == unopenable.as_str());
+            let reason = skipped.and_then(|e| e["reason"].as_str()).unwrap_or_default();
+            assert!(reason.contains("does not open"), "{events:?}");
+        }
         for e in events.iter().filter(|e| e["event"] == "submitted") {
             // Each acknowledgement came with the sequencer's (anvil 0's) signed receipt.
             let receipt: SignedReceipt = serde_json::from_value(e["receipt"].clone()).expect("a receipt");
@@ -376,6 +412,20 @@ async fn the_task_market_end_to_end_on_anvil() {
             &poster_env,
         );
         assert_eq!(result["valid"], true, "{result}");
+        if i == 4 {
+            // The private order: opened with poster A's key, checked against the salted commitment.
+            assert_eq!(result["privacy"], "private", "{result}");
+            assert_eq!(result["output_int8"], private_input["output_int8"], "order {order}");
+            let audit = json(
+                "tgrid-verifier",
+                &["task", order, "--rpc", &rpc, "--deployment", &deployment, "--relay", &seq_url],
+                &[],
+            );
+            assert_eq!(audit["status"], "settled", "{audit}");
+            txs.insert(audit["tx"].as_str().unwrap_or_default().to_string());
+            continue;
+        }
+        assert_eq!(result["privacy"], "public", "{result}");
         let inferred = json("tgrid-prover", &["infer", &w("mlp.tgm"), "--input", &input(i)], &[]);
         assert_eq!(result["output_int8"], inferred["output_int8"], "order {order}");
         let audit = json(
@@ -391,7 +441,23 @@ async fn the_task_market_end_to_end_on_anvil() {
         txs.insert(audit["tx"].as_str().unwrap_or_default().to_string());
         batch_roots.insert(audit["batch_root"].as_str().unwrap().to_string());
     }
-    assert_eq!(txs.len(), 1, "four orders from two posters to two providers, one transaction: {txs:?}");
+    assert_eq!(txs.len(), 1, "five orders from two posters to two providers, one transaction: {txs:?}");
+    // The sequencer serves the private output only sealed, and holds no plaintext of it: its
+    // bytes appear nowhere in the sequencer's store, where a public output's do.
+    let relay = RelayClient::new(&seq_url, Duration::from_secs(30)).unwrap();
+    let served = relay.output(orders[4].parse().unwrap()).await.unwrap();
+    assert!(served.output.is_empty() && served.sealed_output.is_some(), "{served:?}");
+    assert_eq!(served.delivery.as_ref().map(|d| d.provider), Some(p2));
+    let bytes_of =
+        |v: &Value| -> Vec<u8> { v.as_array().unwrap().iter().map(|x| x.as_i64().unwrap() as i8 as u8).collect() };
+    let store = std::fs::read_dir(w("sequencer"))
+        .unwrap()
+        .flat_map(|e| std::fs::read(e.unwrap().path()).unwrap_or_default())
+        .collect::<Vec<u8>>();
+    let inferred = json("tgrid-prover", &["infer", &w("mlp.tgm"), "--input", &input(0)], &[]);
+    let holds = |needle: &[u8]| store.windows(needle.len()).any(|w| w == needle);
+    assert!(holds(&bytes_of(&inferred["output_int8"])), "the check can see a public output");
+    assert!(!holds(&bytes_of(&private_input["output_int8"])), "the private output is in the sequencer's store");
     // A tampered output is caught by the poster's check and by the auditor's.
     let mut tampered: Value = serde_json::from_slice(&std::fs::read(w("result-0.json")).unwrap()).unwrap();
     tampered["output_int8"][0] = Value::from(tampered["output_int8"][0].as_i64().unwrap() ^ 1);
@@ -422,15 +488,15 @@ async fn the_task_market_end_to_end_on_anvil() {
         &["batch", &root, "--rpc", &rpc, "--deployment", &deployment, "--keys-dir", keys.to_str().unwrap()],
         &[],
     );
-    assert_eq!((batch["valid"].as_bool(), batch["count"].as_u64()), (Some(true), Some(4)), "{batch}");
+    assert_eq!((batch["valid"].as_bool(), batch["count"].as_u64()), (Some(true), Some(5)), "{batch}");
     assert_eq!(batch["insecure_key"], true);
-    // The daemons withdraw their earnings: 2 x 9.9 TGRID each.
-    for who in [p1, p2] {
+    // The daemons withdraw their earnings: 9.9 TGRID per order.
+    for (who, n) in [(p1, 2u32), (p2, 3)] {
         let mut paid = U256::ZERO;
         for _ in 0..100 {
             let e = market.earner(who).await.unwrap();
-            if e.tasksSettled == 2 && e.earnings.is_zero() {
-                paid = U256::from(2) * tgrid_chain::parse_tgrid("9.9").unwrap();
+            if e.tasksSettled == n && e.earnings.is_zero() {
+                paid = U256::from(n) * tgrid_chain::parse_tgrid("9.9").unwrap();
                 break;
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -504,6 +570,13 @@ async fn the_task_market_end_to_end_on_anvil() {
     let status = json("tgrid", &["order", "status", &lazy_order], &with_key(3));
     assert_eq!(status["state"], "disputed", "{status}");
     eprintln!("the task market end to end: {:.0} s", started.elapsed().as_secs_f64());
+}
+
+/// The input commitment of an order the test posted (from the poster's saved order).
+fn order_input_commitment(work: &tempfile::TempDir, order: &str) -> B256 {
+    let file = work.path().join("poster-state/orders").join(format!("{order}.json"));
+    let signed: SignedOrder = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    signed.order.input_commitment
 }
 
 async fn chain_now(provider: &alloy::providers::DynProvider) -> u64 {

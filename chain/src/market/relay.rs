@@ -8,11 +8,14 @@
 //! | `GET /v1/orders?model=0x..&state=open&limit=N` | | `[OrderView]`, nearest deadline first |
 //! | `GET /v1/orders/{hash}` | | [`OrderView`] |
 //! | `POST /v1/orders/{hash}/acceptance` | [`Acceptance`] | 200 [`OrderView`] |
+//! | `PUT /v1/providers/{address}/sealing-key` | [`SealingKeyAnnouncement`] | 200 (the newest kept) |
+//! | `GET /v1/providers/{address}/sealing-key` | | [`SealingKeyAnnouncement`] |
 //!
 //! Results (`POST /v1/results`, [`ResultSubmission`], signed by the provider; the answer carries
 //! the sequencer's [`SignedReceipt`](crate::market::SignedReceipt)) go to the sequencer that
 //! batches them; an output is published (`GET /v1/tasks/{hash}/output`, [`OutputView`]) once its
-//! order settled. Refusals carry [`ErrorBody`].
+//! order settled. A private task's output travels sealed to the poster (`sealed_output`, `.tgs`
+//! hex) and is served as such. Refusals carry [`ErrorBody`].
 
 use std::time::Duration;
 
@@ -23,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::market::delivery::Delivery;
 use crate::market::order::{signature_hex, Acceptance, MarketDomain, OrderError, SignedOrder};
+use crate::market::sealing::SealingKeyAnnouncement;
 
 /// Where an order stands in the relay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,8 +66,12 @@ pub struct ResultSubmission {
     pub order: SignedOrder,
     /// The provider's acceptance of it.
     pub acceptance: Acceptance,
-    /// The int8 output tensor (flat); its commitment must be the proof's output commitment.
+    /// A public task's int8 output tensor (flat); its commitment must be the proof's output
+    /// commitment. Empty for a private task.
     pub output: Vec<i8>,
+    /// A private task's output, sealed to the poster; absent for a public task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_output: Option<SealedOutput>,
     /// The task proof file (.tgp), 0x-prefixed hex.
     pub proof: String,
     /// The provider's signature of the [`Delivery`] of this output and proof, by the key that
@@ -86,8 +94,52 @@ impl ResultSubmission {
     ) -> Result<Self, OrderError> {
         let delivery = Delivery::of_proof(acceptance.order_hash, output_commitment, proof);
         let signature = delivery.sign(provider, domain)?;
-        Ok(Self { order, acceptance, output, proof: format!("0x{}", hex::encode(proof)), signature })
+        Ok(Self {
+            order,
+            acceptance,
+            output,
+            sealed_output: None,
+            proof: format!("0x{}", hex::encode(proof)),
+            signature,
+        })
     }
+
+    /// A private task's submission: the output sealed to the poster (`.tgs` bytes), whose
+    /// `output_commitment` is the proof's salted one.
+    pub fn sign_sealed(
+        order: SignedOrder,
+        acceptance: Acceptance,
+        sealed_output: &[u8],
+        output_commitment: B256,
+        proof: &[u8],
+        provider: &PrivateKeySigner,
+        domain: &MarketDomain,
+    ) -> Result<Self, OrderError> {
+        let delivery = Delivery::of_sealed(acceptance.order_hash, output_commitment, proof, sealed_output);
+        let signature = delivery.sign(provider, domain)?;
+        Ok(Self {
+            order,
+            acceptance,
+            output: Vec::new(),
+            sealed_output: Some(SealedOutput {
+                commitment: output_commitment,
+                sealed: format!("0x{}", hex::encode(sealed_output)),
+            }),
+            proof: format!("0x{}", hex::encode(proof)),
+            signature,
+        })
+    }
+}
+
+/// A private task's output as delivered: sealed to the poster, with the proof's salted output
+/// commitment (which nobody but the poster and the provider can recompute).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SealedOutput {
+    /// The proven output commitment (salted).
+    pub commitment: B256,
+    /// The `.tgs` file, 0x-prefixed hex.
+    pub sealed: String,
 }
 
 /// A published output.
@@ -97,8 +149,29 @@ pub struct OutputView {
     pub task_id: String,
     /// Output commitment (proven in the task proof).
     pub output_commitment: String,
-    /// The int8 output tensor.
+    /// A public task's int8 output tensor (empty for a private task).
     pub output: Vec<i8>,
+    /// A private task's output sealed to the poster (`.tgs`, 0x-prefixed hex).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_output: Option<String>,
+    /// For a private task: the provider's signature of the [`Delivery`] of this sealed output
+    /// (with the proof digest it names), so the poster knows who answers for a ciphertext that
+    /// does not open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<SignedDelivery>,
+}
+
+/// A delivery and the provider's signature of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignedDelivery {
+    /// What was delivered.
+    pub delivery: Delivery,
+    /// The provider that signed it.
+    pub provider: alloy::primitives::Address,
+    /// Its EIP-712 signature, 65 bytes.
+    #[serde(with = "signature_hex")]
+    pub signature: Signature,
 }
 
 /// Error body of every refused request.
@@ -232,6 +305,25 @@ impl RelayClient {
             url,
             reason: "unexpected answer: no queue_depth in the status".into(),
         })
+    }
+
+    /// Publishes a provider's signed sealing key.
+    pub async fn publish_sealing_key(
+        &self,
+        announcement: &SealingKeyAnnouncement,
+    ) -> Result<SealingKeyAnnouncement, RelayError> {
+        let url = format!("{}/v1/providers/{}/sealing-key", self.base, announcement.provider);
+        self.call(self.http.put(&url).json(announcement), url).await
+    }
+
+    /// A provider's sealing key as announced (not yet checked: see
+    /// [`SealingKeyAnnouncement::verify`]).
+    pub async fn sealing_key(
+        &self,
+        provider: alloy::primitives::Address,
+    ) -> Result<SealingKeyAnnouncement, RelayError> {
+        let url = format!("{}/v1/providers/{provider}/sealing-key", self.base);
+        self.call(self.http.get(&url), url).await
     }
 
     /// A settled task's published output.

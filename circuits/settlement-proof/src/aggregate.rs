@@ -9,7 +9,7 @@ use tgrid_aggregation::batch::split_point;
 use tgrid_aggregation::{
     check_leaves, AggregationCircuits, BatchFile, Normalizer, Registry, RegistryFile, SubtreeProof, TaskLeaf,
 };
-use tgrid_circuits::{ModelFile, TaskProof, TaskVerifier};
+use tgrid_circuits::{ModelFile, Privacy, TaskProof, TaskVerifier};
 
 /// What can go wrong while aggregating.
 #[derive(Debug, thiserror::Error)]
@@ -156,10 +156,15 @@ impl Aggregator {
         let path = self.model_path(model_id);
         let bytes = std::fs::read(&path).map_err(|e| format!("cannot read the model file: {e}"))?;
         let file = ModelFile::from_bytes(&bytes).map_err(|e| e.to_string())?;
-        if &file.model.model_id() != model_id {
-            return Err(format!("the file holds model 0x{}", hex::encode(file.model.model_id())));
-        }
-        let verifier = TaskVerifier::new(&file.model, &file.plan).map_err(|e| e.to_string())?;
+        // The registry lists a model's public and private circuits under two ids, one file.
+        let Some(privacy) = Privacy::of_task_model_id(file.model.model_id(), model_id) else {
+            return Err(format!(
+                "the file holds model 0x{}, whose public and private task ids are not 0x{}",
+                hex::encode(file.model.model_id()),
+                hex::encode(model_id)
+            ));
+        };
+        let verifier = TaskVerifier::with_privacy(&file.model, &file.plan, privacy).map_err(|e| e.to_string())?;
         let normalizer = Normalizer::new(verifier).map_err(|e| e.to_string())?;
         if &normalizer.digest() != digest {
             return Err(format!(

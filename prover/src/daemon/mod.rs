@@ -8,6 +8,13 @@
 //! Inputs come from a content-addressed store (a directory, or an HTTP URL) where posters publish
 //! `<input commitment>.json`; an accepted order's input is kept under `data_dir/inputs`.
 //!
+//! Private tasks (the model's private id in the order): the daemon holds an opening key
+//! (`data_dir/sealing.key`, created on first start) and announces its public half on the relay
+//! under its account's signature. A poster seals the input to it as `<input commitment>.tgs`; the
+//! daemon accepts only once the sealed input opens and matches the order's (salted) commitment,
+//! proves with a zero-knowledge proof, and delivers the output sealed to the key the poster put
+//! in the sealed input.
+//!
 //! Every step is written to `data_dir/state.json` (atomically) before the next begins, so a
 //! restart resumes: accepted orders are proven, proven ones resubmitted (the sequencer treats a
 //! repeat as idempotent), nothing is accepted twice.
@@ -29,21 +36,24 @@ use alloy::signers::local::PrivateKeySigner;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use tgrid_chain::bindings::IERC20;
+use tgrid_chain::market::SealingKeyAnnouncement;
 use tgrid_chain::market::{Market, MarketDomain, RelayClient};
 use tgrid_chain::{format_tgrid as tgrid_amount, Deployment};
-use tgrid_circuits::{ModelFile, TaskProver};
+use tgrid_circuits::{ModelFile, Privacy, TaskProver};
 use tgrid_cli::Output;
+use tgrid_seal::OpeningKey;
 
 pub use settings::{Settings, ANVIL_KEY_1};
 pub use state::{State, TaskRecord, TaskState};
 
 use crate::settle::SelfSettler;
 
-/// A model this provider can prove.
+/// A model this provider can prove, in one mode (each mode has its own id and circuit).
 struct HeldModel {
     file: ModelFile,
     prover: Arc<TaskProver>,
     name: String,
+    privacy: Privacy,
     /// Expected proving time (seconds): the setting until a proof was timed, then 1.5× the
     /// slowest proof seen.
     prove_estimate: f64,
@@ -72,6 +82,11 @@ struct Daemon {
     settler: Option<Arc<SelfSettler>>,
     /// Orders settled since the last earnings withdrawal.
     settled_since_withdrawal: u64,
+    /// Opens inputs of private tasks sealed to this provider.
+    opening_key: OpeningKey,
+    /// Whether the relay holds this provider's sealing key (announced at start, retried each
+    /// round until it does).
+    key_announced: bool,
 }
 
 /// Runs the daemon until SIGINT or SIGTERM.
@@ -125,20 +140,45 @@ impl Daemon {
         let state = State::load(&state_path)?;
 
         let mut models = HashMap::new();
+        let modes: &[Privacy] =
+            if settings.private_tasks { &[Privacy::Public, Privacy::Private] } else { &[Privacy::Public] };
         for path in &settings.models {
             let file = crate::load_model(path)?;
-            let id = B256::from(file.model.model_id());
-            let prover = TaskProver::new(file.model.clone(), file.plan.clone())
-                .with_context(|| format!("building the circuit of {}", path.display()))?;
-            let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let prove_estimate = settings.initial_prove_estimate_secs as f64;
-            models.insert(id, HeldModel { file, prover: Arc::new(prover), name, prove_estimate, measured: false });
+            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            for &privacy in modes {
+                let prover = TaskProver::with_privacy(file.model.clone(), file.plan.clone(), privacy)
+                    .with_context(|| format!("building the {} circuit of {}", privacy.name(), path.display()))?;
+                let id = B256::from(prover.task_model_id());
+                let name = match privacy {
+                    Privacy::Public => stem.clone(),
+                    Privacy::Private => format!("{stem} (private)"),
+                };
+                let prove_estimate = settings.initial_prove_estimate_secs as f64;
+                let held = HeldModel {
+                    file: file.clone(),
+                    prover: Arc::new(prover),
+                    name,
+                    privacy,
+                    prove_estimate,
+                    measured: false,
+                };
+                models.insert(id, held);
+            }
         }
         let registry = tgrid_chain::bindings::IModelRegistry::new(deployment.registry, &chain);
         for (id, m) in &models {
             if !registry.isModelActive(*id).call().await.context("ModelRegistry.isModelActive")? {
-                tracing::warn!(model = %id, name = m.name, "model is not registered on-chain (yet): no order can settle");
+                // A model need not be registered in both modes; its public mode should be.
+                if m.privacy == Privacy::Public {
+                    tracing::warn!(model = %id, name = m.name, "model is not registered on-chain (yet): no order can settle");
+                } else {
+                    tracing::info!(model = %id, name = m.name, "the model's private mode is not registered on-chain (yet)");
+                }
             }
+        }
+        let (opening_key, created) = tgrid_seal::keyfile::load_or_create(&settings.data_dir.join("sealing.key"))?;
+        if created {
+            tracing::info!(key = %opening_key.sealing_key().to_hex(), "created this provider's sealing key");
         }
         let market = Market::new(&deployment, chain.clone());
         let params = market.parameters().await?;
@@ -169,6 +209,8 @@ impl Daemon {
             state_path,
             settler: None,
             settled_since_withdrawal: 0,
+            opening_key,
+            key_announced: false,
         };
         daemon.ensure_stake().await?;
         let bond = daemon.market.bond(me).await?;
@@ -183,6 +225,7 @@ impl Daemon {
                 "tasks_settled": earner.tasksSettled,
                 "tasks_slashed": earner.tasksSlashed,
                 "self_settle": daemon.settings.self_settle,
+                "sealing_key": daemon.opening_key.sealing_key().to_hex(),
             }),
             format!(
                 "provider {me} ready: {} model(s), bonded {} TGRID, earnings {} TGRID, settled {} slashed {}{}",
@@ -287,7 +330,39 @@ impl Daemon {
         }
     }
 
+    /// Publishes this provider's sealing key on the relay, signed by its account, so posters
+    /// can seal private inputs to it. Retried each round until the relay holds it.
+    async fn announce_sealing_key(&mut self) -> Result<()> {
+        if self.key_announced || !self.settings.private_tasks {
+            return Ok(());
+        }
+        let public = B256::from_slice(&self.opening_key.sealing_key().to_bytes());
+        let issued_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
+        let announcement = SealingKeyAnnouncement::sign(public, issued_at, &self.signer, &self.domain)?;
+        let kept = self.relay.publish_sealing_key(&announcement).await?;
+        if kept.public_key != public {
+            // The relay holds a newer key of this account: another daemon with the same account
+            // (or a copy of its data dir) announced it. Inputs sealed to it would not open here.
+            bail!(
+                "the relay holds another sealing key for {} (0x{}, issued at {}): private inputs would be sealed to                  a key this daemon lacks",
+                self.me,
+                hex::encode(kept.public_key),
+                kept.issued_at
+            );
+        }
+        self.key_announced = true;
+        self.event(
+            "sealing_key",
+            json!({"sealing_key": self.opening_key.sealing_key().to_hex(), "relay": self.relay.base_url()}),
+            format!("announced sealing key {} on {}", self.opening_key.sealing_key().to_hex(), self.relay.base_url()),
+        );
+        Ok(())
+    }
+
     async fn round(&mut self) -> Result<()> {
+        if let Err(e) = self.announce_sealing_key().await {
+            tracing::warn!("announcing the sealing key: {e:#}");
+        }
         if let Err(e) = self.discover().await {
             // The relay is down: work already accepted goes on.
             tracing::warn!("listing orders: {e:#}");

@@ -77,7 +77,13 @@ impl Daemon {
             return Ok(s.clone());
         }
         let bar = self.out.spinner("building the self-settlement circuits and loading the wrap key");
-        let models: Vec<_> = self.models.values().map(|m| m.file.clone()).collect();
+        // One file per model: the settler builds each mode the chain registers it under.
+        let mut models: Vec<tgrid_circuits::ModelFile> = Vec::new();
+        for m in self.models.values() {
+            if !models.iter().any(|f| f.model.model_id() == m.file.model.model_id()) {
+                models.push(m.file.clone());
+            }
+        }
         let fri = self.settings.wrap_fri.params();
         let built =
             SelfSettler::build(&self.chain, &self.deployment, &models, &self.settings.wrap_key_setting(), fri).await;

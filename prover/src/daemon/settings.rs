@@ -76,6 +76,10 @@ pub struct Settings {
     pub prune_after_secs: u64,
     /// Withdraw earnings automatically after orders settle.
     pub auto_withdraw: bool,
+    /// Take private tasks too (their models' private ids; inputs sealed to this provider's key,
+    /// `data_dir/sealing.key`, announced on the relay). Builds each model's zero-knowledge
+    /// circuit as well.
+    pub private_tasks: bool,
 }
 
 impl Default for Settings {
@@ -102,6 +106,7 @@ impl Default for Settings {
             poll_interval_ms: 1_000,
             prune_after_secs: 86_400,
             auto_withdraw: true,
+            private_tasks: true,
         }
     }
 }

@@ -6,26 +6,57 @@ use std::time::Instant;
 
 use alloy::primitives::{B256, U256};
 use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tgrid_chain::format_tgrid as tgrid_amount;
 use tgrid_chain::market::{Delivery, OrderOutcome, RelayError, ResultSubmission, SignedReceipt};
-use tgrid_circuits::commit;
+use tgrid_circuits::{commit, commit_salted, Commitment, Privacy, Salt, TaskSalts};
 use tgrid_onnx::InputData;
+use tgrid_seal::{Sealed, SealingKey};
 
 use super::{short, write_synced, Daemon, TaskRecord, TaskState};
 
 /// Largest input file read from the input store.
 const MAX_INPUT_BYTES: u64 = 64 << 20;
 
+/// An accepted order's input, kept beside its proof (`data_dir/inputs/<order>.json`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct AcceptedInput {
+    /// The int8 input.
+    pub values: Vec<i8>,
+    /// A private task's secrets: the input's salt and where the poster wants the output sealed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private: Option<PrivateInput>,
+}
+
+/// What a private task's sealed input held besides the tensor.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct PrivateInput {
+    /// Salt of the input commitment (hex).
+    pub salt: String,
+    /// The poster's sealing key (hex).
+    pub reply_to: String,
+}
+
+/// A proven order's output, kept beside its proof (`data_dir/outputs/<order>.json`).
+#[derive(Debug, Serialize, Deserialize)]
+struct ProvenOutput {
+    output_int8: Vec<i8>,
+    /// A private task's output commitment salt (hex): the poster gets it inside the sealed output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    output_salt: Option<String>,
+    /// A private task's output sealed to the poster (`.tgs` hex), sealed once so every resubmission
+    /// delivers the same bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sealed_output: Option<String>,
+}
+
 impl Daemon {
-    /// The order's input from the store, quantized and checked against its commitment. `None`
-    /// while it is not (or not reachably) published; an error when what is published is not the
-    /// committed input.
-    pub(super) async fn input(&self, record: &TaskRecord) -> Result<Option<Vec<i8>>> {
-        let o = &record.order.order;
-        let name = format!("{}.json", o.input_commitment);
-        let (text, source) = if self.settings.inputs_url.is_empty() {
-            let path = self.settings.inputs_dir.join(&name);
+    /// Reads `<input commitment>.<extension>` from the input store: `None` while it is not (or
+    /// not reachably) published.
+    async fn fetch_input(&self, name: &str) -> Result<Option<(Vec<u8>, String)>> {
+        if self.settings.inputs_url.is_empty() {
+            let path = self.settings.inputs_dir.join(name);
             let len = match std::fs::metadata(&path) {
                 Ok(m) => m.len(),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -34,46 +65,79 @@ impl Daemon {
             if len > MAX_INPUT_BYTES {
                 bail!("{}: {len} bytes, larger than any input", path.display());
             }
-            let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-            (text, path.display().to_string())
-        } else {
-            let url = format!("{}/{name}", self.settings.inputs_url.trim_end_matches('/'));
-            let response = match self.http.get(&url).send().await {
-                Ok(r) if r.status().as_u16() == 404 => return Ok(None),
-                Ok(r) if r.status().is_success() => r,
-                // Unreachable or failing store: look again next round.
-                Ok(r) => {
-                    tracing::warn!(url, status = %r.status(), "input store answered an error");
-                    return Ok(None);
-                }
-                Err(e) => {
-                    tracing::warn!(url, "input store unreachable: {e}");
-                    return Ok(None);
-                }
-            };
-            if response.content_length().is_some_and(|n| n > MAX_INPUT_BYTES) {
-                bail!("{url}: larger than any input");
+            let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            return Ok(Some((bytes, path.display().to_string())));
+        }
+        let url = format!("{}/{name}", self.settings.inputs_url.trim_end_matches('/'));
+        let response = match self.http.get(&url).send().await {
+            Ok(r) if r.status().as_u16() == 404 => return Ok(None),
+            Ok(r) if r.status().is_success() => r,
+            // Unreachable or failing store: look again next round.
+            Ok(r) => {
+                tracing::warn!(url, status = %r.status(), "input store answered an error");
+                return Ok(None);
             }
-            let bytes = response.bytes().await.with_context(|| format!("reading {url}"))?;
-            if bytes.len() as u64 > MAX_INPUT_BYTES {
-                bail!("{url}: larger than any input");
+            Err(e) => {
+                tracing::warn!(url, "input store unreachable: {e}");
+                return Ok(None);
             }
-            (String::from_utf8(bytes.to_vec()).with_context(|| format!("{url} is not UTF-8 JSON"))?, url)
         };
-        let model = &self.models[&o.model_id].file.model;
+        if response.content_length().is_some_and(|n| n > MAX_INPUT_BYTES) {
+            bail!("{url}: larger than any input");
+        }
+        let bytes = response.bytes().await.with_context(|| format!("reading {url}"))?;
+        if bytes.len() as u64 > MAX_INPUT_BYTES {
+            bail!("{url}: larger than any input");
+        }
+        Ok(Some((bytes.to_vec(), url)))
+    }
+
+    /// The order's input from the store, checked against its commitment: a public task's
+    /// (`<commitment>.json`, EZKL format) quantized, a private task's (`<commitment>.tgs`) opened
+    /// with this provider's key. `None` while it is not (or not reachably) published; an error
+    /// when what is published is not the committed input (or not sealed to this provider).
+    pub(super) async fn input(&self, record: &TaskRecord) -> Result<Option<AcceptedInput>> {
+        let o = &record.order.order;
+        let held = &self.models[&o.model_id];
+        if held.privacy == Privacy::Private {
+            let Some((bytes, source)) = self.fetch_input(&format!("{}.tgs", o.input_commitment)).await? else {
+                return Ok(None);
+            };
+            let sealed = Sealed::from_bytes(&bytes).map_err(|e| anyhow!("{source}: {e}"))?;
+            let opened =
+                tgrid_seal::open_input(&self.opening_key, &sealed, &o.model_id.0, &Commitment(o.input_commitment.0))
+                    .map_err(|e| anyhow!("{source}: the sealed input does not open for this order: {e}"))?;
+            // Proving checks the length again; refusing here keeps a bad input from being accepted.
+            if opened.tensor.len() != held.file.model.input_len() {
+                bail!(
+                    "{source}: the sealed input holds {} values, the model takes {}",
+                    opened.tensor.len(),
+                    held.file.model.input_len()
+                );
+            }
+            let private = PrivateInput { salt: opened.salt.to_hex(), reply_to: opened.reply_to.to_hex() };
+            return Ok(Some(AcceptedInput { values: opened.tensor, private: Some(private) }));
+        }
+        let Some((bytes, source)) = self.fetch_input(&format!("{}.json", o.input_commitment)).await? else {
+            return Ok(None);
+        };
+        let text = String::from_utf8(bytes).with_context(|| format!("{source} is not UTF-8 JSON"))?;
         let data = InputData::from_json(&text).map_err(|e| anyhow!("{source}: {e}"))?;
         let sample = data.input_data.first().ok_or_else(|| anyhow!("{source} holds no sample"))?;
-        let x = tgrid_circuits::infer::quantize_input(model, sample)
+        let x = tgrid_circuits::infer::quantize_input(&held.file.model, sample)
             .with_context(|| format!("{source} does not fit the model"))?;
         if B256::from(commit(&x).0) != o.input_commitment {
             bail!("{source} does not match the order's input commitment");
         }
-        Ok(Some(x))
+        Ok(Some(AcceptedInput { values: x, private: None }))
     }
 
     pub(super) async fn prove(&mut self, id: B256, record: &TaskRecord) -> Result<()> {
-        let x: Vec<i8> = match std::fs::read(self.accepted_input_path(&id)) {
-            Ok(bytes) => serde_json::from_slice(&bytes)?,
+        let input: AcceptedInput = match std::fs::read(self.accepted_input_path(&id))
+            .map_err(anyhow::Error::from)
+            .and_then(|bytes| Ok(serde_json::from_slice(&bytes)?))
+        {
+            Ok(input) => input,
             // Accepted before a crash lost the copy: fetch it again.
             Err(_) => {
                 self.input(record).await?.ok_or_else(|| anyhow!("the input of order {id} is not in the store"))?
@@ -82,24 +146,45 @@ impl Daemon {
         let model_id = record.order.order.model_id;
         let prover = Arc::clone(&self.models[&model_id].prover);
         let (task_id, provider) = (id.0, self.me.0 .0);
+        let salts = match &input.private {
+            None => None,
+            Some(p) => Some(TaskSalts { input: Salt::from_hex(&p.salt)?, output: Salt::random() }),
+        };
         let bar = self.out.spinner(&format!("proving order {}", short(&id)));
         let started = Instant::now();
+        let x = input.values;
         let (proof, output) = tokio::task::spawn_blocking(move || -> Result<_> {
-            let (proof, trace, _stats) = prover.prove(&x, task_id, provider, &mut |_, _, _| {})?;
+            let (proof, trace, _stats) = match &salts {
+                None => prover.prove(&x, task_id, provider, &mut |_, _, _| {})?,
+                Some(salts) => prover.prove_private(&x, salts, task_id, provider, &mut |_, _, _| {})?,
+            };
             Ok((proof.to_bytes(), trace.output().to_vec()))
         })
         .await??;
         bar.finish_and_clear();
         let seconds = started.elapsed().as_secs_f64();
+        let kept = match (&input.private, salts) {
+            (Some(p), Some(salts)) => {
+                let poster = SealingKey::from_hex(&p.reply_to)?;
+                let (sealed, _) = tgrid_seal::seal_output(&poster, &model_id.0, &output, &salts.output)?;
+                ProvenOutput {
+                    output_int8: output,
+                    output_salt: Some(salts.output.to_hex()),
+                    sealed_output: Some(format!("0x{}", hex::encode(sealed.to_bytes()))),
+                }
+            }
+            _ => ProvenOutput { output_int8: output, output_salt: None, sealed_output: None },
+        };
         write_synced(&self.proof_path(&id), &proof)?;
-        write_synced(&self.output_path(&id), &serde_json::to_vec(&json!({"output_int8": output}))?)?;
+        write_synced(&self.output_path(&id), &serde_json::to_vec(&kept)?)?;
         let held = self.models.get_mut(&model_id).expect("held model");
         held.prove_estimate = if held.measured { held.prove_estimate.max(seconds * 1.5) } else { seconds * 1.5 };
         held.measured = true;
+        let privacy = held.privacy;
         self.set(id, TaskState::Proven)?;
         self.event(
             "proven",
-            json!({"task_id": id.to_string(), "seconds": seconds, "proof_bytes": proof.len()}),
+            json!({"task_id": id.to_string(), "seconds": seconds, "proof_bytes": proof.len(), "privacy": privacy.name()}),
             format!("proved order {} in {seconds:.1} s ({} bytes)", short(&id), proof.len()),
         );
         Ok(())
@@ -110,20 +195,33 @@ impl Daemon {
             return self.follow(id, record, now).await;
         }
         let proof = std::fs::read(self.proof_path(&id))?;
-        let output: serde_json::Value = serde_json::from_slice(&std::fs::read(self.output_path(&id))?)?;
-        let output: Vec<i8> = serde_json::from_value(output["output_int8"].clone())?;
+        let kept: ProvenOutput = serde_json::from_slice(&std::fs::read(self.output_path(&id))?)?;
         let acceptance = record.acceptance.clone().ok_or_else(|| anyhow!("order {id} has no acceptance"))?;
-        let output_commitment = B256::from(commit(&output).0);
-        let delivery = Delivery::of_proof(id, output_commitment, &proof);
-        let submission = ResultSubmission::sign(
-            record.order.clone(),
-            acceptance,
-            output,
-            output_commitment,
-            &proof,
-            &self.signer,
-            &self.domain,
-        )?;
+        let (order, output) = (record.order.clone(), kept.output_int8);
+        let (delivery, submission) = match (kept.output_salt, kept.sealed_output) {
+            (Some(salt), Some(sealed)) => {
+                let commitment = B256::from(commit_salted(&output, &Salt::from_hex(&salt)?).0);
+                let sealed = hex::decode(sealed.trim_start_matches("0x"))?;
+                let delivery = Delivery::of_sealed(id, commitment, &proof, &sealed);
+                let submission = ResultSubmission::sign_sealed(
+                    order,
+                    acceptance,
+                    &sealed,
+                    commitment,
+                    &proof,
+                    &self.signer,
+                    &self.domain,
+                )?;
+                (delivery, submission)
+            }
+            _ => {
+                let commitment = B256::from(commit(&output).0);
+                let delivery = Delivery::of_proof(id, commitment, &proof);
+                let submission =
+                    ResultSubmission::sign(order, acceptance, output, commitment, &proof, &self.signer, &self.domain)?;
+                (delivery, submission)
+            }
+        };
         match self.relay.submit_result(&submission).await {
             Ok(answer) => {
                 let receipt = self.check_receipt(&answer, &delivery);
@@ -265,6 +363,7 @@ mod tests {
             provider: me,
             output_commitment: delivery.output_commitment,
             proof_digest: delivery.proof_digest,
+            sealed_output_digest: B256::ZERO,
             received_at: 1_700_000_000,
         };
         let signed = SignedReceipt::sign(receipt, &sequencer, &domain).unwrap();

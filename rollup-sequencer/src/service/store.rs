@@ -2,7 +2,9 @@
 //! acknowledged and flushed to disk (`flush_async`) before the acknowledgement leaves.
 //!
 //! Trees: `tasks` (task id → [`TaskRecord`] JSON), `proofs` (task id → .tgp bytes), `outputs`
-//! (task id → int8 output), `batches` (batch id, big-endian u64 → [`BatchRecord`] JSON),
+//! (task id → a public task's int8 output), `sealed_outputs` (task id → a private task's output
+//! sealed to its poster, `.tgs`: the sequencer never holds a private task's tensors),
+//! `sealing_keys` (provider address → its signed sealing key, JSON), `batches` (batch id, big-endian u64 → [`BatchRecord`] JSON),
 //! `meta` (`next_batch`), and the relay's `orders` (order hash → [`OrderRecord`] JSON) and
 //! `order_nonces` (poster ‖ nonce → order hash: one listed order per nonce).
 //!
@@ -17,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use alloy::primitives::B256;
 use serde::{Deserialize, Serialize};
-use tgrid_chain::market::{Acceptance, SignedOrder};
+use tgrid_chain::market::{Acceptance, SealingKeyAnnouncement, SignedDelivery, SignedOrder};
 
 use crate::service::ServiceError;
 
@@ -79,6 +81,9 @@ pub struct TaskRecord {
     /// Batches holding it that were given up (it went back to the queue each time).
     #[serde(default)]
     pub failed_batches: u32,
+    /// A private task's delivery as the provider signed it (its output is stored sealed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_delivery: Option<SignedDelivery>,
     /// Where it is.
     #[serde(flatten)]
     pub state: TaskState,
@@ -195,6 +200,15 @@ impl Indexes {
     }
 }
 
+/// A result's output as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoredOutput {
+    /// A public task's int8 output.
+    Plain(Vec<i8>),
+    /// A private task's output sealed to its poster (`.tgs` bytes).
+    Sealed(Vec<u8>),
+}
+
 /// The sled database.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -202,6 +216,8 @@ pub struct Store {
     tasks: sled::Tree,
     proofs: sled::Tree,
     outputs: sled::Tree,
+    sealed_outputs: sled::Tree,
+    sealing_keys: sled::Tree,
     batches: sled::Tree,
     meta: sled::Tree,
     orders: sled::Tree,
@@ -229,6 +245,8 @@ impl Store {
             tasks: db.open_tree("tasks")?,
             proofs: db.open_tree("proofs")?,
             outputs: db.open_tree("outputs")?,
+            sealed_outputs: db.open_tree("sealed_outputs")?,
+            sealing_keys: db.open_tree("sealing_keys")?,
             batches: db.open_tree("batches")?,
             meta: db.open_tree("meta")?,
             orders: db.open_tree("orders")?,
@@ -284,9 +302,12 @@ impl Store {
         Ok(self.proofs.get(id)?.map(|v| v.to_vec()))
     }
 
-    /// A task's int8 output.
-    pub fn output(&self, id: &[u8; 32]) -> Result<Option<Vec<i8>>, ServiceError> {
-        Ok(self.outputs.get(id)?.map(|v| v.iter().map(|&b| b as i8).collect()))
+    /// A task's output: int8 for a public task, sealed for a private one.
+    pub fn output(&self, id: &[u8; 32]) -> Result<Option<StoredOutput>, ServiceError> {
+        if let Some(v) = self.outputs.get(id)? {
+            return Ok(Some(StoredOutput::Plain(v.iter().map(|&b| b as i8).collect())));
+        }
+        Ok(self.sealed_outputs.get(id)?.map(|v| StoredOutput::Sealed(v.to_vec())))
     }
 
     /// Stores a new result atomically (record, proof, output); the caller flushes.
@@ -295,19 +316,33 @@ impl Store {
         id: &[u8; 32],
         record: &TaskRecord,
         proof: &[u8],
-        output: &[i8],
+        output: &StoredOutput,
     ) -> Result<(), ServiceError> {
         use sled::Transactional;
         let record_key = record.queue_key(id);
         let record = serde_json::to_vec(record).expect("records serialize");
-        let output: Vec<u8> = output.iter().map(|&v| v as u8).collect();
+        let (plain, sealed): (Option<Vec<u8>>, Option<&[u8]>) = match output {
+            StoredOutput::Plain(o) => (Some(o.iter().map(|&v| v as u8).collect()), None),
+            StoredOutput::Sealed(s) => (None, Some(s)),
+        };
         let mut indexes = self.lock();
         let previous = self.task(id)?;
-        (&self.tasks, &self.proofs, &self.outputs)
-            .transaction(|(t, p, o)| {
+        (&self.tasks, &self.proofs, &self.outputs, &self.sealed_outputs)
+            .transaction(|(t, p, o, so)| {
                 t.insert(&id[..], record.as_slice())?;
                 p.insert(&id[..], proof)?;
-                o.insert(&id[..], output.as_slice())?;
+                // A replaced (dropped) result leaves nothing of the earlier output behind.
+                match (&plain, sealed) {
+                    (Some(plain), _) => {
+                        o.insert(&id[..], plain.as_slice())?;
+                        so.remove(&id[..])?;
+                    }
+                    (None, Some(sealed)) => {
+                        so.insert(&id[..], sealed)?;
+                        o.remove(&id[..])?;
+                    }
+                    (None, None) => unreachable!("an output is plain or sealed"),
+                }
                 Ok::<_, sled::transaction::ConflictableTransactionError<()>>(())
             })
             .map_err(|e| ServiceError::Store(format!("{e:?}")))?;
@@ -316,6 +351,37 @@ impl Store {
         }
         indexes.queue.extend(record_key);
         Ok(())
+    }
+
+    /// A provider's sealing key, as it announced it.
+    pub fn sealing_key(&self, provider: &[u8; 20]) -> Result<Option<SealingKeyAnnouncement>, ServiceError> {
+        self.sealing_keys
+            .get(provider)?
+            .map(|v| serde_json::from_slice(&v).map_err(|e| corrupt("sealing key", e)))
+            .transpose()
+    }
+
+    /// Keeps `announcement` unless the provider's stored one was issued later; returns the one kept.
+    pub fn put_sealing_key(
+        &self,
+        announcement: &SealingKeyAnnouncement,
+    ) -> Result<SealingKeyAnnouncement, ServiceError> {
+        let key = announcement.provider.0 .0;
+        let new = serde_json::to_vec(announcement).expect("announcements serialize");
+        // Compare-and-swap: two announcements racing never leave the older one.
+        loop {
+            let current = self.sealing_keys.get(key)?;
+            if let Some(bytes) = &current {
+                let stored: SealingKeyAnnouncement =
+                    serde_json::from_slice(bytes).map_err(|e| corrupt("sealing key", e))?;
+                if stored.issued_at >= announcement.issued_at {
+                    return Ok(stored);
+                }
+            }
+            if self.sealing_keys.compare_and_swap(key, current, Some(new.as_slice()))?.is_ok() {
+                return Ok(*announcement);
+            }
+        }
     }
 
     /// Overwrites a task's state.
@@ -521,8 +587,13 @@ mod tests {
             acceptance: Acceptance::sign(B256::repeat_byte(id), &key, &domain).unwrap(),
             proof_digest: Some(B256::repeat_byte(4)),
             failed_batches: 0,
+            sealed_delivery: None,
             state: TaskState::Verified,
         }
+    }
+
+    fn plain(values: &[i8]) -> StoredOutput {
+        StoredOutput::Plain(values.to_vec())
     }
 
     #[test]
@@ -557,7 +628,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let store = Store::open(dir.path()).unwrap();
-            store.insert_result(&[1; 32], &record(1), b"proof", &[-3, 0, 127]).unwrap();
+            store.insert_result(&[1; 32], &record(1), b"proof", &plain(&[-3, 0, 127])).unwrap();
             store.set_task_state(&[1; 32], TaskState::Batched { batch: 1 }).unwrap();
             assert_eq!(store.next_batch_id().unwrap(), 1);
             assert_eq!(store.next_batch_id().unwrap(), 2);
@@ -576,10 +647,38 @@ mod tests {
         let task = store.task(&[1; 32]).unwrap().unwrap();
         assert_eq!(task.state, TaskState::Batched { batch: 1 });
         assert_eq!(store.proof(&[1; 32]).unwrap().unwrap(), b"proof");
-        assert_eq!(store.output(&[1; 32]).unwrap().unwrap(), vec![-3, 0, 127]);
+        assert_eq!(store.output(&[1; 32]).unwrap().unwrap(), plain(&[-3, 0, 127]));
         assert_eq!(store.batches().unwrap()[0].state, BatchState::Open);
         assert_eq!(store.next_batch_id().unwrap(), 3);
         assert!(store.task(&[2; 32]).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_private_output_is_kept_sealed_and_replaces_any_earlier_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.insert_result(&[1; 32], &record(1), b"p", &plain(&[5])).unwrap();
+        let sealed = StoredOutput::Sealed(b"TGRIDSEL...".to_vec());
+        store.insert_result(&[1; 32], &record(1), b"p", &sealed).unwrap();
+        assert_eq!(store.output(&[1; 32]).unwrap(), Some(sealed));
+        assert!(store.outputs.get([1; 32]).unwrap().is_none(), "no plaintext left behind");
+    }
+
+    #[test]
+    fn the_newest_sealing_key_of_a_provider_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let provider = PrivateKeySigner::random();
+        let domain = MarketDomain { chain_id: 1, market: Address::ZERO };
+        let announce =
+            |key: u8, at: u64| SealingKeyAnnouncement::sign(B256::repeat_byte(key), at, &provider, &domain).unwrap();
+        let id = provider.address().0 .0;
+        assert_eq!(store.sealing_key(&id).unwrap(), None);
+        assert_eq!(store.put_sealing_key(&announce(1, 10)).unwrap(), announce(1, 10));
+        assert_eq!(store.put_sealing_key(&announce(2, 20)).unwrap(), announce(2, 20));
+        // A replay of the older key does not take the newer one's place.
+        assert_eq!(store.put_sealing_key(&announce(1, 10)).unwrap(), announce(2, 20));
+        assert_eq!(store.sealing_key(&id).unwrap(), Some(announce(2, 20)));
     }
 
     #[test]
@@ -590,7 +689,7 @@ mod tests {
             let store = Store::open(dir.path()).unwrap();
             // Deadlines 300, 100, 200: the queue hands out 100 first, whatever the arrival order.
             for (id, deadline) in [(1u8, 300), (2, 100), (3, 200)] {
-                store.insert_result(&[id; 32], &TaskRecord { deadline, ..record(id) }, b"p", &[]).unwrap();
+                store.insert_result(&[id; 32], &TaskRecord { deadline, ..record(id) }, b"p", &plain(&[])).unwrap();
             }
             assert_eq!(store.queued_count(), 3);
             assert_eq!(store.next_queued().unwrap().unwrap().deadline, 100);
@@ -608,8 +707,8 @@ mod tests {
             assert_eq!(store.next_queued().unwrap().unwrap().deadline, 100);
             assert_eq!(store.task(&[2; 32]).unwrap().unwrap().failed_batches, 1);
             // A dropped task resubmitted is queued again, once.
-            store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", &[]).unwrap();
-            store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", &[]).unwrap();
+            store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", &plain(&[])).unwrap();
+            store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", &plain(&[])).unwrap();
             assert_eq!(store.queued_count(), 3);
 
             store.put_batch(&batch(1, BatchState::Open)).unwrap();
@@ -660,7 +759,9 @@ mod tests {
             TaskState::Settled { batch: None, tx: None, unpaid: Some("BookEmpty".into()) },
             TaskState::Dropped { reason: "expired".into() },
         ] {
-            store.insert_result(&[5; 32], &TaskRecord { state: state.clone(), ..record(5) }, b"p", &[1]).unwrap();
+            store
+                .insert_result(&[5; 32], &TaskRecord { state: state.clone(), ..record(5) }, b"p", &plain(&[1]))
+                .unwrap();
             assert_eq!(store.task(&[5; 32]).unwrap().unwrap().state, state);
         }
     }

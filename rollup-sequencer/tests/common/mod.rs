@@ -127,6 +127,13 @@ pub async fn post_to(http: &Http, url: &str, body: String) -> (u16, Value) {
     (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
 }
 
+pub async fn put(http: &Http, url: &str, body: String) -> (u16, Value) {
+    let r = http.put(url).header("content-type", "application/json").body(body).send().await.unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
 pub async fn get(http: &Http, url: &str) -> (u16, Value) {
     let r = http.get(url).send().await.unwrap();
     let status = r.status().as_u16();

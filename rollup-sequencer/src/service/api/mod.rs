@@ -1,10 +1,12 @@
 //! HTTP API: the order relay (post and list signed orders, record acceptances), result
 //! submission (checked against the proof, the signed order and the chain before it is
-//! acknowledged), task and batch status with membership proofs, published outputs, the
+//! acknowledged), providers' sealing keys for private tasks, task and batch status with
+//! membership proofs, published outputs (sealed to the poster for private tasks), the
 //! operator's status (retrying batches, funds), the OpenAPI document and Prometheus metrics.
 
 mod batches;
 mod orders;
+mod providers;
 pub(crate) mod refused;
 mod results;
 mod status;
@@ -16,10 +18,12 @@ use alloy::primitives::Signature;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use tgrid_chain::market::{Acceptance, OrderView, SignedOrder, SignedReceipt};
+use tgrid_chain::market::{
+    Acceptance, OrderView, SealedOutput, SealingKeyAnnouncement, SignedDelivery, SignedOrder, SignedReceipt,
+};
 use utoipa::{OpenApi, ToSchema};
 
 use crate::service::Shared;
@@ -96,13 +100,21 @@ pub struct SubmitRequest {
     /// must be the one the proof binds.
     #[schema(value_type = Object)]
     pub acceptance: Acceptance,
-    /// The int8 output tensor (flat); its commitment must be the proof's output commitment.
+    /// A public task's int8 output tensor (flat); its commitment must be the proof's output
+    /// commitment. Empty for a private task.
     pub output: Vec<i8>,
+    /// A private task's output: `{"commitment": "0x..", "sealed": "0x<.tgs>"}`, sealed to the
+    /// poster; `commitment` must be the proof's (salted) output commitment. Absent for a public
+    /// task. The sequencer stores and serves only the ciphertext.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub sealed_output: Option<SealedOutput>,
     /// The task proof file (.tgp from `tgrid-prover prove`), 0x-prefixed hex.
     pub proof: String,
-    /// The provider's EIP-712 signature of `Delivery(orderHash, outputCommitment, proofDigest)`
-    /// (proofDigest = keccak256 of the proof bytes), by the key that accepted the order: 0x + 65
-    /// bytes. Checked before anything costly.
+    /// The provider's EIP-712 signature of `Delivery(orderHash, outputCommitment, proofDigest,
+    /// sealedOutputDigest)` (keccak256 of the proof bytes and of the sealed output's, zero for a
+    /// public task), by the key that accepted the order: 0x + 65 bytes. Checked before anything
+    /// costly.
     #[serde(with = "tgrid_chain::market::order::signature_hex")]
     #[schema(value_type = String)]
     pub signature: Signature,
@@ -173,9 +185,24 @@ pub struct OutputView {
     pub task_id: String,
     /// Output commitment (proven in the task proof).
     pub output_commitment: String,
-    /// The int8 output tensor.
+    /// A public task's int8 output tensor (empty for a private task).
     pub output: Vec<i8>,
+    /// A private task's output sealed to the poster (`.tgs`, 0x-prefixed hex).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_output: Option<String>,
+    /// A private task's delivery as its provider signed it (`tgrid_chain::market::SignedDelivery`):
+    /// who answers for the sealed output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub delivery: Option<SignedDelivery>,
 }
+
+/// A provider's signed sealing key (`tgrid_chain::market::SealingKeyAnnouncement`):
+/// `{"provider", "publicKey", "issuedAt", "signature"}`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(transparent)]
+#[schema(value_type = Object)]
+pub struct SealingKeyBody(pub SealingKeyAnnouncement);
 
 /// A task's place in its batch.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -222,6 +249,8 @@ pub struct BatchView {
         orders::list_orders,
         orders::get_order,
         orders::accept_order,
+        providers::put_sealing_key,
+        providers::sealing_key,
         results::submit,
         results::task_status,
         results::task_output,
@@ -233,6 +262,7 @@ pub struct BatchView {
         SignedOrderBody,
         AcceptanceBody,
         OrderBody,
+        SealingKeyBody,
         TaskView,
         OutputView,
         BatchView,
@@ -261,6 +291,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/orders", post(orders::post_order).get(orders::list_orders))
         .route("/v1/orders/{hash}", get(orders::get_order))
         .route("/v1/orders/{hash}/acceptance", post(orders::accept_order))
+        .route("/v1/providers/{address}/sealing-key", put(providers::put_sealing_key).get(providers::sealing_key))
         .route("/v1/results", post(results::submit))
         .route("/v1/tasks/{task_id}", get(results::task_status))
         .route("/v1/tasks/{task_id}/output", get(results::task_output))

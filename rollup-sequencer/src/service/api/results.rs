@@ -9,13 +9,14 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use tgrid_chain::market::{Delivery, Receipt};
-use tgrid_circuits::{commit, TaskProof};
+use tgrid_chain::market::{Delivery, Receipt, SealedOutput, SignedDelivery};
+use tgrid_circuits::{commit, Privacy, TaskProof};
+use tgrid_seal::{Role, Sealed};
 
 use super::refused::DeliveryKey;
 use super::{hex0x, json_rejection, parse_hex, ApiError, ErrorBody, OutputView, SubmitRequest, TaskView};
 use crate::service::metrics::{IngestStage, Metrics};
-use crate::service::store::{BatchState, OrderRecord, TaskRecord, TaskState};
+use crate::service::store::{BatchState, OrderRecord, StoredOutput, TaskRecord, TaskState};
 use crate::service::{unix_now, Shared};
 
 /// Submit the result of a signed order. Checked before it is acknowledged: the poster's order
@@ -99,7 +100,7 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     // "decode" covers the signatures, the hex and the proof's parsing, up to the verify queue.
     let mut stages = StageClock::start();
     let domain = shared.chain.domain();
-    let SubmitRequest { order, acceptance, output, proof, signature } = request;
+    let SubmitRequest { order, acceptance, output, sealed_output, proof, signature } = request;
     // Signatures first: cheap, and the delivery's makes the rate limit's key the provider who
     // really sent this result (an order and its acceptance are public; a delivery is not).
     let bad_signature = |e: tgrid_chain::market::OrderError| {
@@ -121,8 +122,30 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     // const-hex (through alloy): a proof is ~300 KB of hex, and the `hex` crate's decoder took
     // about a tenth of an acknowledgement's CPU in the load harness (dev profile).
     let proof_bytes = alloy::hex::decode(proof_hex).map_err(|e| ApiError::bad_request(format!("proof: {e}")))?;
-    let output_commitment = commit(&output).0;
-    let delivery = Delivery::of_proof(hash, B256::from(output_commitment), &proof_bytes);
+    // A public task's output is checked against its commitment here; a private task's is sealed
+    // to the poster and only its (salted) commitment can be checked, against the proof.
+    let (output_commitment, output, delivery) = match sealed_output {
+        None => {
+            let c = commit(&output).0;
+            (c, StoredOutput::Plain(output), Delivery::of_proof(hash, B256::from(c), &proof_bytes))
+        }
+        Some(SealedOutput { commitment, sealed }) => {
+            if !output.is_empty() {
+                return Err(ApiError::bad_request(
+                    "a private task's output travels sealed to its poster: `output` must be empty",
+                ));
+            }
+            let hex = sealed.strip_prefix("0x").ok_or_else(|| ApiError::bad_request("sealed output lacks 0x"))?;
+            let bytes = alloy::hex::decode(hex).map_err(|e| ApiError::bad_request(format!("sealed output: {e}")))?;
+            match Sealed::from_bytes(&bytes) {
+                Ok(s) if s.role == Role::Output => {}
+                Ok(_) => return Err(ApiError::bad_request("the sealed output is a sealed input")),
+                Err(e) => return Err(ApiError::bad_request(format!("sealed output: {e}"))),
+            }
+            let delivery = Delivery::of_sealed(hash, commitment, &proof_bytes, &bytes);
+            (commitment.0, StoredOutput::Sealed(bytes), delivery)
+        }
+    };
     delivery.verify(&signature, provider, &domain).map_err(bad_signature)?;
 
     let task_id = hash.0;
@@ -187,10 +210,16 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     let aggregator = shared.aggregator();
     // The registry the proof is checked against (the pipeline may move to a new one meanwhile).
     let checked_root = aggregator.registry().root();
-    let leaf = tokio::task::spawn_blocking(move || aggregator.check(&proof))
-        .await
-        .map_err(ApiError::unavailable)?
-        .map_err(|e| refuse(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_proof", e.to_string())))?;
+    let (leaf, privacy) = tokio::task::spawn_blocking(move || {
+        let leaf = aggregator.check(&proof)?;
+        Ok::<_, tgrid_settlement_proof::AggregateError>((
+            leaf,
+            aggregator.normalizer(&proof.model_id)?.task_verifier().privacy(),
+        ))
+    })
+    .await
+    .map_err(ApiError::unavailable)?
+    .map_err(|e| refuse(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_proof", e.to_string())))?;
     drop(permit);
     stages.lap(IngestStage::Verify);
     let o = &order.order;
@@ -207,7 +236,15 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
             hex0x(&leaf.output_commitment)
         ))
     } else {
-        None
+        match (privacy, &output) {
+            (Privacy::Private, StoredOutput::Plain(_)) => {
+                Some("a private task's output must be sealed to its poster, not sent in the clear".to_string())
+            }
+            (Privacy::Public, StoredOutput::Sealed(_)) => {
+                Some("a public task's output is sent in the clear".to_string())
+            }
+            _ => None,
+        }
     };
     if let Some(reason) = mismatch {
         return Err(refuse(ApiError::rejected(reason)));
@@ -257,6 +294,11 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         acceptance: acceptance.clone(),
         proof_digest: Some(delivery.proof_digest),
         failed_batches: 0,
+        sealed_delivery: matches!(output, StoredOutput::Sealed(_)).then_some(SignedDelivery {
+            delivery,
+            provider,
+            signature,
+        }),
         state: TaskState::Verified,
     };
     shared.store.insert_result(&task_id, &record, &proof_bytes, &output).map_err(ApiError::unavailable)?;
@@ -291,6 +333,11 @@ fn view_with_receipt(shared: &Shared, record: TaskRecord, duplicate: bool) -> Re
         provider: record.acceptance.provider,
         output_commitment: B256::from(parse_hex::<32>(&record.output_commitment, "stored output commitment")?),
         proof_digest,
+        sealed_output_digest: record
+            .sealed_delivery
+            .as_ref()
+            .map(|d| d.delivery.sealed_output_digest)
+            .unwrap_or_default(),
         received_at: record.received_at,
     };
     let signed = shared.chain.sign_receipt(receipt).map_err(ApiError::unavailable)?;
@@ -358,7 +405,8 @@ pub(super) async fn task_status(
 }
 
 /// A task's output, published once its order's nonce is used on-chain (before that, a poster
-/// could read the output and cancel the order).
+/// could read the output and cancel the order). A private task's is served as it was delivered:
+/// sealed to the poster, with the provider's signed delivery.
 #[utoipa::path(get, path = "/v1/tasks/{task_id}/output", params(("task_id" = String, Path, description = "0x + 64 hex")),
     responses((status = 200, body = OutputView), (status = 404, description = "unknown, or not settled yet", body = ErrorBody)))]
 pub(super) async fn task_output(
@@ -378,5 +426,15 @@ pub(super) async fn task_output(
     if !closed {
         return Err(ApiError::not_found(format!("task {task_id}'s output is published once its order settles")));
     }
-    Ok(Json(OutputView { task_id, output_commitment: r.output_commitment, output }))
+    let (output, sealed_output) = match output {
+        StoredOutput::Plain(values) => (values, None),
+        StoredOutput::Sealed(bytes) => (Vec::new(), Some(format!("0x{}", alloy::hex::encode(bytes)))),
+    };
+    Ok(Json(OutputView {
+        task_id,
+        output_commitment: r.output_commitment,
+        output,
+        sealed_output,
+        delivery: r.sealed_delivery,
+    }))
 }
