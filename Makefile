@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: demo demo-offline test test-rust test-contracts bench bench-aggregation bench-wrap bench-sequencer bench-self-settle setup-contracts fmt
+.PHONY: demo demo-offline test test-rust test-contracts bench bench-aggregation bench-wrap bench-sequencer bench-self-settle bench-ezkl setup-contracts fmt
 
 ## Every role end to end on a local devnet: compile the bundled models, deploy, register them by a
 ## DAO vote, stake a provider, post 8 tasks, prove, batch, wrap, settle one batch on-chain, check
@@ -59,6 +59,11 @@ bench-sequencer: setup-contracts
 ## object; a few minutes (more on the first run: the INSECURE devnet key setup).
 bench-self-settle: setup-contracts
 	bash scripts/bench-self-settle.sh
+
+## EZKL 23 (installed from PyPI into .tgrid/ezkl-venv) and a one-shot `tgrid-prover prove` on
+## the same ONNX (digits cnn) and input, interleaved in one run. One JSON object; a few minutes.
+bench-ezkl:
+	bash scripts/bench-ezkl.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -277,6 +277,16 @@ impl Daemon {
         Ok(())
     }
 
+    /// The held model of a task's model id. A task outlives a restart with other settings (a
+    /// model removed, private tasks turned off): then it is an error for that task, not a panic.
+    fn held(&self, model_id: &B256) -> Result<&HeldModel> {
+        self.models.get(model_id).ok_or_else(|| {
+            anyhow::anyhow!(
+                "model {model_id} is not held by this daemon (removed from the settings, or private_tasks off)"
+            )
+        })
+    }
+
     fn save(&self) -> Result<()> {
         self.state.save(&self.state_path)
     }

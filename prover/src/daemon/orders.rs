@@ -61,7 +61,10 @@ impl Daemon {
             return self.skip(id, format!("names provider {}", o.provider));
         }
         // Time: the proving backlog ahead of it, its own proving, then the settlement margin.
-        let estimate = self.models[&o.model_id].prove_estimate;
+        let estimate = match self.held(&o.model_id) {
+            Ok(m) => m.prove_estimate,
+            Err(e) => return self.skip(id, format!("{e:#}")),
+        };
         let backlog: f64 = self
             .state
             .tasks

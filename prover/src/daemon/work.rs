@@ -98,7 +98,7 @@ impl Daemon {
     /// when what is published is not the committed input (or not sealed to this provider).
     pub(super) async fn input(&self, record: &TaskRecord) -> Result<Option<AcceptedInput>> {
         let o = &record.order.order;
-        let held = &self.models[&o.model_id];
+        let held = self.held(&o.model_id)?;
         if held.privacy == Privacy::Private {
             let Some((bytes, source)) = self.fetch_input(&format!("{}.tgs", o.input_commitment)).await? else {
                 return Ok(None);
@@ -144,7 +144,7 @@ impl Daemon {
             }
         };
         let model_id = record.order.order.model_id;
-        let prover = Arc::clone(&self.models[&model_id].prover);
+        let prover = Arc::clone(&self.held(&model_id)?.prover);
         let (task_id, provider) = (id.0, self.me.0 .0);
         let salts = match &input.private {
             None => None,
@@ -177,7 +177,7 @@ impl Daemon {
         };
         write_synced(&self.proof_path(&id), &proof)?;
         write_synced(&self.output_path(&id), &serde_json::to_vec(&kept)?)?;
-        let held = self.models.get_mut(&model_id).expect("held model");
+        let held = self.models.get_mut(&model_id).expect("held: its prover ran above");
         held.prove_estimate = if held.measured { held.prove_estimate.max(seconds * 1.5) } else { seconds * 1.5 };
         held.measured = true;
         let privacy = held.privacy;
