@@ -355,8 +355,9 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
             .with_context(|| format!("cannot write {}", p.display()))?;
     }
     out.emit(result.clone(), || {
+        let private = if output_salt.is_some() { " (private: opened with the poster's key)" } else { "" };
         let mut text = format!(
-            "order {}: the output matches the commitment settled on-chain ({computed}, tx {transaction})",
+            "order {}: the output{private} matches the commitment settled on-chain ({computed}, tx {transaction})",
             o.hash
         );
         if let Some(a) = result.get("argmax").and_then(Value::as_u64) {
