@@ -309,6 +309,19 @@ fn relayed_orders_settle_their_results_check_and_accepted_orders_are_disputed() 
     t.ok(&as_provider(&["stake", "add", "100"]));
     t.ok(&["deposit", "add", "50", "--per-order", "10"]);
 
+    // A private order names its provider, and its model's private mode must be registered: the
+    // devnet registers the tiny model's public id only. Refused before anything is signed.
+    let unnamed = t.run(&post(&["--payment", "10", "--private", "--relay", &relay.url]));
+    assert_eq!(unnamed.status.code(), Some(2), "{}", String::from_utf8_lossy(&unnamed.stderr));
+    assert!(String::from_utf8_lossy(&unnamed.stderr).contains("--provider"));
+    let named = provider.address().to_string();
+    t.fails(
+        &post(&["--payment", "10", "--private", "--provider", &named, "--relay", &relay.url]),
+        1,
+        "the private mode of",
+    );
+    assert!(!work.path().join(".tgrid/orders").exists(), "nothing was signed");
+
     // Published to the relay, accepted there by the provider.
     let posted = t.ok(&post(&["--payment", "10", "--relay", &relay.url]));
     assert_eq!((posted["published"].as_bool(), posted["relay_state"].as_str()), (Some(true), Some("open")));
