@@ -342,6 +342,9 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
         "output_int8": output,
         "output_commitment": computed.to_string(),
         "privacy": if output_salt.is_some() { "private" } else { "public" },
+        // A private output's commitment salt: with it (and the output) anyone the poster shows
+        // this file to can check the output against the settled commitment.
+        "output_salt": output_salt.as_ref().map(|s| s.to_hex()),
         "settled_in": transaction.to_string(),
         "source": source,
     });

@@ -416,13 +416,28 @@ async fn the_task_market_end_to_end_on_anvil() {
             // The private order: opened with poster A's key, checked against the salted commitment.
             assert_eq!(result["privacy"], "private", "{result}");
             assert_eq!(result["output_int8"], private_input["output_int8"], "order {order}");
-            let audit = json(
-                "tgrid-verifier",
-                &["task", order, "--rpc", &rpc, "--deployment", &deployment, "--relay", &seq_url],
-                &[],
+            // The poster can show the result file (output and its salt) to an auditor, who checks
+            // it against the settled commitment; another salt does not match.
+            let audit_args = |file: &str| -> Vec<String> {
+                ["task", order, "--rpc", &rpc, "--deployment", &deployment, "--relay", &seq_url, "--output", file]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
+            };
+            let args = audit_args(&out_file);
+            let audit = json("tgrid-verifier", &args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+            assert_eq!(
+                (audit["status"].as_str(), audit["output_matches"].as_bool()),
+                (Some("settled"), Some(true)),
+                "{audit}"
             );
-            assert_eq!(audit["status"], "settled", "{audit}");
             txs.insert(audit["tx"].as_str().unwrap_or_default().to_string());
+            let mut resalted = result.clone();
+            resalted["output_salt"] = Value::from(format!("0x{}", "00".repeat(31) + "01"));
+            std::fs::write(w("resalted.json"), resalted.to_string()).unwrap();
+            let args = audit_args(&w("resalted.json"));
+            let refused = run("tgrid-verifier", &args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+            assert_eq!(refused.status.code(), Some(1), "{}", String::from_utf8_lossy(&refused.stdout));
             continue;
         }
         assert_eq!(result["privacy"], "public", "{result}");

@@ -17,6 +17,7 @@ use serde_json::json;
 use tgrid_chain::bindings::{self, ITaskMarket};
 use tgrid_chain::format_tgrid;
 use tgrid_chain::market::{Acceptance, Order, OrderOutcome, OrderView, RelayClient, RelayError, SignedOrder};
+use tgrid_circuits::Salt;
 use tgrid_cli::{bad_input, parse_hex, Output};
 
 use super::batch::{BatchAudit, LeafOutcome};
@@ -220,6 +221,25 @@ async fn check_settlement(
     }))
 }
 
+/// An output file: its int8 values, and for a private task's the commitment salt
+/// (`output_salt`, as `tgrid order result --out` and `tgrid-prover prove --private --output`
+/// write it), without which a private output cannot be checked.
+fn read_output(path: &Path) -> Result<(Vec<i8>, Option<Salt>)> {
+    let values = tgrid_cli::read_int8_output(path)?;
+    // read_int8_output bounded the size and parsed the JSON.
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?;
+    let salt = match v.get("output_salt") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(hex)) => {
+            Some(Salt::from_hex(hex).map_err(|e| bad_input(anyhow!("{}: output_salt: {e}", path.display())))?)
+        }
+        Some(other) => return Err(bad_input(anyhow!("{}: output_salt {other} is not a hex string", path.display()))),
+    };
+    Ok((values, salt))
+}
+
 /// `tgrid-verifier task ORDER_HASH --rpc URL [--order FILE | --relay URL] [--output OUT.json]`.
 pub fn audit_task(
     order_hash: &str,
@@ -230,7 +250,7 @@ pub fn audit_task(
     out: &Output,
 ) -> Result<()> {
     let hash = B256::from(parse_hex::<32>(order_hash, "order hash").map_err(bad_input)?);
-    let output_values = output.map(tgrid_cli::read_int8_output).transpose()?;
+    let output_values = output.map(read_output).transpose()?;
     // Unreadable files are refused before the node is asked anything.
     let file_order = match source {
         OrderSource::File(path) => {
@@ -343,7 +363,7 @@ pub fn audit_task(
             dispute_window,
         })
     })?;
-    report.finish(output_values.as_deref(), out)
+    report.finish(output_values.as_ref().map(|(v, salt)| (v.as_slice(), salt.as_ref())), out)
 }
 
 /// Everything `task --rpc` found, before the output check.
@@ -435,7 +455,7 @@ impl TaskReport {
         }
     }
 
-    fn finish(mut self, output: Option<&[i8]>, out: &Output) -> Result<()> {
+    fn finish(mut self, output: Option<(&[i8], Option<&Salt>)>, out: &Output) -> Result<()> {
         let o = &self.signed.order;
         let status = self.status();
         let mut value = json!({
@@ -507,8 +527,11 @@ impl TaskReport {
             value["settlement_gas"] = json!(s.gas_used);
         }
         let mut output_error = None;
-        if let Some(values) = output {
-            let computed = B256::from(tgrid_circuits::commit(values).0);
+        if let Some((values, salt)) = output {
+            let computed = B256::from(match salt {
+                None => tgrid_circuits::commit(values).0,
+                Some(salt) => tgrid_circuits::commit_salted(values, salt).0,
+            });
             match &self.settled {
                 Some(s) => {
                     let ok = computed == s.output_commitment;
