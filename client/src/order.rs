@@ -190,7 +190,8 @@ async fn post(a: PostArgs, g: &Globals, out: Output) -> Result<()> {
                 a.model.display()
             ),
             Privacy::Private => bail!(
-                "the private mode of {} (model id {model_id}) is not registered on-chain: add it with                  `tgrid-sequencer registry add --private` and register it by a DAO vote first",
+                "the private mode of {} (model id {model_id}) is not registered on-chain: add it with \
+                 `tgrid-sequencer registry add --private` and register it by a DAO vote first",
                 a.model.display()
             ),
         }
@@ -332,7 +333,8 @@ async fn provider_sealing_key(a: &PostArgs, provider: Address, domain: &MarketDo
     }
     let announced = relay(&a.relay)?.sealing_key(provider).await.map_err(|e| match e.status() {
         Some(404) => bad_input(anyhow!(
-            "provider {provider} has published no sealing key on {}: it takes no private tasks there (or give              --provider-sealing-key)",
+            "provider {provider} has published no sealing key on {}: it takes no private tasks there (or give \
+                 --provider-sealing-key)",
             a.relay
         )),
         _ => anyhow!("fetching provider {provider}'s sealing key: {e}"),

@@ -354,7 +354,8 @@ impl Daemon {
             // The relay holds a newer key of this account: another daemon with the same account
             // (or a copy of its data dir) announced it. Inputs sealed to it would not open here.
             bail!(
-                "the relay holds another sealing key for {} (0x{}, issued at {}): private inputs would be sealed to                  a key this daemon lacks",
+                "the relay holds another sealing key for {} (0x{}, issued at {}): private inputs would be sealed to \
+                 a key this daemon lacks",
                 self.me,
                 hex::encode(kept.public_key),
                 kept.issued_at
