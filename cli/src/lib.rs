@@ -200,15 +200,20 @@ pub fn int8_output(v: &serde_json::Value) -> Result<Vec<i8>> {
 /// Reads an output JSON file (at most 16 MiB) with [`int8_output`]; errors are bad input.
 pub fn read_int8_output(path: &std::path::Path) -> Result<Vec<i8>> {
     use anyhow::Context;
+    let v = read_output_json(path)?;
+    int8_output(&v).with_context(|| path.display().to_string()).map_err(bad_input)
+}
+
+/// An output file as JSON, refused (bad input) beyond any output's size or when not JSON.
+pub fn read_output_json(path: &std::path::Path) -> Result<serde_json::Value> {
+    use anyhow::Context;
     let len =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?.len();
     if len > 16 << 20 {
         return Err(bad_input(anyhow::anyhow!("{}: {len} bytes, larger than any output", path.display())));
     }
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?;
-    let v: serde_json::Value =
-        serde_json::from_slice(&bytes).with_context(|| format!("{} is not JSON", path.display())).map_err(bad_input)?;
-    int8_output(&v).with_context(|| path.display().to_string()).map_err(bad_input)
+    serde_json::from_slice(&bytes).with_context(|| format!("{} is not JSON", path.display())).map_err(bad_input)
 }
 
 #[cfg(test)]

@@ -225,11 +225,8 @@ async fn check_settlement(
 /// (`output_salt`, as `tgrid order result --out` and `tgrid-prover prove --private --output`
 /// write it), without which a private output cannot be checked.
 fn read_output(path: &Path) -> Result<(Vec<i8>, Option<Salt>)> {
-    let values = tgrid_cli::read_int8_output(path)?;
-    // read_int8_output bounded the size and parsed the JSON.
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?;
-    let v: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?;
+    let v = tgrid_cli::read_output_json(path)?;
+    let values = tgrid_cli::int8_output(&v).with_context(|| path.display().to_string()).map_err(bad_input)?;
     let salt = match v.get("output_salt") {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(hex)) => {

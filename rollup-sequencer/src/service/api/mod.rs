@@ -54,6 +54,9 @@ impl ApiError {
     fn bad_request(reason: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "bad_request", reason)
     }
+    fn bad_signature(e: tgrid_chain::market::OrderError) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "bad_signature", e.to_string())
+    }
     fn rejected(reason: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", reason)
     }

@@ -66,9 +66,7 @@ pub(super) async fn post_order(
     body: Result<Json<SignedOrderBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<(StatusCode, Json<OrderBody>), ApiError> {
     let signed = body.map_err(json_rejection)?.0 .0;
-    let hash = signed
-        .verify(&shared.chain.domain())
-        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "bad_signature", e.to_string()))?;
+    let hash = signed.verify(&shared.chain.domain()).map_err(ApiError::bad_signature)?;
     let chain = &shared.chain;
     let now = chain.now().await.map_err(ApiError::unavailable)?;
     if let Some(existing) = shared.store.order(&hash).map_err(ApiError::unavailable)? {
@@ -231,9 +229,7 @@ pub(super) async fn accept_order(
             acceptance.order_hash
         )));
     }
-    acceptance
-        .verify(&shared.chain.domain())
-        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "bad_signature", e.to_string()))?;
+    acceptance.verify(&shared.chain.domain()).map_err(ApiError::bad_signature)?;
     let mut record = shared
         .store
         .order(&hash)

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use alloy::primitives::Address;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::Json;
 
 use super::{json_rejection, ApiError, ErrorBody, SealingKeyBody};
@@ -51,9 +50,7 @@ pub(super) async fn put_sealing_key(
             unix_now()
         )));
     }
-    announcement
-        .verify(&shared.chain.domain())
-        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "bad_signature", e.to_string()))?;
+    announcement.verify(&shared.chain.domain()).map_err(ApiError::bad_signature)?;
     let bond = shared.chain.bond(provider).await.map_err(ApiError::unavailable)?;
     if bond.bonded.is_zero() {
         return Err(ApiError::rejected(format!("{provider} has no bond in the market: only providers publish keys")));

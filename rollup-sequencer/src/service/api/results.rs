@@ -103,9 +103,7 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     let SubmitRequest { order, acceptance, output, sealed_output, proof, signature } = request;
     // Signatures first: cheap, and the delivery's makes the rate limit's key the provider who
     // really sent this result (an order and its acceptance are public; a delivery is not).
-    let bad_signature = |e: tgrid_chain::market::OrderError| {
-        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "bad_signature", e.to_string())
-    };
+    let bad_signature = ApiError::bad_signature;
     let hash = order.verify(&domain).map_err(bad_signature)?;
     acceptance.verify(&domain).map_err(bad_signature)?;
     if acceptance.order_hash != hash {
