@@ -4,7 +4,8 @@
 //! checked, acknowledged, batched, proven (aggregation, wrap, Groth16) and settled on-chain by
 //! the permissionless TaskMarket, each acknowledgement with the sequencer's signed receipt; bad
 //! submissions (forged order or delivery signatures among them) are refused with their reason,
-//! a forged flood before the rate limit; the process is killed with SIGKILL while a
+//! a forged flood before the rate limit, a flood of acceptances by throwaway keys by the
+//! per-client limit before it reads the chain; the process is killed with SIGKILL while a
 //! batch is proving, in the middle of an ingest, while a task waits in the open batch, and
 //! between sending the settlement transaction and its receipt, and after each restart every
 //! acknowledged result settles exactly once; a settlement reorganized away before its
@@ -202,6 +203,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
             ("INSECURE_DEVNET_KEYS_DIR", keys_dir().display().to_string()),
             ("POLL_INTERVAL_MS", "100".into()),
             ("MAX_BODY_BYTES", (1usize << 20).to_string()),
+            ("RELAY_REQUESTS_PER_CLIENT_PER_SEC", "5".into()),
         ]
         .into_iter()
         .map(|(k, v)| (format!("TGRID_SEQUENCER_{k}"), v))
@@ -247,9 +249,37 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let (code, v) = post_to(&http, &acceptance_url, json!(accept(&orders[0].0, &other_key)).to_string()).await;
     assert_eq!(code, 422, "{v}");
     assert!(v["reason"].as_str().unwrap().contains("bond"), "{v}");
+    // A flood of acceptances signed by fresh keys from one client: past its burst the per-client
+    // limit refuses them before anything reads the chain, so the node sees one bond read per
+    // admitted request and the market's parameters once; a provider elsewhere is not held up.
+    let spammer = Http::builder().local_address(std::net::IpAddr::from([127, 0, 0, 2])).build().unwrap();
+    let (bond_reads, parameter_reads) =
+        (proxy.calls_to(ITaskMarket::bondCall::SELECTOR), proxy.calls_to(ITaskMarket::parametersCall::SELECTOR));
+    let mut limited = 0;
+    for _ in 0..100 {
+        let throwaway = PrivateKeySigner::random();
+        let (code, v) = post_to(&spammer, &acceptance_url, json!(accept(&orders[0].0, &throwaway)).to_string()).await;
+        match code {
+            429 => limited += 1,
+            422 => assert!(v["reason"].as_str().unwrap().contains("bond"), "{v}"),
+            _ => panic!("a throwaway key's acceptance: {code} {v}"),
+        }
+    }
+    assert!(limited >= 85, "burst of 10 at 5/s: only {limited} of 100 limited");
+    assert_eq!(proxy.calls_to(ITaskMarket::bondCall::SELECTOR) - bond_reads, 100 - limited, "one read per admitted");
+    assert!(proxy.calls_to(ITaskMarket::parametersCall::SELECTOR) - parameter_reads <= 1, "parameters are shared");
+    let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
+    let line = format!("tgrid_sequencer_relay_orders_total{{event=\"rate_limited\"}} {limited}");
+    assert!(metrics.lines().any(|l| l == line), "{metrics}");
     let (code, v) = post_to(&http, &acceptance_url, json!(accept(&orders[0].0, &provider_key)).to_string()).await;
     assert_eq!(code, 200, "{v}");
     assert_eq!(v["state"], "accepted");
+    // Once an order is taken, acceptances for it are answered from the store alone.
+    let bond_reads = proxy.calls_to(ITaskMarket::bondCall::SELECTOR);
+    let (code, v) =
+        post_to(&spammer, &acceptance_url, json!(accept(&orders[0].0, &PrivateKeySigner::random())).to_string()).await;
+    assert_eq!(code, 409, "{v}");
+    assert_eq!(proxy.calls_to(ITaskMarket::bondCall::SELECTOR), bond_reads);
 
     // Providers' sealing keys: only a bonded provider's own signed key is listed, the newest kept.
     let key_url = |who: Address| format!("{api}/v1/providers/{who}/sealing-key");

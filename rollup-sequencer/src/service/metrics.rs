@@ -12,7 +12,7 @@ pub struct Metrics {
     pub queue_depth: IntGauge,
     /// Submissions by outcome (`accepted`, `duplicate`, `rejected`).
     pub submissions: IntCounterVec,
-    /// Relay events (`listed`, `accepted`).
+    /// Relay events (`listed`, `accepted`, `rate_limited`: a write refused by the per-client limit).
     pub orders: IntCounterVec,
     /// Time from request to acknowledgement.
     pub ack_seconds: Histogram,
@@ -56,7 +56,10 @@ impl Metrics {
             IntCounterVec::new(Opts::new("tgrid_sequencer_submissions_total", "submissions by outcome"), &["outcome"])
                 .expect("metric");
         let orders = IntCounterVec::new(
-            Opts::new("tgrid_sequencer_relay_orders_total", "orders listed and acceptances recorded"),
+            Opts::new(
+                "tgrid_sequencer_relay_orders_total",
+                "orders listed, acceptances recorded, relay writes refused by the per-client limit",
+            ),
             &["event"],
         )
         .expect("metric");

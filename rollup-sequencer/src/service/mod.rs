@@ -10,6 +10,7 @@
 pub mod api;
 pub mod chain;
 pub mod config;
+pub(crate) mod edge;
 pub mod health;
 pub mod metrics;
 pub mod pipeline;
@@ -81,6 +82,10 @@ pub struct Shared {
     pub metrics: Metrics,
     /// Per-provider submission rate limit.
     pub limiter: DefaultKeyedRateLimiter<[u8; 20]>,
+    /// Per-client rate limit of the relay's writes ([`edge`]).
+    pub(crate) relay_limiter: DefaultKeyedRateLimiter<std::net::IpAddr>,
+    /// Chain reads the relay's requests share ([`edge`]).
+    pub(crate) relay_reads: edge::RelayReads,
     /// Tasks whose submission is being checked (refuses a concurrent duplicate).
     pub in_flight: Mutex<HashSet<[u8; 32]>>,
     /// Recently refused deliveries, answered again without a proof check or the rate limit.
@@ -149,14 +154,16 @@ pub(crate) async fn warm_verifiers(shared: Arc<Shared>) {
     }
 }
 
-/// Forgets idle providers' rate-limit state once a minute, so the limiter's memory follows the
-/// active providers rather than every address ever seen.
+/// Forgets idle providers' and clients' rate-limit state once a minute, so the limiters' memory
+/// follows the active ones rather than every address ever seen.
 async fn prune_rate_limiter(shared: Arc<Shared>, stop: Arc<AtomicBool>) {
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
     while !stop.load(Ordering::Relaxed) {
         tick.tick().await;
         shared.limiter.retain_recent();
         shared.limiter.shrink_to_fit();
+        shared.relay_limiter.retain_recent();
+        shared.relay_limiter.shrink_to_fit();
     }
 }
 
@@ -191,6 +198,9 @@ pub async fn run(
     }
     let per_sec = NonZeroU32::new(settings.submissions_per_provider_per_sec).expect("validated");
     let quota = Quota::per_second(per_sec).allow_burst(per_sec.saturating_mul(NonZeroU32::new(2).expect("2")));
+    let per_client = NonZeroU32::new(settings.relay_requests_per_client_per_sec).expect("validated");
+    let relay_quota =
+        Quota::per_second(per_client).allow_burst(per_client.saturating_mul(NonZeroU32::new(2).expect("2")));
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     let shared = Arc::new(Shared {
         settings: settings.clone(),
@@ -199,6 +209,8 @@ pub async fn run(
         aggregator: RwLock::new(aggregator),
         metrics: Metrics::new(),
         limiter: RateLimiter::keyed(quota),
+        relay_limiter: RateLimiter::keyed(relay_quota),
+        relay_reads: edge::RelayReads::default(),
         in_flight: Mutex::default(),
         refused: Mutex::new(api::refused::RefusedDeliveries::new(REFUSED_DELIVERIES_KEPT)),
         verify_slots: tokio::sync::Semaphore::new(cores),
@@ -217,7 +229,8 @@ pub async fn run(
     tracing::info!(%addr, sequencer = %shared.chain.sender(), "sequencer API listening");
     on_ready(addr);
     let stop_wait = stop.clone();
-    let served = axum::serve(listener, api::router(shared.clone()))
+    let app = api::router(shared.clone()).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             while !stop_wait.load(Ordering::Relaxed) {
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;

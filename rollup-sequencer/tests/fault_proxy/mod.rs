@@ -18,6 +18,15 @@ struct Faults {
     pending: HashMap<String, u32>,
     /// Failures injected so far, by method.
     injected: HashMap<String, u32>,
+    /// `eth_call`s forwarded, by function selector.
+    calls: HashMap<[u8; 4], u32>,
+}
+
+/// The function selector of an `eth_call`'s calldata (`input`, or `data` from older clients).
+fn selector(call: &Value) -> Option<[u8; 4]> {
+    let tx = &call["params"][0];
+    let data = tx["input"].as_str().or_else(|| tx["data"].as_str())?;
+    Some(u32::from_str_radix(data.strip_prefix("0x")?.get(..8)?, 16).ok()?.to_be_bytes())
 }
 
 #[derive(Clone)]
@@ -66,6 +75,12 @@ impl FaultProxy {
         *self.faults.lock().unwrap().pending.entry(method.to_string()).or_default() += times;
     }
 
+    /// How many `eth_call`s of the function `selector` reached the node so far.
+    #[allow(dead_code)] // not every test binary that includes the proxy counts calls
+    pub fn calls_to(&self, selector: [u8; 4]) -> u32 {
+        self.faults.lock().unwrap().calls.get(&selector).copied().unwrap_or(0)
+    }
+
     /// How many requests calling `method` were failed so far.
     pub fn injected(&self, method: &str) -> u32 {
         self.faults.lock().unwrap().injected.get(method).copied().unwrap_or(0)
@@ -86,6 +101,11 @@ async fn forward(State(proxy): State<Proxy>, body: Bytes) -> Response {
                 *left -= 1;
                 *faults.injected.entry(method.to_string()).or_default() += 1;
                 return (StatusCode::SERVICE_UNAVAILABLE, format!("injected fault on {method}")).into_response();
+            }
+        }
+        for call in calls.iter().filter(|c| c["method"] == "eth_call") {
+            if let Some(selector) = selector(call) {
+                *faults.calls.entry(selector).or_default() += 1;
             }
         }
     }

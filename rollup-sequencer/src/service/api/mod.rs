@@ -90,6 +90,20 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Admits a relay write from `client` under the per-client limit ([`crate::service::edge`]),
+/// before anything reads the chain for it.
+fn admit_relay_client(shared: &Shared, client: std::net::SocketAddr) -> Result<(), ApiError> {
+    let key = crate::service::edge::client_key(client.ip());
+    if shared.relay_limiter.check_key(&key).is_err() {
+        shared.metrics.orders.with_label_values(&["rate_limited"]).inc();
+        return Err(ApiError::too_many(format!(
+            "more than {} relay requests per second from {key}",
+            shared.settings.relay_requests_per_client_per_sec
+        )));
+    }
+    Ok(())
+}
+
 /// A provider's result: the proof of a signed order it accepted, with the output
 /// (`tgrid_chain::market::ResultSubmission`).
 #[derive(Debug, Deserialize, ToSchema)]

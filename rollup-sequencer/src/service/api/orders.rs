@@ -7,13 +7,17 @@
 use std::sync::Arc;
 
 use alloy::primitives::{B256, U256};
-use axum::extract::{Path, Query, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
 use tgrid_chain::market::{OrderView, RelayState};
 
-use super::{json_rejection, parse_hex, AcceptanceBody, ApiError, ErrorBody, OrderBody, SignedOrderBody};
+use super::{
+    admit_relay_client, json_rejection, parse_hex, AcceptanceBody, ApiError, ErrorBody, OrderBody, SignedOrderBody,
+};
 use crate::service::store::{OrderRecord, TaskState};
 use crate::service::{unix_now, Shared};
 
@@ -59,22 +63,26 @@ fn view(shared: &Shared, hash: B256, record: OrderRecord, now: u64) -> Result<Or
     (status = 400, description = "malformed request", body = ErrorBody),
     (status = 409, description = "its nonce is used on-chain, or another order is listed for it", body = ErrorBody),
     (status = 422, description = "bad signature, or the chain would not back it", body = ErrorBody),
+    (status = 429, description = "too many relay requests from this client; retry after Retry-After", body = ErrorBody),
     (status = 503, description = "chain or store unavailable; retry", body = ErrorBody),
 ))]
 pub(super) async fn post_order(
     State(shared): State<Arc<Shared>>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
     body: Result<Json<SignedOrderBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<(StatusCode, Json<OrderBody>), ApiError> {
     let signed = body.map_err(json_rejection)?.0 .0;
     let hash = signed.verify(&shared.chain.domain()).map_err(ApiError::bad_signature)?;
     let chain = &shared.chain;
-    let now = chain.now().await.map_err(ApiError::unavailable)?;
     if let Some(existing) = shared.store.order(&hash).map_err(ApiError::unavailable)? {
+        let now = shared.relay_reads.now(chain).await.map_err(ApiError::unavailable)?;
         return Ok((StatusCode::OK, Json(view(&shared, hash, existing, now)?)));
     }
+    admit_relay_client(&shared, client)?;
     let o = &signed.order;
-    let (params, book, used, active) = tokio::try_join!(
-        chain.parameters(),
+    let (now, params, book, used, active) = tokio::try_join!(
+        shared.relay_reads.now(chain),
+        shared.relay_reads.parameters(chain),
         chain.book(o.poster, o.book()),
         chain.nonce_used(o.poster, o.nonce),
         chain.model_active(&o.model_id.0)
@@ -161,7 +169,7 @@ pub(super) async fn list_orders(
         ),
     };
     let limit = q.limit.unwrap_or(100).min(MAX_LIST);
-    let now = shared.chain.now().await.map_err(ApiError::unavailable)?;
+    let now = shared.relay_reads.now(&shared.chain).await.map_err(ApiError::unavailable)?;
     // Expired orders are left out unless asked for.
     let not_before =
         if matches!(wanted, None | Some(RelayState::Expired) | Some(RelayState::Closed)) { 0 } else { now };
@@ -199,7 +207,7 @@ pub(super) async fn get_order(
         .order(&hash)
         .map_err(ApiError::unavailable)?
         .ok_or_else(|| ApiError::not_found(format!("no order {hash} is listed")))?;
-    let now = shared.chain.now().await.map_err(ApiError::unavailable)?;
+    let now = shared.relay_reads.now(&shared.chain).await.map_err(ApiError::unavailable)?;
     Ok(Json(view(&shared, hash, record, now)?))
 }
 
@@ -215,9 +223,11 @@ pub(super) async fn get_order(
     (status = 404, body = ErrorBody),
     (status = 409, description = "another provider accepted it first", body = ErrorBody),
     (status = 422, description = "bad signature, another named provider, deadline passed, bond too small", body = ErrorBody),
+    (status = 429, description = "too many relay requests from this client; retry after Retry-After", body = ErrorBody),
 ))]
 pub(super) async fn accept_order(
     State(shared): State<Arc<Shared>>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
     Path(hash): Path<String>,
     body: Result<Json<AcceptanceBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<OrderBody>, ApiError> {
@@ -237,20 +247,25 @@ pub(super) async fn accept_order(
         .ok_or_else(|| ApiError::not_found(format!("no order {hash} is listed")))?;
     let o = record.signed.order.clone();
     let chain = &shared.chain;
-    let now = chain.now().await.map_err(ApiError::unavailable)?;
+    // Answered from the store alone: a flood of acceptances for a taken order reads nothing.
     match &record.acceptance {
-        Some(a) if a.provider == acceptance.provider => return Ok(Json(view(&shared, hash, record, now)?)),
+        Some(a) if a.provider == acceptance.provider => {
+            let now = shared.relay_reads.now(chain).await.map_err(ApiError::unavailable)?;
+            return Ok(Json(view(&shared, hash, record, now)?));
+        }
         Some(a) => return Err(ApiError::conflict(format!("order {hash} was accepted by {} first", a.provider))),
         None => {}
     }
     if o.is_named() && o.provider != acceptance.provider {
         return Err(ApiError::rejected(format!("order {hash} names provider {}", o.provider)));
     }
+    admit_relay_client(&shared, client)?;
+    let now = shared.relay_reads.now(chain).await.map_err(ApiError::unavailable)?;
     if o.deadline <= now {
         return Err(ApiError::rejected(format!("order {hash}'s deadline {} has passed", o.deadline)));
     }
-    let (bond, params) =
-        tokio::try_join!(chain.bond(acceptance.provider), chain.parameters()).map_err(ApiError::unavailable)?;
+    let (bond, params) = tokio::try_join!(chain.bond(acceptance.provider), shared.relay_reads.parameters(chain))
+        .map_err(ApiError::unavailable)?;
     let window = params.disputeWindow.saturating_to::<u64>();
     // Orders this provider accepted here that may still end in a dispute.
     let open =

@@ -4,10 +4,12 @@
 use std::sync::Arc;
 
 use alloy::primitives::Address;
-use axum::extract::{Path, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Path, State};
 use axum::Json;
 
-use super::{json_rejection, ApiError, ErrorBody, SealingKeyBody};
+use super::{admit_relay_client, json_rejection, ApiError, ErrorBody, SealingKeyBody};
 use crate::service::{unix_now, Shared};
 
 /// How far in the future an announcement may be dated (clock skew): a later date would let it
@@ -28,10 +30,12 @@ fn provider_of(address: &str) -> Result<Address, ApiError> {
         (status = 200, description = "the announcement kept for this provider", body = SealingKeyBody),
         (status = 400, description = "malformed request, another address than the path's, or dated in the future", body = ErrorBody),
         (status = 422, description = "bad signature, or the provider has no bond", body = ErrorBody),
+        (status = 429, description = "too many relay requests from this client; retry after Retry-After", body = ErrorBody),
         (status = 503, description = "chain or store unavailable; retry", body = ErrorBody),
     ))]
 pub(super) async fn put_sealing_key(
     State(shared): State<Arc<Shared>>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
     Path(address): Path<String>,
     body: Result<Json<SealingKeyBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<SealingKeyBody>, ApiError> {
@@ -51,6 +55,7 @@ pub(super) async fn put_sealing_key(
         )));
     }
     announcement.verify(&shared.chain.domain()).map_err(ApiError::bad_signature)?;
+    admit_relay_client(&shared, client)?;
     let bond = shared.chain.bond(provider).await.map_err(ApiError::unavailable)?;
     if bond.bonded.is_zero() {
         return Err(ApiError::rejected(format!("{provider} has no bond in the market: only providers publish keys")));
