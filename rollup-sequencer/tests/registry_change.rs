@@ -3,7 +3,9 @@
 //! period); the sequencer then moves to the new root once its registry file lists it; a batch
 //! proven under a root that governance revokes before it settles is given up, its task re-proven
 //! under the current root, and settles exactly once. A `maxBatchSize` lowered by governance
-//! below the sequencer's own limit caps new batches. Node faults on the reads and receipts the
+//! below the size of a batch already proven makes its settlement revert: the batch is given up
+//! and its tasks settle in smaller batches; the lowered limit, below the sequencer's own, caps
+//! every new batch. Node faults on the reads and receipts the
 //! pipeline depends on (a fault-injecting proxy) are ridden out.
 //!
 //! The timelock is impersonated to make the registry calls a passed vote would make. The wrap
@@ -86,7 +88,7 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
     let book = Market::new(&d, wallet(2)).open_book(poster_key.address(), 4, ether(10)).await.unwrap().value;
     let now = admin.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap().header.timestamp;
 
-    // Two results for model A, proven by the provider for signed orders.
+    // Three results for model A, proven by the provider for signed orders.
     let prover = TaskProver::new(model_a.clone(), SegmentPlan::default()).unwrap();
     let submission = |seed: u64, key: &PrivateKeySigner| {
         let input = random_input(seed, model_a.input_len());
@@ -104,6 +106,7 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
         Submission { task, body }
     };
     let first = submission(0, &provider_key);
+    let first_b = submission(2, &provider_key);
     let second = submission(1, &provider_key);
     drop(prover);
 
@@ -126,7 +129,7 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
         ("REGISTRY", dir.join("registry.json").display().to_string()),
         ("DATA_DIR", dir.join("sequencer").display().to_string()),
         ("LISTEN", "127.0.0.1:0".into()),
-        // Batches of up to 4 that never close by age: only the market's cap (1, below) closes them.
+        // Batches of up to 4 that never close by age: only the market's cap (2, then 1) closes them.
         ("MAX_BATCH_TASKS", "4".into()),
         ("MAX_BATCH_AGE_SECS", "3600".into()),
         ("WRAP_FRI", "insecure-test".into()),
@@ -138,27 +141,41 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
     .into_iter()
     .map(|(k, v)| (format!("TGRID_SEQUENCER_{k}"), v.to_string()))
     .collect();
-    governance(d.market, setMaxBatchSizeCall { maxBatchSize: alloy::primitives::U256::from(1) }.abi_encode()).await;
+    let set_max_batch_size =
+        |n: u64| setMaxBatchSizeCall { maxBatchSize: alloy::primitives::U256::from(n) }.abi_encode();
+    governance(d.market, set_max_batch_size(2)).await;
     let http = Http::new();
     let seq = Sequencer::start(&env);
     let api = seq.url.clone();
     let status = wait_for_sequencer_status(&http, &api, "pipeline ready", |s| s["pipeline_ready"] == true).await;
     assert_eq!(status["registry_root"], B256::from(root_1).to_string());
 
-    // 1. Model B is registered while the first result's batch is proving under root 1: that
-    // batch settles under root 1 (in its grace period).
-    let (code, v) = post(&http, &api, first.body.to_string()).await;
-    assert_eq!(code, 202, "{v}");
+    // 1. While the first two results' batch (full at the market's cap of 2) is proving under
+    // root 1, one vote registers model B and another lowers the cap to 1. The proven batch is
+    // too large to settle: it is given up and its tasks, re-queued, settle one per batch under
+    // root 1 (in its grace period).
+    for s in [&first, &first_b] {
+        let (code, v) = post(&http, &api, s.body.to_string()).await;
+        assert_eq!(code, 202, "{v}");
+    }
     wait_for_status(&http, &api, first.task, "proving", Duration::from_secs(300)).await;
     governance(d.registry, register(b_id, b_digest, root_2)).await;
+    governance(d.market, set_max_batch_size(1)).await;
     // The registry file still lists root 1: the operator sees why new batches lag behind.
     let status =
         wait_for_sequencer_status(&http, &api, "stale registry reported", |s| s["registry_stale"].is_string()).await;
     assert!(status["registry_stale"].as_str().unwrap().contains("registry add"), "{status}");
     let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(metrics.lines().any(|l| l == "tgrid_sequencer_registry_stale 1"), "{metrics}");
-    let settled = wait_for_status(&http, &api, first.task, "settled", Duration::from_secs(600)).await;
-    assert!(settled.get("reason").is_none(), "paid: {settled}");
+    for s in [&first, &first_b] {
+        let settled = wait_for_status(&http, &api, s.task, "settled", Duration::from_secs(600)).await;
+        assert!(settled.get("reason").is_none(), "paid: {settled}");
+    }
+    let (_, status) = get(&http, &format!("{api}/v1/status")).await;
+    assert!(
+        status["failed"].as_array().unwrap().iter().any(|f| f["reason"].as_str().unwrap().contains("BatchTooLarge")),
+        "the batch proven before the cap was lowered was given up: {status}"
+    );
 
     // The operator lists the new model: new batches move to root 2.
     install("registry-2.json");
@@ -166,7 +183,9 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
         s["registry_root"] == B256::from(root_2).to_string() && s["registry_stale"].is_null()
     })
     .await;
-    assert_eq!(status["status"], "ok", "{status}");
+    // What is left to report is the batch given up in step 1, not the registry.
+    let problems = status["problems"].as_array().unwrap();
+    assert!(problems.iter().all(|p| p.as_str().unwrap().contains("BatchTooLarge")), "{status}");
 
     // 2. The second result's batch proves under root 2; meanwhile governance registers model
     // C (root 3, listed by the file beforehand) and revokes root 2. The batch can no longer
@@ -197,7 +216,7 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
     assert!(metrics.lines().any(|l| l == "tgrid_sequencer_registry_reloads_total 2"), "{metrics}");
     assert_eq!((proxy.injected("eth_call"), proxy.injected("eth_getTransactionReceipt")), (3, 2));
 
-    // Exactly once, each under the root it was proven for: root 1 (grace), then root 3.
+    // Exactly once, each under the root it was proven for: root 1 (grace) twice, then root 3.
     let filter = alloy::rpc::types::Filter::new()
         .address(d.market)
         .event_signature(ITaskMarket::BatchSettled::SIGNATURE_HASH)
@@ -209,12 +228,14 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
         .iter()
         .map(|l| ITaskMarket::BatchSettled::decode_log(&l.inner).unwrap().registryRoot)
         .collect();
-    assert_eq!(roots, [B256::from(root_1), B256::from(root_3)]);
+    assert_eq!(roots, [B256::from(root_1), B256::from(root_1), B256::from(root_3)]);
     let market = Market::new(&d, admin.clone());
-    assert_eq!(market.earner(provider_key.address()).await.unwrap().tasksSettled, 2);
-    for batch in 1..=3 {
+    assert_eq!(market.earner(provider_key.address()).await.unwrap().tasksSettled, 3);
+    let mut sizes = Vec::new();
+    for batch in 1..=5 {
         let (_, view) = get(&http, &format!("{api}/v1/batches/{batch}")).await;
-        assert_eq!(view["tasks"].as_array().map(Vec::len), Some(1), "capped by the market: {view}");
+        sizes.push(view["tasks"].as_array().map(Vec::len).unwrap_or_default());
     }
+    assert_eq!(sizes, [2, 1, 1, 1, 1], "each batch capped by the market's limit when it opened");
     drop(seq);
 }
