@@ -2,7 +2,9 @@
 //! proven under the old root while a new model is registered settles under that root (its grace
 //! period); the sequencer then moves to the new root once its registry file lists it; a batch
 //! proven under a root that governance revokes before it settles is given up, its task re-proven
-//! under the current root, and settles exactly once. A `maxBatchSize` lowered by governance
+//! under the current root, and settles exactly once; a result of a model governance then
+//! deregisters, queued when the sequencer moves to the new root, is batched under the old root
+//! (its grace period) rather than dropped. A `maxBatchSize` lowered by governance
 //! below the size of a batch already proven makes its settlement revert: the batch is given up
 //! and its tasks settle in smaller batches; the lowered limit, below the sequencer's own, caps
 //! every new batch. Node faults on the reads and receipts the
@@ -24,7 +26,7 @@ use tgrid_chain::bindings::{ITaskMarket, IERC20};
 use tgrid_chain::market::{Acceptance, Market, MarketDomain, SignedOrder};
 use tgrid_chain::{Devnet, DevnetConfig};
 use tgrid_circuits::testing::{random_input, tiny_model};
-use tgrid_circuits::{SegmentPlan, TaskProver};
+use tgrid_circuits::{QuantModel, SegmentPlan, TaskProver};
 
 mod common;
 mod fault_proxy;
@@ -34,6 +36,7 @@ use common::*;
 alloy::sol! {
     function registerModel(bytes32 modelId, bytes32 circuitDigest, string uri, bytes32 newRoot);
     function revokeRoot(bytes32 root);
+    function deregisterModel(bytes32 modelId, bytes32 newRoot);
     function setMaxBatchSize(uint256 maxBatchSize);
 }
 
@@ -62,6 +65,11 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
     next.save(&dir.join("registry-2.json")).unwrap();
     let (c_id, c_digest, root_3) = add_model(&mut next, &model_c, "c.tgm");
     next.save(&dir.join("registry-3.json")).unwrap();
+    // Then B is deregistered: {A, C}.
+    let mut without_b = RegistryFile::empty(dir.to_path_buf());
+    add_model(&mut without_b, &model_a, "model.tgm");
+    let (_, _, root_4) = add_model(&mut without_b, &model_c, "c.tgm");
+    without_b.save(&dir.join("registry-4.json")).unwrap();
     let install = |name: &str| std::fs::copy(dir.join(name), dir.join("registry.json")).unwrap();
     let (key_id, key_words) = tokio::task::spawn_blocking(wrap_key).await.unwrap();
 
@@ -88,11 +96,11 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
     let book = Market::new(&d, wallet(2)).open_book(poster_key.address(), 4, ether(10)).await.unwrap().value;
     let now = admin.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap().header.timestamp;
 
-    // Three results for model A, proven by the provider for signed orders.
-    let prover = TaskProver::new(model_a.clone(), SegmentPlan::default()).unwrap();
-    let submission = |seed: u64, key: &PrivateKeySigner| {
-        let input = random_input(seed, model_a.input_len());
-        let order = open_order(poster_key.address(), a_id, &input, book, seed as u32, now + 86_400);
+    // Three results for model A and one for model B, proven by the provider for signed orders.
+    let submission = |model: &QuantModel, seed: u64, key: &PrivateKeySigner| {
+        let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
+        let input = random_input(seed, model.input_len());
+        let order = open_order(poster_key.address(), model.model_id(), &input, book, seed as u32, now + 86_400);
         let signed = SignedOrder::sign(order, &poster_key, &domain).unwrap();
         let task = signed.hash(&domain);
         let (proof, trace, _) = prover.prove(&input, task.0, key.address().0 .0, &mut |_, _, _| {}).unwrap();
@@ -105,10 +113,10 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
         sign_delivery(&mut body, key, &domain);
         Submission { task, body }
     };
-    let first = submission(0, &provider_key);
-    let first_b = submission(2, &provider_key);
-    let second = submission(1, &provider_key);
-    drop(prover);
+    let first = submission(&model_a, 0, &provider_key);
+    let first_b = submission(&model_a, 2, &provider_key);
+    let second = submission(&model_a, 1, &provider_key);
+    let of_model_b = submission(&model_b, 3, &provider_key);
 
     // Governance, as a passed vote executes it: the timelock calls the registry or the market.
     let governance = |to: Address, calldata: Vec<u8>| as_timelock(&admin, d.timelock, to, calldata);
@@ -200,10 +208,33 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
     // fail before they succeed.
     proxy.fail("eth_call", 3);
     proxy.fail("eth_getTransactionReceipt", 2);
-    let settled = wait_for_status(&http, &api, second.task, "settled", Duration::from_secs(900)).await;
-    assert!(settled.get("reason").is_none(), "paid: {settled}");
-    let (_, status) = get(&http, &format!("{api}/v1/status")).await;
-    assert_eq!(status["registry_root"], B256::from(root_3).to_string(), "{status}");
+
+    // 3. While the second result is re-proven under root 3 (batch 5), a result of model B arrives
+    // and waits in the queue; governance then deregisters B (root 4 = {A, C}, which the file
+    // lists). That result was acknowledged under root 3, which the market accepts through its
+    // grace period: it is batched under root 3 before new batches move to root 4, and settles.
+    let started = Instant::now();
+    loop {
+        let (_, batch) = get(&http, &format!("{api}/v1/batches/5")).await;
+        if batch["status"] == "proving" {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(600), "batch 5 never proved: {batch}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (code, v) = post(&http, &api, of_model_b.body.to_string()).await;
+    assert_eq!(code, 202, "{v}");
+    let deregister = deregisterModelCall { modelId: B256::from(b_id), newRoot: B256::from(root_4) };
+    governance(d.registry, deregister.abi_encode()).await;
+    install("registry-4.json");
+    for s in [&second, &of_model_b] {
+        let settled = wait_for_status(&http, &api, s.task, "settled", Duration::from_secs(900)).await;
+        assert!(settled.get("reason").is_none(), "paid: {settled}");
+    }
+    let status = wait_for_sequencer_status(&http, &api, "the move to root 4", |s| {
+        s["registry_root"] == B256::from(root_4).to_string()
+    })
+    .await;
     assert!(
         status["failed"]
             .as_array()
@@ -213,10 +244,11 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
         "the batch under the revoked root was given up: {status}"
     );
     let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.lines().any(|l| l == "tgrid_sequencer_registry_reloads_total 2"), "{metrics}");
+    assert!(metrics.lines().any(|l| l == "tgrid_sequencer_registry_reloads_total 3"), "{metrics}");
     assert_eq!((proxy.injected("eth_call"), proxy.injected("eth_getTransactionReceipt")), (3, 2));
 
-    // Exactly once, each under the root it was proven for: root 1 (grace) twice, then root 3.
+    // Exactly once, each under the root it was proven for: root 1 (grace) twice, then root 3
+    // twice (the last in its grace).
     let filter = alloy::rpc::types::Filter::new()
         .address(d.market)
         .event_signature(ITaskMarket::BatchSettled::SIGNATURE_HASH)
@@ -228,14 +260,14 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
         .iter()
         .map(|l| ITaskMarket::BatchSettled::decode_log(&l.inner).unwrap().registryRoot)
         .collect();
-    assert_eq!(roots, [B256::from(root_1), B256::from(root_1), B256::from(root_3)]);
+    assert_eq!(roots, [root_1, root_1, root_3, root_3].map(B256::from));
     let market = Market::new(&d, admin.clone());
-    assert_eq!(market.earner(provider_key.address()).await.unwrap().tasksSettled, 3);
+    assert_eq!(market.earner(provider_key.address()).await.unwrap().tasksSettled, 4);
     let mut sizes = Vec::new();
-    for batch in 1..=5 {
+    for batch in 1..=6 {
         let (_, view) = get(&http, &format!("{api}/v1/batches/{batch}")).await;
         sizes.push(view["tasks"].as_array().map(Vec::len).unwrap_or_default());
     }
-    assert_eq!(sizes, [2, 1, 1, 1, 1], "each batch capped by the market's limit when it opened");
+    assert_eq!(sizes, [2, 1, 1, 1, 1, 1], "each batch capped by the market's limit when it opened");
     drop(seq);
 }

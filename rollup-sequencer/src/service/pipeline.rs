@@ -169,12 +169,28 @@ impl Worker {
     /// The aggregator of a new on-chain registry root, once the chain moved to one the registry
     /// file lists. The open batch's leaves were proven under the old root, which the market
     /// accepts through its grace period: it is closed and proven now rather than re-proven.
+    /// Queued results of models the new registry no longer lists (governance deregistered them)
+    /// were acknowledged under the old root too: they are batched under it now, while its grace
+    /// lasts, rather than dropped once batches move to the new root.
     fn follow_registry<'a>(
         &mut self,
         aggregator: &'a Aggregator,
         open: &mut Option<OpenBatch<'a>>,
     ) -> Result<Option<Aggregator>> {
         let Some(next) = self.follower.poll(&self.shared, &self.rt, aggregator)? else { return Ok(None) };
+        let leaving: Vec<TaskRecord> = self
+            .store()
+            .queued()?
+            .into_iter()
+            .filter(|t| self.unlisted(&next, t).is_some() && self.unlisted(aggregator, t).is_none())
+            .collect();
+        for task in &leaving {
+            if open.as_ref().is_some_and(|o| o.record.tasks.len() >= o.max_tasks) {
+                self.close(open.take().expect("checked"))?;
+            }
+            info!(task = %task.task_id, "batched under the old registry root: the new one no longer lists its model");
+            self.add_to_open_batch(aggregator, open, task)?;
+        }
         if let Some(o) = open.take() {
             info!(batch = o.record.id, "closing the open batch under the registry root it was proven for");
             self.close(o)?;

@@ -412,6 +412,16 @@ impl Store {
         }
     }
 
+    /// Every verified task waiting for a batch, in the order they go into batches.
+    pub fn queued(&self) -> Result<Vec<TaskRecord>, ServiceError> {
+        let ids: Vec<[u8; 32]> = self.lock().queue.iter().map(|(_, _, id)| *id).collect();
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            out.extend(self.task(&id)?);
+        }
+        Ok(out)
+    }
+
     /// Number of verified tasks waiting for a batch.
     pub fn queued_count(&self) -> usize {
         self.lock().queue.len()
