@@ -3,8 +3,8 @@
 //! period); the sequencer then moves to the new root once its registry file lists it; a batch
 //! proven under a root that governance revokes before it settles is given up, its task re-proven
 //! under the current root, and settles exactly once; a result of a model governance then
-//! deregisters, queued when the sequencer moves to the new root, is batched under the old root
-//! (its grace period) rather than dropped. A `maxBatchSize` lowered by governance
+//! deregisters, queued when the sequencer moves to the new root or sent after, is batched under
+//! the old root (its grace period) rather than dropped or refused. A `maxBatchSize` lowered by governance
 //! below the size of a batch already proven makes its settlement revert: the batch is given up
 //! and its tasks settle in smaller batches; the lowered limit, below the sequencer's own, caps
 //! every new batch. Node faults on the reads and receipts the
@@ -93,10 +93,10 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
         token.transfer(who, ether(1_000)).send().await.unwrap().get_receipt().await.unwrap();
     }
     Market::new(&d, wallet(1)).stake(provider_key.address(), ether(1_000)).await.unwrap();
-    let book = Market::new(&d, wallet(2)).open_book(poster_key.address(), 4, ether(10)).await.unwrap().value;
+    let book = Market::new(&d, wallet(2)).open_book(poster_key.address(), 5, ether(10)).await.unwrap().value;
     let now = admin.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap().header.timestamp;
 
-    // Three results for model A and one for model B, proven by the provider for signed orders.
+    // Three results for model A and two for model B, proven by the provider for signed orders.
     let submission = |model: &QuantModel, seed: u64, key: &PrivateKeySigner| {
         let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
         let input = random_input(seed, model.input_len());
@@ -117,6 +117,7 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
     let first_b = submission(&model_a, 2, &provider_key);
     let second = submission(&model_a, 1, &provider_key);
     let of_model_b = submission(&model_b, 3, &provider_key);
+    let of_model_b_late = submission(&model_b, 4, &provider_key);
 
     // Governance, as a passed vote executes it: the timelock calls the registry or the market.
     let governance = |to: Address, calldata: Vec<u8>| as_timelock(&admin, d.timelock, to, calldata);
@@ -231,10 +232,17 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
         let settled = wait_for_status(&http, &api, s.task, "settled", Duration::from_secs(900)).await;
         assert!(settled.get("reason").is_none(), "paid: {settled}");
     }
-    let status = wait_for_sequencer_status(&http, &api, "the move to root 4", |s| {
+    wait_for_sequencer_status(&http, &api, "the move to root 4", |s| {
         s["registry_root"] == B256::from(root_4).to_string()
     })
     .await;
+    // A result of B sent after the move is checked and batched under root 3 too, while the
+    // market accepts it.
+    let (code, v) = post(&http, &api, of_model_b_late.body.to_string()).await;
+    assert_eq!(code, 202, "{v}");
+    let settled = wait_for_status(&http, &api, of_model_b_late.task, "settled", Duration::from_secs(600)).await;
+    assert!(settled.get("reason").is_none(), "paid: {settled}");
+    let (_, status) = get(&http, &format!("{api}/v1/status")).await;
     assert!(
         status["failed"]
             .as_array()
@@ -248,7 +256,7 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
     assert_eq!((proxy.injected("eth_call"), proxy.injected("eth_getTransactionReceipt")), (3, 2));
 
     // Exactly once, each under the root it was proven for: root 1 (grace) twice, then root 3
-    // twice (the last in its grace).
+    // three times (the last two in its grace, for model B).
     let filter = alloy::rpc::types::Filter::new()
         .address(d.market)
         .event_signature(ITaskMarket::BatchSettled::SIGNATURE_HASH)
@@ -260,14 +268,14 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
         .iter()
         .map(|l| ITaskMarket::BatchSettled::decode_log(&l.inner).unwrap().registryRoot)
         .collect();
-    assert_eq!(roots, [root_1, root_1, root_3, root_3].map(B256::from));
+    assert_eq!(roots, [root_1, root_1, root_3, root_3, root_3].map(B256::from));
     let market = Market::new(&d, admin.clone());
-    assert_eq!(market.earner(provider_key.address()).await.unwrap().tasksSettled, 4);
+    assert_eq!(market.earner(provider_key.address()).await.unwrap().tasksSettled, 5);
     let mut sizes = Vec::new();
-    for batch in 1..=6 {
+    for batch in 1..=7 {
         let (_, view) = get(&http, &format!("{api}/v1/batches/{batch}")).await;
         sizes.push(view["tasks"].as_array().map(Vec::len).unwrap_or_default());
     }
-    assert_eq!(sizes, [2, 1, 1, 1, 1, 1], "each batch capped by the market's limit when it opened");
+    assert_eq!(sizes, [2, 1, 1, 1, 1, 1, 1], "each batch capped by the market's limit when it opened");
     drop(seq);
 }

@@ -78,6 +78,10 @@ pub struct Shared {
     /// Native proof checks and leaf/merge proving under the registry new batches use; replaced
     /// when governance moves the on-chain root (see `registry`). Read it with [`Shared::aggregator`].
     aggregator: RwLock<Arc<Aggregator>>,
+    /// The registry batches were proven under before the last move, kept for results of models
+    /// governance deregistered: the market settles them under that root through its grace
+    /// period. Forgotten once the chain no longer accepts it (or on restart).
+    previous: RwLock<Option<Arc<Aggregator>>>,
     /// Metrics.
     pub metrics: Metrics,
     /// Per-provider submission rate limit.
@@ -102,9 +106,35 @@ impl Shared {
         self.aggregator.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 
-    /// Moves new submissions and batches to `next` (a new on-chain registry root).
+    /// The aggregator a result of `model_id` is checked and batched under: the current one, or
+    /// the previous one if only that lists the model (deregistered by the last move).
+    pub fn aggregator_for(&self, model_id: &[u8; 32]) -> Arc<Aggregator> {
+        let current = self.aggregator();
+        if current.registry().entry(model_id).is_some() {
+            return current;
+        }
+        match self.previous_aggregator() {
+            Some(previous) if previous.registry().entry(model_id).is_some() => previous,
+            _ => current,
+        }
+    }
+
+    /// The registry of before the last move, while it is kept.
+    pub(crate) fn previous_aggregator(&self) -> Option<Arc<Aggregator>> {
+        self.previous.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// Forgets the previous registry (its root is no longer accepted).
+    pub(crate) fn forget_previous_aggregator(&self) {
+        *self.previous.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+    }
+
+    /// Moves new submissions and batches to `next` (a new on-chain registry root); the one it
+    /// replaces is kept as the previous.
     pub(crate) fn replace_aggregator(&self, next: Arc<Aggregator>) {
-        *self.aggregator.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = next;
+        let replaced =
+            std::mem::replace(&mut *self.aggregator.write().unwrap_or_else(|poisoned| poisoned.into_inner()), next);
+        *self.previous.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(replaced);
     }
 }
 
@@ -207,6 +237,7 @@ pub async fn run(
         store,
         chain,
         aggregator: RwLock::new(aggregator),
+        previous: RwLock::new(None),
         metrics: Metrics::new(),
         limiter: RateLimiter::keyed(quota),
         relay_limiter: RateLimiter::keyed(relay_quota),

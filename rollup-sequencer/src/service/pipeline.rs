@@ -169,28 +169,14 @@ impl Worker {
     /// The aggregator of a new on-chain registry root, once the chain moved to one the registry
     /// file lists. The open batch's leaves were proven under the old root, which the market
     /// accepts through its grace period: it is closed and proven now rather than re-proven.
-    /// Queued results of models the new registry no longer lists (governance deregistered them)
-    /// were acknowledged under the old root too: they are batched under it now, while its grace
-    /// lasts, rather than dropped once batches move to the new root.
+    /// (Queued results of models the new registry no longer lists go into batches under the old
+    /// one, kept as the previous: see `batch_under_previous`.)
     fn follow_registry<'a>(
         &mut self,
         aggregator: &'a Aggregator,
         open: &mut Option<OpenBatch<'a>>,
     ) -> Result<Option<Aggregator>> {
         let Some(next) = self.follower.poll(&self.shared, &self.rt, aggregator)? else { return Ok(None) };
-        let leaving: Vec<TaskRecord> = self
-            .store()
-            .queued()?
-            .into_iter()
-            .filter(|t| self.unlisted(&next, t).is_some() && self.unlisted(aggregator, t).is_none())
-            .collect();
-        for task in &leaving {
-            if open.as_ref().is_some_and(|o| o.record.tasks.len() >= o.max_tasks) {
-                self.close(open.take().expect("checked"))?;
-            }
-            info!(task = %task.task_id, "batched under the old registry root: the new one no longer lists its model");
-            self.add_to_open_batch(aggregator, open, task)?;
-        }
         if let Some(o) = open.take() {
             info!(batch = o.record.id, "closing the open batch under the registry root it was proven for");
             self.close(o)?;
@@ -310,6 +296,9 @@ impl Worker {
         self.shared.metrics.queue_depth.set(self.store().queued_count() as i64);
         // Nearest deadline first: those tasks go into the next batch.
         if let Some(next) = self.store().next_queued()? {
+            if self.unlisted(aggregator, &next).is_some() && self.batch_under_previous(aggregator)? {
+                return Ok(true);
+            }
             if open.as_ref().is_none_or(|o| o.record.tasks.len() < o.max_tasks) {
                 self.add_to_open_batch(aggregator, open, &next)?;
                 return Ok(true);
@@ -393,6 +382,44 @@ impl Worker {
         self.store().flush_blocking()?;
         info!(task = %next.task_id, batch = o.record.id, size = o.record.tasks.len(), "task joined the batch");
         Ok(())
+    }
+
+    /// Batches queued results of models only the previous registry lists (governance
+    /// deregistered them with the last move) under that registry's root, which the market
+    /// accepts through its grace period; `Ok(false)` if there is none, or the chain no longer
+    /// accepts its root (then it is forgotten and such results are dropped with the reason).
+    /// Closed at once: such results are rare and their grace runs out.
+    fn batch_under_previous(&mut self, current: &Aggregator) -> Result<bool> {
+        let Some(previous) = self.shared.previous_aggregator() else { return Ok(false) };
+        if !self.rt.block_on(self.shared.chain.root_accepted(&previous.registry().root()))? {
+            info!(root = %format!("0x{}", hex::encode(previous.registry().root())), "the previous registry root is no longer accepted: forgotten");
+            self.shared.forget_previous_aggregator();
+            return Ok(false);
+        }
+        let limit = self.batch_limit()?;
+        let leaving: Vec<TaskRecord> = self
+            .store()
+            .queued()?
+            .into_iter()
+            .filter(|t| self.unlisted(current, t).is_some() && self.unlisted(&previous, t).is_none())
+            .take(limit)
+            .collect();
+        if leaving.is_empty() {
+            return Ok(false);
+        }
+        let mut open = None;
+        for task in &leaving {
+            self.add_to_open_batch(&previous, &mut open, task)?;
+        }
+        let Some(open) = open else { return Ok(true) };
+        info!(
+            batch = open.record.id,
+            tasks = open.record.tasks.len(),
+            root = %format!("0x{}", hex::encode(previous.registry().root())),
+            "batch under the previous registry root: the current one no longer lists these models"
+        );
+        self.close(open)?;
+        Ok(true)
     }
 
     /// Why `task` cannot be proven under `aggregator`'s registry (its model is not listed), if so.

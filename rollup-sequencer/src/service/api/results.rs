@@ -205,8 +205,10 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     // The proof: the CPU-heavy part runs off the async workers, a few at a time.
     let permit = shared.verify_slots.acquire().await.map_err(ApiError::unavailable)?;
     stages.lap(IngestStage::VerifyQueue);
-    let aggregator = shared.aggregator();
-    // The registry the proof is checked against (the pipeline may move to a new one meanwhile).
+    // The registry the proof is checked against (the pipeline may move to a new one meanwhile):
+    // the previous one for a model only it lists, whose root the chain check below must still
+    // accept.
+    let aggregator = shared.aggregator_for(&proof.model_id);
     let checked_root = aggregator.registry().root();
     let (leaf, privacy) = tokio::task::spawn_blocking(move || {
         let leaf = aggregator.check(&proof)?;
