@@ -3,8 +3,8 @@
 //! period); the sequencer then moves to the new root once its registry file lists it; a batch
 //! proven under a root that governance revokes before it settles is given up, its task re-proven
 //! under the current root, and settles exactly once; a result of a model governance then
-//! deregisters, queued when the sequencer moves to the new root or sent after, is batched under
-//! the old root (its grace period) rather than dropped or refused. A `maxBatchSize` lowered by governance
+//! deregisters, queued when the sequencer moves to the new root or sent after (and after a
+//! restart), is batched under the old root (its grace period) rather than dropped or refused. A `maxBatchSize` lowered by governance
 //! below the size of a batch already proven makes its settlement revert: the batch is given up
 //! and its tasks settle in smaller batches; the lowered limit, below the sequencer's own, caps
 //! every new batch. Node faults on the reads and receipts the
@@ -232,17 +232,10 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
         let settled = wait_for_status(&http, &api, s.task, "settled", Duration::from_secs(900)).await;
         assert!(settled.get("reason").is_none(), "paid: {settled}");
     }
-    wait_for_sequencer_status(&http, &api, "the move to root 4", |s| {
+    let status = wait_for_sequencer_status(&http, &api, "the move to root 4", |s| {
         s["registry_root"] == B256::from(root_4).to_string()
     })
     .await;
-    // A result of B sent after the move is checked and batched under root 3 too, while the
-    // market accepts it.
-    let (code, v) = post(&http, &api, of_model_b_late.body.to_string()).await;
-    assert_eq!(code, 202, "{v}");
-    let settled = wait_for_status(&http, &api, of_model_b_late.task, "settled", Duration::from_secs(600)).await;
-    assert!(settled.get("reason").is_none(), "paid: {settled}");
-    let (_, status) = get(&http, &format!("{api}/v1/status")).await;
     assert!(
         status["failed"]
             .as_array()
@@ -253,6 +246,17 @@ async fn follows_registry_changes_settling_under_grace_and_reproving_after_revoc
     );
     let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(metrics.lines().any(|l| l == "tgrid_sequencer_registry_reloads_total 3"), "{metrics}");
+    // A result of B sent after the move, and after a restart, is checked and batched under
+    // root 3 too, while the market accepts it.
+    seq.kill();
+    let seq = Sequencer::start(&env);
+    let api = seq.url.clone();
+    let (code, v) = post(&http, &api, of_model_b_late.body.to_string()).await;
+    assert_eq!(code, 202, "{v}");
+    let settled = wait_for_status(&http, &api, of_model_b_late.task, "settled", Duration::from_secs(600)).await;
+    assert!(settled.get("reason").is_none(), "paid: {settled}");
+    let (_, status) = get(&http, &format!("{api}/v1/status")).await;
+    assert_eq!(status["registry_root"], B256::from(root_4).to_string(), "new batches stay on root 4: {status}");
     assert_eq!((proxy.injected("eth_call"), proxy.injected("eth_getTransactionReceipt")), (3, 2));
 
     // Exactly once, each under the root it was proven for: root 1 (grace) twice, then root 3

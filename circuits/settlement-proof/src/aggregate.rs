@@ -134,6 +134,11 @@ impl Aggregator {
         &self.registry
     }
 
+    /// The registry file it was built from.
+    pub fn registry_file(&self) -> &RegistryFile {
+        &self.file
+    }
+
     /// The leaf and merge circuits.
     pub fn circuits(&self) -> &AggregationCircuits {
         &self.circuits

@@ -127,13 +127,18 @@ impl Shared {
     /// Forgets the previous registry (its root is no longer accepted).
     pub(crate) fn forget_previous_aggregator(&self) {
         *self.previous.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+        registry::forget_previous(&self.settings.data_dir);
     }
 
     /// Moves new submissions and batches to `next` (a new on-chain registry root); the one it
-    /// replaces is kept as the previous.
+    /// replaces is kept as the previous, in memory and in the data directory (a restart keeps
+    /// it too).
     pub(crate) fn replace_aggregator(&self, next: Arc<Aggregator>) {
         let replaced =
             std::mem::replace(&mut *self.aggregator.write().unwrap_or_else(|poisoned| poisoned.into_inner()), next);
+        if let Err(e) = registry::save_previous(&self.settings.data_dir, &replaced) {
+            tracing::warn!(error = %e, "the previous registry will not outlive a restart");
+        }
         *self.previous.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(replaced);
     }
 }
@@ -218,6 +223,13 @@ pub async fn run(
             .await
             .map_err(|e| ServiceError::Io(e.to_string()))??,
     );
+    let previous = match registry::load_previous(&settings.data_dir, &aggregator, &chain).await {
+        Ok(previous) => previous.map(Arc::new),
+        Err(e) => {
+            tracing::warn!(error = %e, "the previous registry is not kept: results of models only it lists are refused");
+            None
+        }
+    };
     let chain_root = chain.registry_root().await?;
     if chain_root != aggregator.registry().root() {
         tracing::warn!(
@@ -237,7 +249,7 @@ pub async fn run(
         store,
         chain,
         aggregator: RwLock::new(aggregator),
-        previous: RwLock::new(None),
+        previous: RwLock::new(previous),
         metrics: Metrics::new(),
         limiter: RateLimiter::keyed(quota),
         relay_limiter: RateLimiter::keyed(relay_quota),

@@ -7,6 +7,7 @@
 //! `tgrid_sequencer_registry_stale`, and the market settles those batches while the old root
 //! is in its grace period (a batch whose root expired is re-proven, see the pipeline).
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use tgrid_aggregation::RegistryFile;
@@ -107,4 +108,51 @@ impl RegistryFollower {
         shared.metrics.registry_stale.set(i64::from(why.is_some()));
         shared.health.set_registry_stale(why);
     }
+}
+
+/// Where the registry of before the last move is kept across restarts.
+fn previous_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("previous-registry.json")
+}
+
+/// Keeps `replaced` (the registry of before a move) in the data directory, its model paths made
+/// absolute: the operator's registry file now lists the new root.
+pub(crate) fn save_previous(data_dir: &Path, replaced: &Aggregator) -> Result<(), ServiceError> {
+    let mut file = replaced.registry_file().clone();
+    for entry in &mut file.models {
+        let path = file.base_dir.join(&entry.model_file);
+        entry.model_file = std::path::absolute(&path).unwrap_or(path).display().to_string();
+    }
+    file.save(&previous_path(data_dir)).map_err(|e| ServiceError::Io(format!("keeping the previous registry: {e}")))
+}
+
+/// Forgets the kept previous registry.
+pub(crate) fn forget_previous(data_dir: &Path) {
+    let path = previous_path(data_dir);
+    if let Err(e) = std::fs::remove_file(&path) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            warn!(path = %path.display(), error = %e, "cannot remove the previous registry");
+        }
+    }
+}
+
+/// The registry of before the last move, kept by [`save_previous`], if the chain still accepts
+/// its root (otherwise it is forgotten).
+pub(crate) async fn load_previous(
+    data_dir: &Path,
+    current: &Aggregator,
+    chain: &crate::service::chain::Chain,
+) -> Result<Option<Aggregator>, ServiceError> {
+    let path = previous_path(data_dir);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let file = RegistryFile::load(&path).map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))?;
+    let root = file.registry().map_err(|e| ServiceError::Config(e.to_string()))?.root();
+    if root == current.registry().root() || !chain.root_accepted(&root).await? {
+        forget_previous(data_dir);
+        return Ok(None);
+    }
+    info!(root = %hex0x(&root), "the previous registry is kept: its root is in its grace period");
+    Ok(Some(current.for_registry_file(file).map_err(|e| ServiceError::Config(e.to_string()))?))
 }
