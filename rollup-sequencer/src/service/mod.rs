@@ -80,7 +80,8 @@ pub struct Shared {
     aggregator: RwLock<Arc<Aggregator>>,
     /// The registry batches were proven under before the last move, kept for results of models
     /// governance deregistered: the market settles them under that root through its grace
-    /// period. Forgotten once the chain no longer accepts it (or on restart).
+    /// period. Kept across restarts (`previous-registry.json` in the data directory) and
+    /// forgotten once the chain no longer accepts its root.
     previous: RwLock<Option<Arc<Aggregator>>>,
     /// Metrics.
     pub metrics: Metrics,

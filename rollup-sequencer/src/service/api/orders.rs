@@ -4,11 +4,10 @@
 //! acceptance only while the provider's bond covers the collateral of every order it accepted
 //! here and may still be disputed for.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use alloy::primitives::{B256, U256};
-use std::net::SocketAddr;
-
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;

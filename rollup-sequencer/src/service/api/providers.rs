@@ -1,11 +1,10 @@
 //! Providers' sealing keys: where posters of private tasks find the key to seal an input to. The
 //! relay stores what a provider signed and nothing else; posters check the signature themselves.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use alloy::primitives::Address;
-use std::net::SocketAddr;
-
 use axum::extract::{ConnectInfo, Path, State};
 use axum::Json;
 
