@@ -204,15 +204,22 @@ pub fn read_int8_output(path: &std::path::Path) -> Result<Vec<i8>> {
     int8_output(&v).with_context(|| path.display().to_string()).map_err(bad_input)
 }
 
-/// An output file as JSON, refused (bad input) beyond any output's size or when not JSON.
-pub fn read_output_json(path: &std::path::Path) -> Result<serde_json::Value> {
+/// A file of at most `max` bytes (checked before reading), refused as bad input beyond it
+/// ("larger than any {what}") or when unreadable.
+pub fn read_bounded(path: &std::path::Path, max: u64, what: &str) -> Result<Vec<u8>> {
     use anyhow::Context;
     let len =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?.len();
-    if len > 16 << 20 {
-        return Err(bad_input(anyhow::anyhow!("{}: {len} bytes, larger than any output", path.display())));
+    if len > max {
+        return Err(bad_input(anyhow::anyhow!("{}: {len} bytes, larger than any {what}", path.display())));
     }
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?;
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)
+}
+
+/// An output file as JSON, refused (bad input) beyond any output's size or when not JSON.
+pub fn read_output_json(path: &std::path::Path) -> Result<serde_json::Value> {
+    use anyhow::Context;
+    let bytes = read_bounded(path, 16 << 20, "output")?;
     serde_json::from_slice(&bytes).with_context(|| format!("{} is not JSON", path.display())).map_err(bad_input)
 }
 

@@ -148,12 +148,7 @@ pub(crate) fn load_model(path: &Path) -> Result<ModelFile> {
 
 /// A small JSON file (order, acceptance): bytes, with size and read errors as bad input.
 pub(crate) fn read_json_file(path: &Path) -> Result<Vec<u8>> {
-    let len =
-        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?.len();
-    if len > MAX_JSON_FILE_BYTES {
-        return Err(bad_input(anyhow!("{}: {len} bytes, larger than any order file", path.display())));
-    }
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)
+    tgrid_cli::read_bounded(path, MAX_JSON_FILE_BYTES, "order file")
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so a crash never leaves a torn

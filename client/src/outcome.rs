@@ -205,12 +205,7 @@ const MAX_OUTPUT_FILE_BYTES: u64 = 64 << 20;
 
 /// `--output-file`: a sealed `.tgs` (by its magic) or int8 values in JSON.
 fn read_output_file(path: &std::path::Path) -> Result<Delivered> {
-    let len =
-        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?.len();
-    if len > MAX_OUTPUT_FILE_BYTES {
-        return Err(bad_input(anyhow!("{}: {len} bytes, larger than any output", path.display())));
-    }
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?;
+    let bytes = tgrid_cli::read_bounded(path, MAX_OUTPUT_FILE_BYTES, "output")?;
     if bytes.starts_with(tgrid_seal::SEALED_MAGIC) {
         return Ok(Delivered::Sealed(Box::new(SealedDelivery { bytes, delivery: None })));
     }

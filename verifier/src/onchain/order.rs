@@ -41,12 +41,7 @@ const MAX_ORDER_FILE: u64 = 1 << 20;
 
 /// A signed order from a file (bad input when unreadable).
 fn read_order_file(path: &Path) -> Result<(SignedOrder, Option<OrderView>)> {
-    let len =
-        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?.len();
-    if len > MAX_ORDER_FILE {
-        return Err(bad_input(anyhow!("{}: {len} bytes, larger than any order", path.display())));
-    }
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display())).map_err(bad_input)?;
+    let bytes = tgrid_cli::read_bounded(path, MAX_ORDER_FILE, "order")?;
     match serde_json::from_slice::<SignedOrder>(&bytes) {
         Ok(signed) => Ok((signed, None)),
         Err(e) => match serde_json::from_slice::<OrderView>(&bytes) {
