@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: demo demo-offline test test-rust test-contracts bench bench-aggregation bench-wrap bench-sequencer bench-self-settle bench-ezkl setup-contracts fmt
+.PHONY: demo demo-offline test test-rust test-contracts setup-nats bench bench-aggregation bench-wrap bench-sequencer bench-self-settle bench-ezkl setup-contracts fmt
 
 ## Every role end to end on a local devnet: compile the bundled models, deploy, register them by a
 ## DAO vote, stake a provider, post 8 tasks, prove, batch, wrap, settle one batch on-chain, check
@@ -19,8 +19,12 @@ demo-offline:
 ## The Foundry toolchain comes first: Rust tests spawn anvil and run the deployment script.
 test: setup-contracts test-rust test-contracts
 
-test-rust: setup-contracts
+test-rust: setup-contracts setup-nats
 	$(CARGO) test --workspace --locked
+
+## The NATS server (Debian package) the job-queue tests start.
+setup-nats:
+	@bash scripts/setup-nats.sh
 
 setup-contracts:
 	@if [ -f scripts/foundry/setup.sh ]; then bash scripts/foundry/setup.sh; fi

@@ -5,9 +5,13 @@
 //! parallel and merges them along the RFC 6962 tree shape, in parallel across independent
 //! subtrees ([`Aggregator::aggregate`]), or as proofs arrive ([`IncrementalTree`]).
 //!
+//! [`jobs`] runs the leaf and merge proofs on worker processes through a work queue (NATS
+//! JetStream) instead: `tgrid-sequencer worker` and `aggregate --queue`.
+//!
 //! [`service`] is `tgrid-sequencer run`: the HTTP API, durable state, batching pipeline and
 //! on-chain settlement.
 
+pub mod jobs;
 pub mod service;
 
 /// Aggregation lives in tgrid-settlement-proof (a provider settling its own results uses it too).

@@ -2,6 +2,7 @@
 //! aggregates task proofs into batch proofs.
 
 mod bench;
+mod queue_cmd;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -46,6 +47,29 @@ enum Command {
         /// Where to write the batch proof.
         #[arg(long)]
         out: PathBuf,
+        /// Run the leaf and merge proofs on `tgrid-sequencer worker` processes through this job
+        /// queue (NATS JetStream, `nats://host:port`) instead of in this process. Every proof a
+        /// worker returns is verified before it is used.
+        #[arg(long)]
+        queue: Option<String>,
+        #[command(flatten)]
+        ack_wait: queue_cmd::AckWaitArg,
+    },
+    /// Run an aggregation worker: take leaf and merge jobs off the job queue (NATS JetStream),
+    /// prove them, store each outcome, then acknowledge the job. A worker killed mid-job loses
+    /// nothing: the queue redelivers the job after the ack wait. Stops on Ctrl-C or SIGTERM.
+    Worker {
+        /// The job queue, `nats://host:port`.
+        #[arg(long)]
+        queue: String,
+        /// Name reported with each outcome (default: host name and process id).
+        #[arg(long)]
+        name: Option<String>,
+        /// Exit after this many jobs.
+        #[arg(long)]
+        max_jobs: Option<u64>,
+        #[command(flatten)]
+        ack_wait: queue_cmd::AckWaitArg,
     },
     /// Wrap a batch proof for settlement: the settle and BN254 final plonky2 layers, then one
     /// Groth16 proof (BN254) of the final layer's R1CS verifier. Writes the settlement proof
@@ -72,7 +96,9 @@ enum Command {
     /// request_timeout_secs, submissions_per_provider_per_sec, relay_requests_per_client_per_sec
     /// (orders, acceptances and sealing keys per client address: each costs chain reads), poll_interval_ms,
     /// registry_poll_secs (how often the on-chain registry root is compared with the registry
-    /// file's: when governance moved it and the file lists the new root, new batches use it).
+    /// file's: when governance moved it and the file lists the new root, new batches use it),
+    /// job_queue (`nats://host:port`: `tgrid-sequencer worker` processes prove each closed
+    /// batch's leaves and merges; unset: this process proves them) and job_ack_wait_secs.
     Run {
         /// Settings file (TOML); environment variables override it.
         #[arg(long)]
@@ -175,7 +201,15 @@ fn main() {
             registry_add(&model, &registry, name, privacy, &out)
         }
         Command::Registry { command: RegistryCommand::Show { registry } } => registry_show(&registry, &out),
-        Command::Aggregate { proofs, registry, out: path } => aggregate(&proofs, &registry, &path, &out),
+        Command::Aggregate { proofs, registry, out: path, queue: None, .. } => {
+            aggregate(&proofs, &registry, &path, &out)
+        }
+        Command::Aggregate { proofs, registry, out: path, queue: Some(url), ack_wait } => {
+            queue_cmd::aggregate(&proofs, &registry, &path, ack_wait.settings(url), &out)
+        }
+        Command::Worker { queue, name, max_jobs, ack_wait } => {
+            queue_cmd::worker(ack_wait.settings(queue), name, max_jobs, &out)
+        }
         Command::Wrap { batch, out: path, key } => {
             let (source, fri) = key.source();
             wrap(&batch, &path, &source, fri, &out)
@@ -243,8 +277,6 @@ fn show_key(source: &KeySource, fri: FriChoice, out: &Output) -> Result<()> {
 }
 
 fn run_service(config: Option<&Path>, print_settings: bool) -> Result<()> {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
     use tgrid_sequencer::service::{self, Settings};
 
     let settings = Settings::load(config).map_err(bad_input)?;
@@ -263,18 +295,8 @@ fn run_service(config: Option<&Path>, print_settings: bool) -> Result<()> {
         eprintln!("WARNING: signing with anvil's public default key 0: local devnets only.");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let stop = Arc::new(AtomicBool::new(false));
     runtime.block_on(async {
-        let on_signal = stop.clone();
-        tokio::spawn(async move {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-            }
-            tracing::info!("stopping: finishing the current step");
-            on_signal.store(true, Ordering::Relaxed);
-        });
+        let stop = stop_on_signal();
         service::run(settings, stop, |addr| {
             // One line on stdout when the API is up: scripts and tests wait for it.
             if let Err(e) = print_stdout(&json!({ "listening": addr.to_string() }).to_string()) {
@@ -284,6 +306,33 @@ fn run_service(config: Option<&Path>, print_settings: bool) -> Result<()> {
         .await
     })?;
     Ok(())
+}
+
+/// Stops the process's work at Ctrl-C or SIGTERM (sets the returned flag).
+fn stop_on_signal() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+        }
+        tracing::info!("stopping: finishing the current step");
+        on_signal.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    stop
+}
+
+fn read_task_proofs(paths: &[PathBuf]) -> Result<Vec<TaskProof>> {
+    paths
+        .iter()
+        .map(|p| {
+            TaskProof::from_bytes(&read(p)?)
+                .with_context(|| format!("{} is not a task proof", p.display()))
+                .map_err(bad_input)
+        })
+        .collect()
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -378,14 +427,7 @@ fn registry_show(path: &Path, out: &Output) -> Result<()> {
 fn aggregate(proof_paths: &[PathBuf], registry_path: &Path, batch_path: &Path, out: &Output) -> Result<()> {
     let started = Instant::now();
     let registry = load_registry(registry_path)?;
-    let proofs = proof_paths
-        .iter()
-        .map(|p| {
-            TaskProof::from_bytes(&read(p)?)
-                .with_context(|| format!("{} is not a task proof", p.display()))
-                .map_err(bad_input)
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let proofs = read_task_proofs(proof_paths)?;
     let bar = out.spinner("building the aggregation circuits");
     let aggregator = Aggregator::new(registry)?;
     bar.finish_and_clear();

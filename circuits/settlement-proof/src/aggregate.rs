@@ -160,25 +160,7 @@ impl Aggregator {
     fn build_normalizer(&self, model_id: &[u8; 32], digest: &[u8; 32]) -> std::result::Result<Normalizer, String> {
         let path = self.model_path(model_id);
         let bytes = std::fs::read(&path).map_err(|e| format!("cannot read the model file: {e}"))?;
-        let file = ModelFile::from_bytes(&bytes).map_err(|e| e.to_string())?;
-        // The registry lists a model's public and private circuits under two ids, one file.
-        let Some(privacy) = Privacy::of_task_model_id(file.model.model_id(), model_id) else {
-            return Err(format!(
-                "the file holds model 0x{}, whose public and private task ids are not 0x{}",
-                hex::encode(file.model.model_id()),
-                hex::encode(model_id)
-            ));
-        };
-        let verifier = TaskVerifier::with_privacy(&file.model, &file.plan, privacy).map_err(|e| e.to_string())?;
-        let normalizer = Normalizer::new(verifier).map_err(|e| e.to_string())?;
-        if &normalizer.digest() != digest {
-            return Err(format!(
-                "the model's normalization circuit has digest 0x{}, the registry lists 0x{}",
-                hex::encode(normalizer.digest()),
-                hex::encode(digest)
-            ));
-        }
-        Ok(normalizer)
+        normalizer_from_model_file(&bytes, model_id, digest)
     }
 
     /// Checks a task proof natively and returns its leaf (cheap: no recursion).
@@ -228,6 +210,35 @@ impl Aggregator {
     }
 }
 
+/// Builds the normalizer of the registry entry (`model_id`, `digest`) from a model file's bytes:
+/// the file must hold the model whose public or private task id is `model_id`, and its
+/// normalization circuit must have `digest`. The error says which of the two is wrong.
+pub fn normalizer_from_model_file(
+    bytes: &[u8],
+    model_id: &[u8; 32],
+    digest: &[u8; 32],
+) -> std::result::Result<Normalizer, String> {
+    let file = ModelFile::from_bytes(bytes).map_err(|e| e.to_string())?;
+    // The registry lists a model's public and private circuits under two ids, one file.
+    let Some(privacy) = Privacy::of_task_model_id(file.model.model_id(), model_id) else {
+        return Err(format!(
+            "the file holds model 0x{}, whose public and private task ids are not 0x{}",
+            hex::encode(file.model.model_id()),
+            hex::encode(model_id)
+        ));
+    };
+    let verifier = TaskVerifier::with_privacy(&file.model, &file.plan, privacy).map_err(|e| e.to_string())?;
+    let normalizer = Normalizer::new(verifier).map_err(|e| e.to_string())?;
+    if &normalizer.digest() != digest {
+        return Err(format!(
+            "the model's normalization circuit has digest 0x{}, the registry lists 0x{}",
+            hex::encode(normalizer.digest()),
+            hex::encode(digest)
+        ));
+    }
+    Ok(normalizer)
+}
+
 fn rayon_map<T: Sync, U: Send>(items: &[T], f: impl Fn(&T) -> Result<U> + Sync + Send) -> Result<Vec<U>> {
     use rayon::prelude::*;
     items.par_iter().map(f).collect()
@@ -253,6 +264,11 @@ impl<'a> IncrementalTree<'a> {
     /// An empty batch.
     pub fn new(aggregator: &'a Aggregator) -> Self {
         Self { aggregator, stack: Vec::new(), leaves: Vec::new() }
+    }
+
+    /// The aggregator it proves with.
+    pub fn aggregator(&self) -> &'a Aggregator {
+        self.aggregator
     }
 
     /// Number of tasks pushed.

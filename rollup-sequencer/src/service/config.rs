@@ -67,6 +67,13 @@ pub struct Settings {
     /// How often the pipeline compares the on-chain registry root with its own; when governance
     /// moved it and the registry file lists the new root, new batches are proven under it.
     pub registry_poll_secs: u64,
+    /// Job queue (NATS JetStream, `nats://host:port`) on which `tgrid-sequencer worker`
+    /// processes prove the leaves and merges of each closed batch. Unset (the default): proven
+    /// in this process, leaves as results arrive.
+    pub job_queue: Option<String>,
+    /// Seconds a queued job may go without a sign of life from its worker before the queue
+    /// redelivers it.
+    pub job_ack_wait_secs: u64,
 }
 
 impl Default for Settings {
@@ -93,6 +100,8 @@ impl Default for Settings {
             relay_requests_per_client_per_sec: 20,
             poll_interval_ms: 500,
             registry_poll_secs: 10,
+            job_queue: None,
+            job_ack_wait_secs: 60,
         }
     }
 }
@@ -111,13 +120,14 @@ impl Settings {
         file: Option<&Path>,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self, ServiceError> {
-        let settings: Settings = tgrid_cli::layered_settings(file, env, ENV_PREFIX, &["proving_key"]).map_err(|e| {
-            if e.ends_with(": unknown setting") {
-                ServiceError::Config(format!("{e} (see `tgrid-sequencer run --help`)"))
-            } else {
-                ServiceError::Config(e)
-            }
-        })?;
+        let settings: Settings = tgrid_cli::layered_settings(file, env, ENV_PREFIX, &["proving_key", "job_queue"])
+            .map_err(|e| {
+                if e.ends_with(": unknown setting") {
+                    ServiceError::Config(format!("{e} (see `tgrid-sequencer run --help`)"))
+                } else {
+                    ServiceError::Config(e)
+                }
+            })?;
         settings.validate()?;
         Ok(settings)
     }

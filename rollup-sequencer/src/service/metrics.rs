@@ -44,6 +44,8 @@ pub struct Metrics {
     pub registry_stale: IntGauge,
     /// Times the pipeline moved to a new on-chain registry root.
     pub registry_reloads: IntCounter,
+    /// The job queue's (`job_queue` setting): jobs in flight, depth, workers, latency.
+    pub jobs: crate::jobs::JobMetrics,
 }
 
 impl Metrics {
@@ -147,6 +149,8 @@ impl Metrics {
         ] {
             registry.register(m).expect("unique metric names");
         }
+        let jobs = crate::jobs::JobMetrics::new();
+        jobs.register(&registry).expect("unique metric names");
         Self {
             registry,
             queue_depth,
@@ -167,6 +171,7 @@ impl Metrics {
             balance_eth,
             registry_stale,
             registry_reloads,
+            jobs,
         }
     }
 

@@ -58,6 +58,9 @@ pub enum ServiceError {
     /// The wrap failed.
     #[error(transparent)]
     Wrap(#[from] tgrid_settlement_proof::Error),
+    /// Aggregation on the job queue's workers failed.
+    #[error(transparent)]
+    Jobs(#[from] crate::jobs::JobError),
     /// An I/O error outside the store.
     #[error("{0}")]
     Io(String),

@@ -13,6 +13,7 @@ use tgrid_circuits::TaskProof;
 use tgrid_settlement_proof::{BatchWrapper, KeySource, SettlementProofFile, WrapKey};
 use tracing::{error, info, warn};
 
+use crate::jobs::{JobQueue, QueueSettings};
 use crate::service::chain::Mined;
 use crate::service::health::RetryKind;
 use crate::service::registry::RegistryFollower;
@@ -104,6 +105,8 @@ struct Worker {
     resent: HashSet<u64>,
     /// When to compare the on-chain registry root with the one new batches use.
     follower: RegistryFollower,
+    /// With the `job_queue` setting: workers prove each closed batch's leaves and merges.
+    queue: Option<JobQueue>,
 }
 
 fn parse32(s: &str) -> Result<[u8; 32]> {
@@ -126,10 +129,23 @@ impl Worker {
         if key.insecure {
             warn!(key = %key.id, "INSECURE Groth16 key from a public seed: devnets and tests only");
         }
+        let queue = match &settings.job_queue {
+            Some(url) => {
+                info!(queue = %url, "connecting to the job queue: workers prove the batches' leaves and merges");
+                let queue_settings = QueueSettings {
+                    url: url.clone(),
+                    ack_wait: Duration::from_secs(settings.job_ack_wait_secs.max(1)),
+                };
+                let queue = rt.block_on(JobQueue::connect(queue_settings))?.with_metrics(shared.metrics.jobs.clone());
+                rt.block_on(queue.refresh_metrics());
+                Some(queue)
+            }
+            None => None,
+        };
         info!(key = %key.id, "pipeline ready");
         shared.metrics.pipeline_ready.set(1);
         let follower = RegistryFollower::new(Duration::from_secs(shared.settings.registry_poll_secs));
-        Ok(Self { shared, rt, wrapper, key, resent: HashSet::new(), follower })
+        Ok(Self { shared, rt, wrapper, key, resent: HashSet::new(), follower, queue })
     }
 
     fn run(&mut self, stop: &AtomicBool) {
@@ -268,15 +284,14 @@ impl Worker {
                     let proof = self.proof(&t)?;
                     // The registry moved on while the process was down: a model it no longer
                     // lists cannot join a batch under it.
-                    let (leaf, subtree) = match self.unlisted(aggregator, &record) {
-                        None => aggregator.prove_leaf(&proof)?,
-                        Some(reason) => {
-                            warn!(task = %t, %reason, "dropping the task from the resumed batch");
-                            self.store().set_task_state(&parse32(&t)?, TaskState::Dropped { reason })?;
-                            continue;
-                        }
-                    };
-                    resumed.tree.push(leaf, subtree)?;
+                    if let Some(reason) = self.unlisted(aggregator, &record) {
+                        warn!(task = %t, %reason, "dropping the task from the resumed batch");
+                        self.store().set_task_state(&parse32(&t)?, TaskState::Dropped { reason })?;
+                        continue;
+                    }
+                    if let Some((leaf, subtree)) = self.leaf_now(aggregator, &proof)? {
+                        resumed.tree.push(leaf, subtree)?;
+                    }
                     resumed.deadlines.push(record.deadline);
                     kept.push(t);
                 }
@@ -327,8 +342,40 @@ impl Worker {
         record.closed_at = Some(unix_now());
         self.store().put_batch(&record)?;
         self.store().flush_blocking()?;
-        let batch_file = tree.finish()?;
+        let batch_file = match &self.queue {
+            Some(_) => self.aggregate_on_queue(tree.aggregator(), &record)?,
+            None => tree.finish()?,
+        };
         self.wrap(record, &batch_file)
+    }
+
+    /// The leaf of a task joining the open batch, proven now in-process; `None` with a job
+    /// queue, whose workers prove the leaves when the batch closes (the proof is only checked
+    /// natively here, milliseconds).
+    fn leaf_now(
+        &self,
+        aggregator: &Aggregator,
+        proof: &TaskProof,
+    ) -> crate::Result<Option<(tgrid_aggregation::TaskLeaf, tgrid_aggregation::SubtreeProof)>> {
+        match self.queue {
+            Some(_) => aggregator.check(proof).map(|_| None),
+            None => aggregator.prove_leaf(proof).map(Some),
+        }
+    }
+
+    /// Proves a closed batch on the job queue's workers (every returned proof is verified).
+    fn aggregate_on_queue(
+        &self,
+        aggregator: &Aggregator,
+        record: &BatchRecord,
+    ) -> Result<tgrid_aggregation::BatchFile> {
+        let queue = self.queue.as_ref().ok_or_else(|| ServiceError::Config("no job queue".into()))?;
+        let proofs = record.tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
+        let started = std::time::Instant::now();
+        info!(batch = record.id, tasks = proofs.len(), "proving the batch on the job queue's workers");
+        let batch_file = self.rt.block_on(crate::jobs::aggregate(aggregator, queue, &proofs))?;
+        info!(batch = record.id, seconds = started.elapsed().as_secs_f64(), "the workers proved the batch");
+        Ok(batch_file)
     }
 
     /// The most tasks a new batch may take: the setting, capped by the market's `maxBatchSize`.
@@ -356,7 +403,7 @@ impl Worker {
     ) -> Result<()> {
         let task_id = parse32(&next.task_id)?;
         let proof = self.proof(&next.task_id)?;
-        let (leaf, subtree) = match aggregator.prove_leaf(&proof) {
+        let proven = match self.leaf_now(aggregator, &proof) {
             Ok(x) => x,
             Err(e) => {
                 // Checked at ingest; only a changed registry file gets here.
@@ -374,7 +421,9 @@ impl Worker {
             *open = Some(OpenBatch { record, deadlines: vec![], tree: IncrementalTree::new(aggregator), max_tasks });
         }
         let o = open.as_mut().expect("opened above");
-        o.tree.push(leaf, subtree)?;
+        if let Some((leaf, subtree)) = proven {
+            o.tree.push(leaf, subtree)?;
+        }
         o.deadlines.push(next.deadline);
         o.record.tasks.push(next.task_id.clone());
         self.store().put_batch(&o.record)?;
@@ -449,8 +498,13 @@ impl Worker {
             let reason = format!("{} of its tasks' models are not in the current registry", unlisted.len());
             return self.fail(record, reason, unlisted);
         }
-        let proofs = record.tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
-        let batch_file = aggregator.aggregate(&proofs, &|_| {})?;
+        let batch_file = match &self.queue {
+            Some(_) => self.aggregate_on_queue(aggregator, &record)?,
+            None => {
+                let proofs = record.tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
+                aggregator.aggregate(&proofs, &|_| {})?
+            }
+        };
         self.wrap(record, &batch_file)
     }
 

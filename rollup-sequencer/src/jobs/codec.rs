@@ -1,0 +1,246 @@
+//! Wire format of aggregation jobs and their outcomes (little-endian, length-prefixed, every
+//! length bounded before anything is allocated: a queue message is untrusted input).
+//!
+//! ```text
+//! job      "TGRIDJOB" u16 version  u8 kind
+//!          kind 1 (leaf):  u32 n, n × (model id 32 ‖ normalized digest 32)   the registry
+//!                          bytes model file (.tgm)   bytes task proof (.tgp)
+//!          kind 2 (merge): child left, child right
+//! child    u8 is_merge (0 leaf proof, 1 merge proof)  bytes plonky2 proof
+//! outcome  "TGRIDJRS" u16 version  u8 0 + child (proven)  |  u8 1 + bytes UTF-8 reason (refused)
+//! ```
+//!
+//! A job's id is the SHA-256 of its encoding: the same work always has the same id, which makes
+//! jobs idempotent (the queue drops a republished duplicate, a stored outcome answers a retry).
+
+use sha2::{Digest, Sha256};
+use tgrid_aggregation::registry::REGISTRY_DEPTH;
+use tgrid_aggregation::RegistryEntry;
+use tgrid_circuits::codec::{Reader, Writer};
+use tgrid_circuits::{check_header, Error, Result};
+
+const JOB_MAGIC: &[u8; 8] = b"TGRIDJOB";
+const OUTCOME_MAGIC: &[u8; 8] = b"TGRIDJRS";
+const VERSION: u16 = 1;
+/// Largest model file a leaf job may carry.
+pub const MAX_MODEL_FILE_BYTES: usize = 16 << 20;
+/// Largest task, leaf or merge proof a job or outcome may carry.
+pub const MAX_PROOF_BYTES: usize = 4 << 20;
+const MAX_REASON_BYTES: usize = 4096;
+
+/// A leaf or merge proof as bytes, with which circuit produced it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChildProof {
+    /// Whether the merge circuit (rather than the leaf circuit) produced it.
+    pub is_merge: bool,
+    /// The plonky2 proof with its public inputs.
+    pub bytes: Vec<u8>,
+}
+
+/// One unit of aggregation work: its inputs are proofs, its output one parent proof.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Job {
+    /// Normalize a task proof and prove its leaf under the registry listing `registry`.
+    Leaf {
+        /// Every entry of the registry (the leaf proves membership in its root).
+        registry: Vec<RegistryEntry>,
+        /// The model file the task's normalizer is built from.
+        model_file: Vec<u8>,
+        /// The task proof (.tgp).
+        task_proof: Vec<u8>,
+    },
+    /// Merge two adjacent subtrees (`left` holds the earlier tasks).
+    Merge {
+        /// The earlier subtree.
+        left: ChildProof,
+        /// The later subtree.
+        right: ChildProof,
+    },
+}
+
+/// What a worker answers to a job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The parent proof.
+    Proven(ChildProof),
+    /// The job can never succeed (an invalid proof, a model file that does not match its
+    /// registry entry); redelivering it would not help.
+    Refused(String),
+}
+
+impl Job {
+    /// Short name for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Job::Leaf { .. } => "leaf",
+            Job::Merge { .. } => "merge",
+        }
+    }
+
+    /// The encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.raw(JOB_MAGIC);
+        w.u16(VERSION);
+        match self {
+            Job::Leaf { registry, model_file, task_proof } => {
+                w.u8(1);
+                w.u32(registry.len() as u32);
+                for e in registry {
+                    w.raw(&e.model_id);
+                    w.raw(&e.normalized_digest);
+                }
+                w.bytes(model_file);
+                w.bytes(task_proof);
+            }
+            Job::Merge { left, right } => {
+                w.u8(2);
+                write_child(&mut w, left);
+                write_child(&mut w, right);
+            }
+        }
+        w.into_bytes()
+    }
+
+    /// Decodes a job, rejecting anything malformed or oversized.
+    pub fn decode(bytes: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(bytes);
+        check_header(&mut r, JOB_MAGIC, VERSION, "aggregation job")?;
+        let job = match r.u8()? {
+            1 => {
+                let n = r.len_prefix(1 << REGISTRY_DEPTH, 64)?;
+                let registry = (0..n)
+                    .map(|_| Ok(RegistryEntry { model_id: r.raw()?, normalized_digest: r.raw()? }))
+                    .collect::<Result<_>>()?;
+                let model_file = r.bytes(MAX_MODEL_FILE_BYTES)?.to_vec();
+                let task_proof = r.bytes(MAX_PROOF_BYTES)?.to_vec();
+                Job::Leaf { registry, model_file, task_proof }
+            }
+            2 => Job::Merge { left: read_child(&mut r)?, right: read_child(&mut r)? },
+            k => return Err(Error::Format(format!("unknown job kind {k}"))),
+        };
+        r.finish()?;
+        Ok(job)
+    }
+}
+
+/// The id of a job's encoding: lowercase hex of its SHA-256 (a NATS subject token).
+pub fn job_id(encoded: &[u8]) -> String {
+    hex::encode(Sha256::digest(encoded))
+}
+
+impl Outcome {
+    /// The encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.raw(OUTCOME_MAGIC);
+        w.u16(VERSION);
+        match self {
+            Outcome::Proven(child) => {
+                w.u8(0);
+                write_child(&mut w, child);
+            }
+            Outcome::Refused(reason) => {
+                w.u8(1);
+                // Reasons are ours, but bound them like everything else on the wire.
+                let mut end = reason.len().min(MAX_REASON_BYTES);
+                while !reason.is_char_boundary(end) {
+                    end -= 1;
+                }
+                w.str(&reason[..end]);
+            }
+        }
+        w.into_bytes()
+    }
+
+    /// Decodes an outcome, rejecting anything malformed or oversized.
+    pub fn decode(bytes: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(bytes);
+        check_header(&mut r, OUTCOME_MAGIC, VERSION, "aggregation job outcome")?;
+        let outcome = match r.u8()? {
+            0 => Outcome::Proven(read_child(&mut r)?),
+            1 => Outcome::Refused(r.str(MAX_REASON_BYTES)?),
+            k => return Err(Error::Format(format!("unknown outcome kind {k}"))),
+        };
+        r.finish()?;
+        Ok(outcome)
+    }
+}
+
+fn write_child(w: &mut Writer, child: &ChildProof) {
+    w.u8(child.is_merge as u8);
+    w.bytes(&child.bytes);
+}
+
+fn read_child(r: &mut Reader<'_>) -> Result<ChildProof> {
+    Ok(ChildProof { is_merge: r.bool()?, bytes: r.bytes(MAX_PROOF_BYTES)?.to_vec() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leaf() -> Job {
+        Job::Leaf {
+            registry: vec![RegistryEntry { model_id: [1; 32], normalized_digest: [2; 32] }],
+            model_file: vec![3; 100],
+            task_proof: vec![4; 200],
+        }
+    }
+
+    #[test]
+    fn jobs_and_outcomes_round_trip_and_ids_follow_the_bytes() {
+        let merge = Job::Merge {
+            left: ChildProof { is_merge: false, bytes: vec![5; 10] },
+            right: ChildProof { is_merge: true, bytes: vec![6; 11] },
+        };
+        for job in [leaf(), merge] {
+            assert_eq!(Job::decode(&job.encode()).unwrap(), job);
+        }
+        assert_eq!(job_id(&leaf().encode()), job_id(&leaf().encode()));
+        let Job::Leaf { registry, model_file, mut task_proof } = leaf() else { unreachable!() };
+        task_proof[0] ^= 1;
+        assert_ne!(job_id(&leaf().encode()), job_id(&Job::Leaf { registry, model_file, task_proof }.encode()));
+        for outcome in
+            [Outcome::Proven(ChildProof { is_merge: true, bytes: vec![7; 9] }), Outcome::Refused("bad proof".into())]
+        {
+            assert_eq!(Outcome::decode(&outcome.encode()).unwrap(), outcome);
+        }
+        // A long reason is cut on a character boundary, not rejected by its own decoder.
+        let long = Outcome::Refused("é".repeat(MAX_REASON_BYTES)).encode();
+        assert!(matches!(Outcome::decode(&long).unwrap(), Outcome::Refused(r) if r.len() <= MAX_REASON_BYTES));
+    }
+
+    #[test]
+    fn malformed_messages_are_errors_not_panics() {
+        let good = leaf().encode();
+        for cut in 0..good.len() {
+            assert!(Job::decode(&good[..cut]).is_err(), "truncated at {cut}");
+        }
+        let mut trailing = good.clone();
+        trailing.push(0);
+        assert!(Job::decode(&trailing).is_err());
+        // A registry count the message cannot hold, and a huge proof length.
+        let mut lying = good.clone();
+        lying[11..15].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Job::decode(&lying).is_err());
+        let mut kind = good.clone();
+        kind[10] = 9;
+        assert!(Job::decode(&kind).unwrap_err().to_string().contains("unknown job kind"));
+        assert!(Outcome::decode(&good).is_err());
+        assert!(Outcome::decode(b"TGRIDJRS\x01\x00\x00\x02").is_err());
+        let mut rng_bytes = 0x9e37_79b9_7f4a_7c15u64;
+        for len in [0usize, 1, 16, 64, 4096] {
+            let random: Vec<u8> = (0..len)
+                .map(|_| {
+                    rng_bytes ^= rng_bytes << 13;
+                    rng_bytes ^= rng_bytes >> 7;
+                    rng_bytes ^= rng_bytes << 17;
+                    rng_bytes as u8
+                })
+                .collect();
+            assert!(Job::decode(&random).is_err());
+            assert!(Outcome::decode(&random).is_err());
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! The sequencer's side: publish jobs, wait for their outcomes, check them, build the batch.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::message::PublishMessage as Publish;
+use async_nats::HeaderMap;
+use futures::StreamExt;
+use prometheus::{HistogramOpts, HistogramVec, IntGauge};
+use tgrid_aggregation::batch::split_point;
+use tgrid_aggregation::batch::AggregationPublicInputs;
+use tgrid_aggregation::{check_leaves, node_hash, BatchFile, SubtreeProof, TaskLeaf};
+use tgrid_circuits::TaskProof;
+use tracing::{debug, warn};
+
+use super::{Broker, ChildProof, Job, JobError, Outcome, QueueSettings, SECONDS_HEADER, WORKER_HEADER};
+use crate::Aggregator;
+
+/// How often a waiting dispatcher looks the outcome up in the stream, in case it missed the
+/// push (a broker restart or reconnect in between).
+const SWEEP: Duration = Duration::from_secs(2);
+/// How long publishing a job keeps retrying while the broker is away.
+const PUBLISH_PATIENCE: Duration = Duration::from_secs(120);
+
+/// Jobs done and seconds spent, per worker, as the workers reported them.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct WorkerTally {
+    /// Jobs whose outcome came from this worker.
+    pub jobs: u64,
+    /// Seconds it spent proving them.
+    pub seconds: f64,
+}
+
+/// The queue's Prometheus metrics, as the sequencer service serves them.
+#[derive(Clone, Debug)]
+pub struct JobMetrics {
+    /// Jobs this sequencer queued whose outcome it has not received yet.
+    pub in_flight: IntGauge,
+    /// Jobs waiting for a worker (the queue's depth).
+    pub waiting: IntGauge,
+    /// Workers attached to the queue: busy (holding a job) or idle (waiting for one).
+    pub workers: IntGauge,
+    /// Time from queuing a job to its checked outcome, by kind (`leaf`, `merge`).
+    pub seconds: HistogramVec,
+}
+
+impl JobMetrics {
+    /// The metrics, not yet registered.
+    pub fn new() -> Self {
+        let gauge = |name: &str, help: &str| IntGauge::new(name, help).expect("metric");
+        Self {
+            in_flight: gauge("tgrid_sequencer_jobs_in_flight", "aggregation jobs queued and not answered yet"),
+            waiting: gauge("tgrid_sequencer_job_queue_depth", "aggregation jobs waiting for a worker"),
+            workers: gauge("tgrid_sequencer_job_workers", "workers attached to the job queue (busy or waiting)"),
+            seconds: HistogramVec::new(
+                HistogramOpts::new("tgrid_sequencer_job_seconds", "time from queuing a job to its checked outcome")
+                    .buckets(vec![0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]),
+                &["kind"],
+            )
+            .expect("metric"),
+        }
+    }
+
+    /// Registers them in `registry`.
+    pub fn register(&self, registry: &prometheus::Registry) -> prometheus::Result<()> {
+        registry.register(Box::new(self.in_flight.clone()))?;
+        registry.register(Box::new(self.waiting.clone()))?;
+        registry.register(Box::new(self.workers.clone()))?;
+        registry.register(Box::new(self.seconds.clone()))
+    }
+}
+
+impl Default for JobMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A connection to the job queue, as the sequencer uses it.
+pub struct JobQueue {
+    settings: QueueSettings,
+    broker: Broker,
+    tally: Mutex<BTreeMap<String, WorkerTally>>,
+    metrics: JobMetrics,
+}
+
+impl std::fmt::Debug for JobQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobQueue").field("url", &self.settings.url).finish()
+    }
+}
+
+fn header(headers: Option<&HeaderMap>, name: &str) -> Option<String> {
+    headers.and_then(|h| h.get(name)).map(|v| v.as_str().to_owned())
+}
+
+impl JobQueue {
+    /// Connects (waiting for the broker) and creates the streams if missing.
+    pub async fn connect(settings: QueueSettings) -> Result<Self, JobError> {
+        let broker = Broker::connect(&settings, "tgrid-sequencer").await?;
+        Ok(Self { settings, broker, tally: Mutex::default(), metrics: JobMetrics::new() })
+    }
+
+    /// Reports into `metrics` (the service's registered ones) from now on.
+    pub fn with_metrics(mut self, metrics: JobMetrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Reads the queue's depth and worker count into the metrics (one request to the broker).
+    pub async fn refresh_metrics(&self) {
+        match self.broker.jobs.consumer_info(super::WORKERS_CONSUMER).await {
+            Ok(info) => {
+                self.metrics.waiting.set(info.num_pending as i64);
+                self.metrics.workers.set((info.num_waiting + info.num_ack_pending) as i64);
+            }
+            // No worker has ever attached: the consumer does not exist yet.
+            Err(e) => debug!(error = %e, "no consumer information"),
+        }
+    }
+
+    /// Jobs answered so far, per worker.
+    pub fn tally(&self) -> BTreeMap<String, WorkerTally> {
+        self.tally.lock().expect("tally lock").clone()
+    }
+
+    /// Runs `job` on some worker and returns its proof (not yet checked: see [`aggregate`]),
+    /// with the name of the worker that proved it.
+    pub async fn run(&self, job: &Job) -> Result<(ChildProof, String), JobError> {
+        let started = Instant::now();
+        self.metrics.in_flight.inc();
+        let outcome = self.run_uncounted(job).await;
+        self.metrics.in_flight.dec();
+        self.metrics.seconds.with_label_values(&[job.kind()]).observe(started.elapsed().as_secs_f64());
+        self.refresh_metrics().await;
+        outcome
+    }
+
+    async fn run_uncounted(&self, job: &Job) -> Result<(ChildProof, String), JobError> {
+        let bytes = job.encode();
+        let id = super::job_id(&bytes);
+        let subject = format!("tgrid.results.{id}");
+        // Subscribe before publishing so an outcome stored right away is not missed.
+        let mut pushed = self.broker.client.subscribe(subject).await.map_err(|e| self.settings.error(e))?;
+        if let Some(stored) = self.broker.stored_outcome(&id).await {
+            debug!(job = %id, "outcome already stored");
+            return self.accept(job, &stored.payload, Some(&stored.headers));
+        }
+        self.publish(job, &id, bytes).await?;
+        loop {
+            match tokio::time::timeout(SWEEP, pushed.next()).await {
+                Ok(Some(message)) => return self.accept(job, &message.payload, message.headers.as_ref()),
+                Ok(None) => return Err(self.settings.error("the connection closed")),
+                Err(_) => {
+                    if let Some(stored) = self.broker.stored_outcome(&id).await {
+                        return self.accept(job, &stored.payload, Some(&stored.headers));
+                    }
+                }
+            }
+        }
+    }
+
+    async fn publish(&self, job: &Job, id: &str, bytes: Vec<u8>) -> Result<(), JobError> {
+        let started = Instant::now();
+        loop {
+            let message = Publish::build().payload(bytes.clone().into()).message_id(id);
+            let sent = self.broker.js.send_publish(format!("tgrid.jobs.{}", job.kind()), message).await;
+            let stored = match sent {
+                Ok(ack) => ack.await.map(|_| ()).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match stored {
+                Ok(()) => return Ok(()),
+                Err(e) if started.elapsed() < PUBLISH_PATIENCE => {
+                    warn!(job = %id, error = %e, "cannot queue the job yet; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(e) => return Err(self.settings.error(format!("queuing a {} job: {e}", job.kind()))),
+            }
+        }
+    }
+
+    fn accept(&self, job: &Job, payload: &[u8], headers: Option<&HeaderMap>) -> Result<(ChildProof, String), JobError> {
+        let worker = header(headers, WORKER_HEADER).unwrap_or_else(|| "unnamed".into());
+        let seconds = header(headers, SECONDS_HEADER).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+        let invalid = |reason: String| JobError::InvalidOutcome { kind: job.kind(), worker: worker.clone(), reason };
+        match Outcome::decode(payload).map_err(|e| invalid(e.to_string()))? {
+            Outcome::Refused(reason) => Err(JobError::Refused { kind: job.kind(), reason }),
+            Outcome::Proven(child) => {
+                let mut tally = self.tally.lock().expect("tally lock");
+                let entry = tally.entry(worker.clone()).or_default();
+                entry.jobs += 1;
+                entry.seconds += seconds;
+                Ok((child, worker))
+            }
+        }
+    }
+}
+
+type Subtree<'a> = Pin<Box<dyn Future<Output = Result<(SubtreeProof, AggregationPublicInputs), JobError>> + Send + 'a>>;
+
+/// [`Aggregator::aggregate`] with the leaf and merge proofs done by workers through `queue`:
+/// checks every task proof natively and rejects duplicated task ids first, then queues every
+/// leaf at once and each merge as soon as both its children are back (RFC 6962 shape). Every
+/// proof a worker returns is verified and its public inputs (subtree root, registry root,
+/// task count, circuit digests) compared with the native ones before it is used.
+pub async fn aggregate(aggregator: &Aggregator, queue: &JobQueue, proofs: &[TaskProof]) -> Result<BatchFile, JobError> {
+    let leaves = proofs.iter().map(|p| aggregator.check(p)).collect::<crate::Result<Vec<_>>>()?;
+    check_leaves(&leaves).map_err(crate::Error::from)?;
+    let mut model_files: HashMap<[u8; 32], Vec<u8>> = HashMap::new();
+    for proof in proofs {
+        if model_files.contains_key(&proof.model_id) {
+            continue;
+        }
+        let path = aggregator.registry_file().model_path_of(&proof.model_id).ok_or_else(|| JobError::ModelFile {
+            path: format!("model 0x{}", hex::encode(proof.model_id)),
+            reason: "the registry file names no file for it".into(),
+        })?;
+        let bytes = std::fs::read(&path)
+            .map_err(|e| JobError::ModelFile { path: path.display().to_string(), reason: e.to_string() })?;
+        model_files.insert(proof.model_id, bytes);
+    }
+    let context = Context { aggregator, queue, proofs, leaves: &leaves, model_files: &model_files };
+    let (root, _) = context.subtree(0, proofs.len()).await?;
+    Ok(aggregator.circuits().batch_file(leaves.clone(), &root).map_err(crate::Error::from)?)
+}
+
+struct Context<'a> {
+    aggregator: &'a Aggregator,
+    queue: &'a JobQueue,
+    proofs: &'a [TaskProof],
+    leaves: &'a [TaskLeaf],
+    model_files: &'a HashMap<[u8; 32], Vec<u8>>,
+}
+
+impl<'a> Context<'a> {
+    /// The subtree over tasks `lo..hi`: both halves concurrently, then their merge.
+    fn subtree(&'a self, lo: usize, hi: usize) -> Subtree<'a> {
+        Box::pin(async move {
+            if hi - lo == 1 {
+                return self.leaf(lo).await;
+            }
+            let mid = lo + split_point(hi - lo);
+            let (left, right) = futures::try_join!(self.subtree(lo, mid), self.subtree(mid, hi))?;
+            let job = Job::Merge { left: child(&left.0), right: child(&right.0) };
+            let expected = AggregationPublicInputs {
+                root: node_hash(&left.1.root, &right.1.root),
+                registry_root: left.1.registry_root,
+                count: left.1.count + right.1.count,
+                digests: left.1.digests,
+            };
+            self.checked(&job, true, &expected).await
+        })
+    }
+
+    async fn leaf(&self, index: usize) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
+        let proof = &self.proofs[index];
+        let registry = self.aggregator.registry();
+        let job = Job::Leaf {
+            registry: registry.entries().to_vec(),
+            model_file: self.model_files[&proof.model_id].clone(),
+            task_proof: proof.to_bytes(),
+        };
+        let expected = AggregationPublicInputs {
+            root: self.leaves[index].hash(),
+            registry_root: registry.root(),
+            count: 1,
+            digests: self.aggregator.circuits().digests(),
+        };
+        self.checked(&job, false, &expected).await
+    }
+
+    /// Runs `job` and accepts its proof only if it verifies under our own circuits with exactly
+    /// the expected public inputs.
+    async fn checked(
+        &self,
+        job: &Job,
+        is_merge: bool,
+        expected: &AggregationPublicInputs,
+    ) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
+        let (child, worker) = self.queue.run(job).await?;
+        let invalid = |reason: String| JobError::InvalidOutcome { kind: job.kind(), worker: worker.clone(), reason };
+        if child.is_merge != is_merge {
+            return Err(invalid("a proof of the other circuit".into()));
+        }
+        let circuits = self.aggregator.circuits();
+        let proof = circuits.decode(&child.bytes, is_merge).map_err(|e| invalid(e.to_string()))?;
+        let publics = circuits.verify_root(&proof).map_err(|e| invalid(e.to_string()))?;
+        if &publics != expected {
+            return Err(invalid(format!(
+                "its public inputs (root 0x{}, {} tasks) are not the expected ones (root 0x{}, {} tasks)",
+                hex::encode(publics.root),
+                publics.count,
+                hex::encode(expected.root),
+                expected.count
+            )));
+        }
+        Ok((proof, publics))
+    }
+}
+
+fn child(proof: &SubtreeProof) -> ChildProof {
+    ChildProof { is_merge: proof.is_merge, bytes: proof.proof.to_bytes() }
+}

@@ -1,0 +1,167 @@
+//! Aggregation jobs on a work queue (NATS JetStream), so that leaf and merge proofs run on
+//! worker processes of other machines.
+//!
+//! - A job (a leaf: model file + registry + task proof; a merge: two child proofs) is published
+//!   to the `TGRID_JOBS` stream (work-queue retention, file storage) under the SHA-256 of its
+//!   bytes as message id: the broker drops a republished duplicate.
+//! - Workers (`tgrid-sequencer worker --queue URL`) share one durable pull consumer. A worker
+//!   stores the outcome in the `TGRID_RESULTS` stream under `tgrid.results.<job id>` and only then
+//!   acknowledges the job; while proving it tells the broker it is still working. A worker killed
+//!   mid-job never acknowledges: the broker redelivers the job after the ack wait. A redelivered
+//!   job whose outcome is already stored is acknowledged without proving again.
+//! - The dispatcher ([`JobQueue::run`]) answers from a stored outcome if there is one, otherwise
+//!   publishes the job and waits for its outcome (pushed as it is stored, and looked up again
+//!   every few seconds, so a broker restart loses nothing). Workers are not trusted: every proof
+//!   they return is verified, and its public inputs compared with the natively computed ones,
+//!   before it is used ([`aggregate`]).
+
+mod codec;
+mod dispatch;
+mod worker;
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer, stream};
+
+pub use codec::{job_id, ChildProof, Job, Outcome, MAX_MODEL_FILE_BYTES, MAX_PROOF_BYTES};
+pub use dispatch::{aggregate, JobMetrics, JobQueue, WorkerTally};
+pub use worker::{run_worker, WorkerOptions};
+
+/// Stream of pending jobs.
+pub const JOBS_STREAM: &str = "TGRID_JOBS";
+/// Stream of job outcomes, one per job id.
+pub const RESULTS_STREAM: &str = "TGRID_RESULTS";
+/// The workers' shared durable consumer.
+pub const WORKERS_CONSUMER: &str = "tgrid-workers";
+/// Header naming the worker that produced an outcome.
+pub const WORKER_HEADER: &str = "Tgrid-Worker";
+/// Header with the seconds a worker spent on a job.
+pub const SECONDS_HEADER: &str = "Tgrid-Job-Seconds";
+/// How long outcomes are kept (a dispatcher restarted within it reuses them).
+const RESULTS_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+
+/// What can go wrong with queued jobs.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JobError {
+    /// The broker cannot be reached or refused a request.
+    #[error("job queue {url}: {reason}")]
+    Queue {
+        /// Broker address.
+        url: String,
+        /// What failed.
+        reason: String,
+    },
+    /// A worker refused the job: it can never succeed.
+    #[error("a worker refused the {kind} job: {reason}")]
+    Refused {
+        /// Job kind.
+        kind: &'static str,
+        /// The worker's reason.
+        reason: String,
+    },
+    /// A worker's answer is not a valid proof of what was asked.
+    #[error("invalid outcome of a {kind} job from worker {worker}: {reason}")]
+    InvalidOutcome {
+        /// Job kind.
+        kind: &'static str,
+        /// The worker's name, as it reported it.
+        worker: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Checking the proofs or building the batch failed.
+    #[error(transparent)]
+    Aggregate(#[from] crate::Error),
+    /// A model file named by the registry file cannot be read.
+    #[error("{path}: {reason}")]
+    ModelFile {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Where the queue is and how long a job may go without a sign of life before redelivery.
+#[derive(Clone, Debug)]
+pub struct QueueSettings {
+    /// Broker address, `nats://host:port`.
+    pub url: String,
+    /// Redelivery delay of a job whose worker went silent (workers report progress at a third
+    /// of it while proving).
+    pub ack_wait: Duration,
+}
+
+impl QueueSettings {
+    fn error(&self, reason: impl std::fmt::Display) -> JobError {
+        JobError::Queue { url: self.url.clone(), reason: reason.to_string() }
+    }
+}
+
+/// A connection with both streams in place.
+struct Broker {
+    client: async_nats::Client,
+    js: jetstream::Context,
+    results: stream::Stream,
+    jobs: stream::Stream,
+}
+
+impl Broker {
+    /// Connects (retrying until the broker answers) and creates the streams if missing.
+    async fn connect(settings: &QueueSettings, name: &str) -> Result<Self, JobError> {
+        let client = async_nats::ConnectOptions::new()
+            .name(name)
+            .retry_on_initial_connect()
+            .connect(settings.url.as_str())
+            .await
+            .map_err(|e| settings.error(e))?;
+        let js = jetstream::new(client.clone());
+        let jobs = js
+            .get_or_create_stream(stream::Config {
+                name: JOBS_STREAM.into(),
+                subjects: vec!["tgrid.jobs.>".into()],
+                retention: stream::RetentionPolicy::WorkQueue,
+                storage: stream::StorageType::File,
+                duplicate_window: Duration::from_secs(600),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| settings.error(format!("stream {JOBS_STREAM}: {e}")))?;
+        let results = js
+            .get_or_create_stream(stream::Config {
+                name: RESULTS_STREAM.into(),
+                subjects: vec!["tgrid.results.>".into()],
+                storage: stream::StorageType::File,
+                max_messages_per_subject: 1,
+                max_age: RESULTS_MAX_AGE,
+                duplicate_window: Duration::from_secs(600),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| settings.error(format!("stream {RESULTS_STREAM}: {e}")))?;
+        Ok(Self { client, js, results, jobs })
+    }
+
+    /// The workers' consumer, created on first use.
+    async fn workers_consumer(&self, settings: &QueueSettings) -> Result<consumer::PullConsumer, JobError> {
+        self.jobs
+            .get_or_create_consumer(
+                WORKERS_CONSUMER,
+                consumer::pull::Config {
+                    durable_name: Some(WORKERS_CONSUMER.into()),
+                    ack_policy: consumer::AckPolicy::Explicit,
+                    ack_wait: settings.ack_wait,
+                    max_deliver: -1,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| settings.error(format!("consumer {WORKERS_CONSUMER}: {e}")))
+    }
+
+    /// The stored outcome of `id`, if any (with the worker's headers).
+    async fn stored_outcome(&self, id: &str) -> Option<jetstream::message::StreamMessage> {
+        self.results.get_last_raw_message_by_subject(&format!("tgrid.results.{id}")).await.ok()
+    }
+}

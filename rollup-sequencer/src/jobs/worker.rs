@@ -1,0 +1,194 @@
+//! `tgrid-sequencer worker`: takes jobs off the queue, proves them, stores the outcome, and only
+//! then acknowledges the job.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::message::AckKind;
+use async_nats::jetstream::message::PublishMessage as Publish;
+use async_nats::jetstream::Message;
+use futures::StreamExt;
+use tgrid_aggregation::{AggregationCircuits, Normalizer, Registry};
+use tgrid_circuits::TaskProof;
+use tgrid_settlement_proof::aggregate::normalizer_from_model_file;
+use tracing::{info, warn};
+
+use super::{Broker, ChildProof, Job, JobError, Outcome, QueueSettings, SECONDS_HEADER, WORKER_HEADER};
+
+/// Normalizers kept per worker (model id, digest); the oldest are dropped beyond it.
+const MAX_CACHED_NORMALIZERS: usize = 64;
+
+/// How a worker runs.
+#[derive(Clone, Debug)]
+pub struct WorkerOptions {
+    /// Where the queue is.
+    pub queue: QueueSettings,
+    /// Name reported with every outcome (metrics, per-worker throughput).
+    pub name: String,
+    /// Stop after this many jobs (`None`: run until `stop` is set).
+    pub max_jobs: Option<u64>,
+}
+
+/// A registry entry: (model id, normalized circuit digest).
+type EntryKey = ([u8; 32], [u8; 32]);
+
+/// The circuits a worker proves with: built once, normalizers on first use.
+struct Prover {
+    circuits: AggregationCircuits,
+    normalizers: Mutex<HashMap<EntryKey, Arc<Normalizer>>>,
+}
+
+impl Prover {
+    fn run(&self, job: Job) -> Outcome {
+        match self.prove(job) {
+            Ok(child) => Outcome::Proven(child),
+            Err(reason) => Outcome::Refused(reason),
+        }
+    }
+
+    fn prove(&self, job: Job) -> Result<ChildProof, String> {
+        match job {
+            Job::Leaf { registry, model_file, task_proof } => {
+                let registry = Registry::new(registry).map_err(|e| e.to_string())?;
+                let proof = TaskProof::from_bytes(&task_proof).map_err(|e| format!("task proof: {e}"))?;
+                let entry = registry
+                    .entry(&proof.model_id)
+                    .ok_or_else(|| format!("model 0x{} is not in the job's registry", hex::encode(proof.model_id)))?;
+                let normalizer = self.normalizer(&model_file, &entry.model_id, &entry.normalized_digest)?;
+                let (_, normalized) = normalizer.normalize(&proof).map_err(|e| format!("task proof: {e}"))?;
+                let leaf = self.circuits.prove_leaf(&normalized, &registry).map_err(|e| e.to_string())?;
+                Ok(ChildProof { is_merge: false, bytes: leaf.proof.to_bytes() })
+            }
+            Job::Merge { left, right } => {
+                let decode = |c: &ChildProof| self.circuits.decode(&c.bytes, c.is_merge).map_err(|e| e.to_string());
+                let merged = self.circuits.prove_merge(&decode(&left)?, &decode(&right)?).map_err(|e| e.to_string())?;
+                Ok(ChildProof { is_merge: true, bytes: merged.proof.to_bytes() })
+            }
+        }
+    }
+
+    fn normalizer(&self, model_file: &[u8], model_id: &[u8; 32], digest: &[u8; 32]) -> Result<Arc<Normalizer>, String> {
+        let key = (*model_id, *digest);
+        if let Some(n) = self.normalizers.lock().expect("normalizer lock").get(&key) {
+            return Ok(n.clone());
+        }
+        let built = Arc::new(normalizer_from_model_file(model_file, model_id, digest)?);
+        let mut cache = self.normalizers.lock().expect("normalizer lock");
+        if cache.len() >= MAX_CACHED_NORMALIZERS {
+            cache.clear();
+        }
+        cache.insert(key, built.clone());
+        Ok(built)
+    }
+}
+
+/// Runs a worker until `stop` is set (or `max_jobs` are done). Builds the aggregation circuits
+/// first (a few seconds), then takes one job at a time: proving uses every core.
+pub async fn run_worker(options: WorkerOptions, stop: Arc<AtomicBool>) -> Result<u64, JobError> {
+    let started = Instant::now();
+    let circuits = tokio::task::spawn_blocking(AggregationCircuits::build)
+        .await
+        .map_err(|e| options.queue.error(format!("building the circuits: {e}")))?
+        .map_err(crate::Error::from)?;
+    info!(seconds = started.elapsed().as_secs_f64(), "aggregation circuits built");
+    let prover = Arc::new(Prover { circuits, normalizers: Mutex::default() });
+    let broker = Broker::connect(&options.queue, &options.name).await?;
+    let consumer = broker.workers_consumer(&options.queue).await?;
+    info!(worker = %options.name, queue = %options.queue.url, "waiting for jobs");
+    let mut done = 0u64;
+    while !stop.load(Ordering::Relaxed) && options.max_jobs.is_none_or(|max| done < max) {
+        let batch = consumer.fetch().max_messages(1).expires(Duration::from_secs(2)).messages().await;
+        let mut messages = match batch {
+            Ok(m) => m,
+            Err(e) => {
+                warn!(error = %e, "cannot fetch jobs; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        while let Some(message) = messages.next().await {
+            match message {
+                Ok(message) => {
+                    if handle(&broker, &prover, &options, message).await {
+                        done += 1;
+                    }
+                }
+                Err(e) => {
+                    warn!(error = %e, "fetching a job failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// One delivered job; `true` if this worker proved it.
+async fn handle(broker: &Broker, prover: &Arc<Prover>, options: &WorkerOptions, message: Message) -> bool {
+    let job = match Job::decode(&message.payload) {
+        Ok(job) => job,
+        Err(e) => {
+            // Nobody can prove garbage: drop it for good rather than redeliver it forever.
+            warn!(error = %e, "dropping a malformed job");
+            let _ = message.ack_with(AckKind::Term).await;
+            return false;
+        }
+    };
+    let id = super::job_id(&message.payload);
+    if broker.stored_outcome(&id).await.is_some() {
+        // A worker stored it and died before acknowledging: nothing to prove again.
+        info!(job = %id, kind = job.kind(), "outcome already stored; acknowledging the redelivery");
+        let _ = message.double_ack().await;
+        return false;
+    }
+    info!(job = %id, kind = job.kind(), "proving");
+    let started = Instant::now();
+    let keep_alive = {
+        let message_ack = message.clone();
+        let every = (options.queue.ack_wait / 3).max(Duration::from_millis(200));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let _ = message_ack.ack_with(AckKind::Progress).await;
+            }
+        })
+    };
+    let worker = prover.clone();
+    let kind = job.kind();
+    let outcome = tokio::task::spawn_blocking(move || worker.run(job))
+        .await
+        .unwrap_or_else(|e| Outcome::Refused(format!("the prover panicked: {e}")));
+    let seconds = started.elapsed().as_secs_f64();
+    if let Outcome::Refused(reason) = &outcome {
+        warn!(job = %id, kind, %reason, "refused");
+    }
+    let payload = outcome.encode();
+    // Stored before acknowledged: a crash between the two leaves a redelivery that finds it.
+    loop {
+        let publish = Publish::build()
+            .payload(payload.clone().into())
+            .message_id(&id)
+            .header(WORKER_HEADER, options.name.as_str())
+            .header(SECONDS_HEADER, format!("{seconds:.3}").as_str());
+        let stored = match broker.js.send_publish(format!("tgrid.results.{id}"), publish).await {
+            Ok(ack) => ack.await.map(|_| ()).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match stored {
+            Ok(()) => break,
+            Err(e) => {
+                warn!(job = %id, error = %e, "cannot store the outcome yet; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+    keep_alive.abort();
+    if let Err(e) = message.double_ack().await {
+        // The broker will redeliver it; the next worker finds the stored outcome.
+        warn!(job = %id, error = %e, "acknowledging failed");
+    }
+    info!(job = %id, kind, seconds, "done");
+    true
+}

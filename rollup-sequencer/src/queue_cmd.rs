@@ -1,0 +1,106 @@
+//! `tgrid-sequencer worker` and `aggregate --queue`: aggregation jobs on a NATS JetStream queue.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use tgrid_aggregation::registry::hex32;
+use tgrid_cli::{bad_input, Output};
+use tgrid_sequencer::jobs::{self, JobError, JobQueue, QueueSettings, WorkerOptions};
+use tgrid_sequencer::Aggregator;
+
+/// The queue's redelivery delay.
+#[derive(Debug, clap::Args)]
+pub struct AckWaitArg {
+    /// Seconds a job may go without a sign of life from its worker before the queue redelivers
+    /// it to another (workers report progress at a third of it). Set when the queue's consumer
+    /// is first created; later values do not change it.
+    #[arg(long, default_value_t = 60)]
+    ack_wait_secs: u64,
+}
+
+impl AckWaitArg {
+    /// Settings for the queue at `url`.
+    pub fn settings(&self, url: String) -> QueueSettings {
+        QueueSettings { url, ack_wait: Duration::from_secs(self.ack_wait_secs.max(1)) }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+/// `tgrid-sequencer worker`.
+pub fn worker(queue: QueueSettings, name: Option<String>, max_jobs: Option<u64>, out: &Output) -> Result<()> {
+    let name = name.unwrap_or_else(|| {
+        let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+        format!("{}-{}", host.trim(), std::process::id())
+    });
+    let url = queue.url.clone();
+    let started = Instant::now();
+    let done = runtime()?.block_on(async {
+        let stop = super::stop_on_signal();
+        jobs::run_worker(WorkerOptions { queue, name: name.clone(), max_jobs }, stop).await
+    })?;
+    out.emit(json!({ "worker": name, "queue": url, "jobs": done, "seconds": started.elapsed().as_secs_f64() }), || {
+        format!("worker {name}: {done} jobs in {:.1} s", started.elapsed().as_secs_f64())
+    })
+}
+
+/// `tgrid-sequencer aggregate --queue`: the same batch as in-process, proven by workers.
+pub fn aggregate(
+    proof_paths: &[PathBuf],
+    registry_path: &Path,
+    batch_path: &Path,
+    queue: QueueSettings,
+    out: &Output,
+) -> Result<()> {
+    let started = Instant::now();
+    let registry = super::load_registry(registry_path)?;
+    let proofs = super::read_task_proofs(proof_paths)?;
+    let bar = out.spinner("building the aggregation circuits (to check the workers' proofs)");
+    let aggregator = Aggregator::new(registry)?;
+    bar.finish_and_clear();
+    let url = queue.url.clone();
+    let bar = out.spinner(&format!("{} tasks: leaves and merges on the workers of {url}", proofs.len()));
+    let (batch, tally) = runtime()?
+        .block_on(async {
+            let queue = JobQueue::connect(queue).await?;
+            let batch = jobs::aggregate(&aggregator, &queue, &proofs).await?;
+            Ok::<_, JobError>((batch, queue.tally()))
+        })
+        .map_err(|e| match e {
+            JobError::Aggregate(
+                tgrid_sequencer::Error::Task(_)
+                | tgrid_sequencer::Error::UnknownModel(_)
+                | tgrid_sequencer::Error::Aggregation(tgrid_aggregation::Error::InvalidBatch(_)),
+            ) => bad_input(e),
+            other => other.into(),
+        })?;
+    bar.finish_and_clear();
+    std::fs::write(batch_path, batch.to_bytes()).with_context(|| format!("cannot write {}", batch_path.display()))?;
+    let verified = aggregator.circuits().verify_batch(&batch, &aggregator.registry().root())?;
+    let seconds = started.elapsed().as_secs_f64();
+    let value = json!({
+        "out": batch_path.display().to_string(),
+        "batch_root": hex32(&verified.batch_root),
+        "registry_root": hex32(&verified.registry_root),
+        "count": verified.leaves.len(),
+        "proof_bytes": batch.proof.len(),
+        "seconds": seconds,
+        "queue": url,
+        "workers": tally,
+    });
+    out.emit(value, || {
+        let workers: Vec<String> = tally.iter().map(|(n, t)| format!("{n}: {} jobs, {:.1} s", t.jobs, t.seconds)).collect();
+        format!(
+            "aggregated {} tasks on the queue's workers -> {}\n  batch root     {}\n  registry root  {}\n  workers        {}\n  {seconds:.1} s",
+            verified.leaves.len(),
+            batch_path.display(),
+            hex32(&verified.batch_root),
+            hex32(&verified.registry_root),
+            workers.join("; "),
+        )
+    })
+}

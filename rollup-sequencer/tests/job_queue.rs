@@ -1,0 +1,158 @@
+//! Aggregation on worker processes through a real NATS JetStream broker (Debian's
+//! `nats-server`, installed by `make test`): `tgrid-sequencer aggregate --queue` of two task
+//! proofs under a registry of two models, with `tgrid-sequencer worker` processes. One worker is
+//! killed with SIGKILL in the middle of a job (a replacement starts) and the broker is killed and
+//! restarted on its store while jobs are pending: the batch still completes, verifies, and its
+//! root equals the natively computed one; every job's outcome is used once (2 leaves + 1 merge).
+//! About 1.5 minutes on 2 cores in the dev profile, mostly the three workers' circuit builds.
+
+mod common;
+mod nats;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tgrid_aggregation::{batch_root, RegistryFile, TaskLeaf};
+use tgrid_circuits::testing::{random_input, tiny_model};
+use tgrid_circuits::{SegmentPlan, TaskProver, TaskVerifier};
+
+/// A process whose stderr (its log) is collected as it is written.
+struct Logged {
+    child: Child,
+    log: Arc<Mutex<String>>,
+}
+
+impl Logged {
+    fn spawn(cmd: &mut Command) -> Self {
+        let mut child = cmd.env("RUST_LOG", "info").stderr(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let sink = log.clone();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        Self { child, log }
+    }
+
+    fn wait_for_log(&self, needle: &str, limit: Duration) {
+        let started = Instant::now();
+        while !self.log.lock().unwrap().contains(needle) {
+            assert!(started.elapsed() < limit, "no {needle:?} in:\n{}", self.log.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Logged {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn worker(url: &str, name: &str) -> Logged {
+    Logged::spawn(Command::new(common::BIN).args(["worker", "--queue", url, "--name", name, "--ack-wait-secs", "3"]))
+}
+
+#[test]
+fn workers_aggregate_the_in_process_batch_through_a_worker_kill_and_a_broker_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let store = d.join("jetstream");
+    let mut broker = nats::Broker::start(&store);
+    let (url, port) = (broker.url.clone(), broker.port());
+
+    // Two tasks of one of the two registered models, their proofs as files, and the native root.
+    let models = [tiny_model(5), tiny_model(6)];
+    let mut registry = RegistryFile::empty(d.to_path_buf());
+    for (i, m) in models.iter().enumerate() {
+        common::add_model(&mut registry, m, &format!("m{i}.tgm"));
+    }
+    registry.save(&d.join("registry.json")).unwrap();
+    let mut paths = Vec::new();
+    let mut leaves = Vec::new();
+    for (i, m) in [1usize, 1].into_iter().enumerate() {
+        let prover = TaskProver::new(models[m].clone(), SegmentPlan::default()).unwrap();
+        let input = random_input(40 + i as u64, 16);
+        let (proof, ..) = prover.prove(&input, [0x50 + i as u8; 32], [0x22; 20], &mut |_, _, _| {}).unwrap();
+        let publics = TaskVerifier::new(&models[m], &SegmentPlan::default()).unwrap().verify(&proof).unwrap();
+        leaves.push(TaskLeaf::from_publics(&publics));
+        let path = d.join(format!("task{i}.tgp"));
+        std::fs::write(&path, proof.to_bytes()).unwrap();
+        paths.push(path);
+    }
+    let native_root = batch_root(&leaves.iter().map(TaskLeaf::hash).collect::<Vec<_>>()).unwrap();
+
+    let doomed = worker(&url, "doomed");
+    let _steady = worker(&url, "steady");
+    let batch = d.join("batch.tgb");
+    let aggregate = Logged::spawn(
+        Command::new(common::BIN)
+            .args(["--json", "aggregate"])
+            .args(&paths)
+            .arg("--registry")
+            .arg(d.join("registry.json"))
+            .arg("--out")
+            .arg(&batch)
+            .args(["--queue", &url, "--ack-wait-secs", "3"]),
+    );
+
+    // SIGKILL one worker in the middle of its first job: it never acknowledges it.
+    doomed.wait_for_log("proving", Duration::from_secs(300));
+    std::thread::sleep(Duration::from_millis(300));
+    drop(doomed);
+    let _replacement = worker(&url, "replacement");
+    // Kill the broker while jobs are pending or in flight, then restart it on the same store.
+    drop(broker);
+    std::thread::sleep(Duration::from_millis(500));
+    broker = nats::Broker::start_on(port, &store);
+
+    let mut aggregate = aggregate;
+    let (child, log) = (&mut aggregate.child, aggregate.log.clone());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(600), "aggregate did not finish:\n{}", log.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    assert!(status.success(), "aggregate failed:\n{}", log.lock().unwrap());
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    eprintln!("aggregate --queue: {summary}");
+    assert_eq!(summary["count"], 2);
+    assert_eq!(summary["batch_root"], format!("0x{}", hex::encode(native_root)));
+    assert_eq!(summary["registry_root"], format!("0x{}", hex::encode(registry.registry().unwrap().root())));
+    // Every outcome used exactly once, none from the killed worker's unfinished job.
+    let workers = summary["workers"].as_object().unwrap();
+    let jobs: u64 = workers.values().map(|w| w["jobs"].as_u64().unwrap()).sum();
+    assert_eq!(jobs, 3, "{summary}");
+    assert!(!workers.contains_key("doomed"), "the killed worker's job was redone by another: {summary}");
+
+    // The batch file is a valid batch of exactly these tasks, in order.
+    let verified = Command::new(Path::new(common::BIN).with_file_name("tgrid-verifier"))
+        .args(["--json", "batch"])
+        .arg(&batch)
+        .arg("--registry")
+        .arg(d.join("registry.json"))
+        .output()
+        .unwrap();
+    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
+    let verified: serde_json::Value = serde_json::from_slice(&verified.stdout).unwrap();
+    assert_eq!(verified["batch_root"], summary["batch_root"]);
+    let task_ids: Vec<_> = verified["leaves"].as_array().unwrap().iter().map(|l| l["task_id"].clone()).collect();
+    assert_eq!(
+        task_ids,
+        (0..2u8).map(|i| serde_json::json!(format!("0x{}", hex::encode([0x50 + i; 32])))).collect::<Vec<_>>()
+    );
+    drop(broker);
+}
