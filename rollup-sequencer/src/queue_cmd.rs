@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use tgrid_aggregation::registry::hex32;
 use tgrid_cli::{bad_input, Output};
-use tgrid_sequencer::jobs::{self, JobError, JobQueue, QueueSettings, WorkerOptions};
+use tgrid_sequencer::jobs::{self, JobError, JobMetrics, JobQueue, QueueSettings, WorkerOptions};
 use tgrid_sequencer::Aggregator;
 
 /// The queue's redelivery delay.
@@ -66,7 +66,7 @@ pub fn aggregate(
     let bar = out.spinner(&format!("{} tasks: leaves and merges on the workers of {url}", proofs.len()));
     let (batch, tally) = runtime()?
         .block_on(async {
-            let queue = JobQueue::connect(queue).await?;
+            let queue = JobQueue::connect(queue, JobMetrics::new()).await?;
             let batch = jobs::aggregate(&aggregator, &queue, &proofs).await?;
             Ok::<_, JobError>((batch, queue.tally()))
         })

@@ -1,10 +1,12 @@
 //! Aggregation on worker processes through a real NATS JetStream broker (Debian's
 //! `nats-server`, installed by `make test`): `tgrid-sequencer aggregate --queue` of two task
 //! proofs under a registry of two models, with `tgrid-sequencer worker` processes. One worker is
-//! killed with SIGKILL in the middle of a job (a replacement starts) and the broker is killed and
-//! restarted on its store while jobs are pending: the batch still completes, verifies, and its
+//! killed with SIGKILL in the middle of a job and the broker is killed and restarted on its store
+//! while jobs are pending: the batch still completes, verifies, and its
 //! root equals the natively computed one; every job's outcome is used once (2 leaves + 1 merge).
-//! About 1.5 minutes on 2 cores in the dev profile, mostly the three workers' circuit builds.
+//! A forged outcome planted in the queue's store before the batch (what a hostile worker could
+//! store) fails its checks, is discarded and the job proven again by an honest worker.
+//! About 1.5 minutes on 2 cores in the dev profile, mostly the circuit builds of three processes.
 
 mod common;
 mod nats;
@@ -18,6 +20,7 @@ use std::time::{Duration, Instant};
 use tgrid_aggregation::{batch_root, RegistryFile, TaskLeaf};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{SegmentPlan, TaskProver, TaskVerifier};
+use tgrid_sequencer::jobs::{job_id, ChildProof, Job, JobMetrics, JobQueue, Outcome, QueueSettings, WORKER_HEADER};
 
 /// A process whose stderr (its log) is collected as it is written.
 struct Logged {
@@ -90,6 +93,23 @@ fn workers_aggregate_the_in_process_batch_through_a_worker_kill_and_a_broker_res
     }
     let native_root = batch_root(&leaves.iter().map(TaskLeaf::hash).collect::<Vec<_>>()).unwrap();
 
+    // A hostile worker's answer to the first leaf job, stored before anyone asked.
+    let first_leaf = Job::Leaf {
+        registry: registry.registry().unwrap().entries().to_vec(),
+        model_file: std::fs::read(d.join("m1.tgm")).unwrap(),
+        task_proof: std::fs::read(&paths[0]).unwrap(),
+    };
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let settings = QueueSettings { url: url.clone(), ack_wait: Duration::from_secs(3) };
+        drop(JobQueue::connect(settings, JobMetrics::new()).await.unwrap()); // creates the streams
+        let js = async_nats::jetstream::new(async_nats::connect(url.as_str()).await.unwrap());
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(WORKER_HEADER, "forger");
+        let forged = Outcome::Proven(ChildProof { is_merge: false, bytes: vec![7; 4096] }).encode();
+        let subject = format!("tgrid.results.{}", job_id(&first_leaf.encode()));
+        js.publish_with_headers(subject, headers, forged.into()).await.unwrap().await.unwrap();
+    });
+
     let doomed = worker(&url, "doomed");
     let _steady = worker(&url, "steady");
     let batch = d.join("batch.tgb");
@@ -108,7 +128,6 @@ fn workers_aggregate_the_in_process_batch_through_a_worker_kill_and_a_broker_res
     doomed.wait_for_log("proving", Duration::from_secs(300));
     std::thread::sleep(Duration::from_millis(300));
     drop(doomed);
-    let _replacement = worker(&url, "replacement");
     // Kill the broker while jobs are pending or in flight, then restart it on the same store.
     drop(broker);
     std::thread::sleep(Duration::from_millis(500));
@@ -137,6 +156,12 @@ fn workers_aggregate_the_in_process_batch_through_a_worker_kill_and_a_broker_res
     let jobs: u64 = workers.values().map(|w| w["jobs"].as_u64().unwrap()).sum();
     assert_eq!(jobs, 3, "{summary}");
     assert!(!workers.contains_key("doomed"), "the killed worker's job was redone by another: {summary}");
+    assert!(!workers.contains_key("forger"), "the forged outcome was not used: {summary}");
+    assert!(
+        log.lock().unwrap().contains("discarding the outcome and queuing the job again"),
+        "{}",
+        log.lock().unwrap()
+    );
 
     // The batch file is a valid batch of exactly these tasks, in order.
     let verified = Command::new(Path::new(common::BIN).with_file_name("tgrid-verifier"))

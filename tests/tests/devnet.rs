@@ -16,6 +16,9 @@
 // The sequencer tests' proxy, shared rather than copied.
 #[path = "../../rollup-sequencer/tests/fault_proxy/mod.rs"]
 mod fault_proxy;
+// The sequencer tests' NATS broker, for the aggregation workers.
+#[path = "../../rollup-sequencer/tests/nats/mod.rs"]
+mod nats;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -35,6 +38,10 @@ fn repo_root() -> PathBuf {
 }
 
 /// A workspace binary; `cargo test --workspace` (what `make test` runs) builds them all first.
+async fn http_get(url: &str) -> String {
+    alloy::transports::http::reqwest::get(url).await.unwrap().text().await.unwrap()
+}
+
 fn bin(name: &str) -> PathBuf {
     let dir = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf();
     let path = dir.join(name);
@@ -238,7 +245,15 @@ async fn the_task_market_end_to_end_on_anvil() {
     }
     json("tgrid", &["stake", "add", "500"], &with_key(4));
 
-    // The sequencer (relay included) and two provider daemons.
+    // The sequencer (relay included), one aggregation worker on its job queue (a real NATS
+    // JetStream broker), and two provider daemons.
+    let broker = nats::Broker::start(&work.path().join("jetstream"));
+    let _aggregation_worker = Service::start(
+        "tgrid-sequencer",
+        &["--json", "worker", "--queue", &broker.url, "--name", "e2e-worker"],
+        &[],
+        &work.path().join("worker.log"),
+    );
     let seq_env: Vec<(String, String)> = [
         ("RPC_URL", rpc.clone()),
         ("DEPLOYMENT", deployment.clone()),
@@ -252,6 +267,7 @@ async fn the_task_market_end_to_end_on_anvil() {
         ("INSECURE_DEVNET_KEY", "true".into()),
         ("INSECURE_DEVNET_KEYS_DIR", keys.display().to_string()),
         ("POLL_INTERVAL_MS", "200".into()),
+        ("JOB_QUEUE", broker.url.clone()),
     ]
     .into_iter()
     .map(|(k, v)| (format!("TGRID_SEQUENCER_{k}"), v))
@@ -389,6 +405,16 @@ async fn the_task_market_end_to_end_on_anvil() {
         (4, 3),
         "provider 1's node faults were all hit, and ridden out"
     );
+    // The batch's 5 leaves and 4 merges were proven by the worker, through the queue.
+    let metrics = http_get(&format!("{seq_url}/metrics")).await;
+    let metric = |name: &str| -> f64 {
+        let line = metrics.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} in\n{metrics}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"leaf\"}"), 5.0);
+    assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"merge\"}"), 4.0);
+    assert_eq!(metric("tgrid_sequencer_jobs_in_flight"), 0.0);
+    assert_eq!(metric("tgrid_sequencer_job_workers"), 1.0);
     let mut txs = std::collections::BTreeSet::new();
     let mut batch_roots = std::collections::BTreeSet::new();
     for (i, order) in orders.iter().enumerate() {

@@ -24,6 +24,8 @@ use crate::Aggregator;
 const SWEEP: Duration = Duration::from_secs(2);
 /// How long publishing a job keeps retrying while the broker is away.
 const PUBLISH_PATIENCE: Duration = Duration::from_secs(120);
+/// Times a job is queued before its refusal or bad proof is final.
+const MAX_ATTEMPTS: u32 = 3;
 
 /// Jobs done and seconds spent, per worker, as the workers reported them.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -41,7 +43,7 @@ pub struct JobMetrics {
     pub in_flight: IntGauge,
     /// Jobs waiting for a worker (the queue's depth).
     pub waiting: IntGauge,
-    /// Workers attached to the queue: busy (holding a job) or idle (waiting for one).
+    /// Workers alive: heard from (a heartbeat every 2 s, busy or idle) in the last 6 s.
     pub workers: IntGauge,
     /// Time from queuing a job to its checked outcome, by kind (`leaf`, `merge`).
     pub seconds: HistogramVec,
@@ -54,7 +56,7 @@ impl JobMetrics {
         Self {
             in_flight: gauge("tgrid_sequencer_jobs_in_flight", "aggregation jobs queued and not answered yet"),
             waiting: gauge("tgrid_sequencer_job_queue_depth", "aggregation jobs waiting for a worker"),
-            workers: gauge("tgrid_sequencer_job_workers", "workers attached to the job queue (busy or waiting)"),
+            workers: gauge("tgrid_sequencer_job_workers", "workers heard from in the last three heartbeats"),
             seconds: HistogramVec::new(
                 HistogramOpts::new("tgrid_sequencer_job_seconds", "time from queuing a job to its checked outcome")
                     .buckets(vec![0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]),
@@ -85,6 +87,34 @@ pub struct JobQueue {
     broker: Broker,
     tally: Mutex<BTreeMap<String, WorkerTally>>,
     metrics: JobMetrics,
+    heartbeat_task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for JobQueue {
+    fn drop(&mut self) {
+        self.heartbeat_task.abort();
+    }
+}
+
+/// Keeps `workers` at the number of distinct workers heard from within three heartbeats.
+async fn count_workers(mut heartbeats: async_nats::Subscriber, workers: IntGauge) {
+    let mut seen: HashMap<String, Instant> = HashMap::new();
+    let window = super::HEARTBEAT_EVERY * 3;
+    loop {
+        match tokio::time::timeout(super::HEARTBEAT_EVERY, heartbeats.next()).await {
+            Ok(Some(beat)) => {
+                // Names are the workers' own: bounded, and the map with them.
+                let name: String = String::from_utf8_lossy(&beat.payload).chars().take(128).collect();
+                if seen.len() < 10_000 || seen.contains_key(&name) {
+                    seen.insert(name, Instant::now());
+                }
+            }
+            Ok(None) => return,
+            Err(_) => {}
+        }
+        seen.retain(|_, at| at.elapsed() < window);
+        workers.set(seen.len() as i64);
+    }
 }
 
 impl std::fmt::Debug for JobQueue {
@@ -98,25 +128,19 @@ fn header(headers: Option<&HeaderMap>, name: &str) -> Option<String> {
 }
 
 impl JobQueue {
-    /// Connects (waiting for the broker) and creates the streams if missing.
-    pub async fn connect(settings: QueueSettings) -> Result<Self, JobError> {
+    /// Connects (waiting for the broker), creates the streams if missing, and starts following
+    /// the workers' heartbeats; reports into `metrics`.
+    pub async fn connect(settings: QueueSettings, metrics: JobMetrics) -> Result<Self, JobError> {
         let broker = Broker::connect(&settings, "tgrid-sequencer").await?;
-        Ok(Self { settings, broker, tally: Mutex::default(), metrics: JobMetrics::new() })
+        let heartbeats = broker.client.subscribe(super::HEARTBEAT_SUBJECT).await.map_err(|e| settings.error(e))?;
+        let heartbeat_task = tokio::spawn(count_workers(heartbeats, metrics.workers.clone()));
+        Ok(Self { settings, broker, tally: Mutex::default(), metrics, heartbeat_task })
     }
 
-    /// Reports into `metrics` (the service's registered ones) from now on.
-    pub fn with_metrics(mut self, metrics: JobMetrics) -> Self {
-        self.metrics = metrics;
-        self
-    }
-
-    /// Reads the queue's depth and worker count into the metrics (one request to the broker).
+    /// Reads the queue's depth (jobs waiting for a worker) into the metrics.
     pub async fn refresh_metrics(&self) {
         match self.broker.jobs.consumer_info(super::WORKERS_CONSUMER).await {
-            Ok(info) => {
-                self.metrics.waiting.set(info.num_pending as i64);
-                self.metrics.workers.set((info.num_waiting + info.num_ack_pending) as i64);
-            }
+            Ok(info) => self.metrics.waiting.set(info.num_pending as i64),
             // No worker has ever attached: the consumer does not exist yet.
             Err(e) => debug!(error = %e, "no consumer information"),
         }
@@ -129,17 +153,19 @@ impl JobQueue {
 
     /// Runs `job` on some worker and returns its proof (not yet checked: see [`aggregate`]),
     /// with the name of the worker that proved it.
-    pub async fn run(&self, job: &Job) -> Result<(ChildProof, String), JobError> {
+    /// `attempt` > 0 re-queues a job whose earlier outcome was discarded ([`JobQueue::discard`]):
+    /// it gets another deduplication id, so the broker does not drop it as a repeat.
+    pub async fn run(&self, job: &Job, attempt: u32) -> Result<Delivered, JobError> {
         let started = Instant::now();
         self.metrics.in_flight.inc();
-        let outcome = self.run_uncounted(job).await;
+        let outcome = self.run_uncounted(job, attempt).await;
         self.metrics.in_flight.dec();
         self.metrics.seconds.with_label_values(&[job.kind()]).observe(started.elapsed().as_secs_f64());
         self.refresh_metrics().await;
         outcome
     }
 
-    async fn run_uncounted(&self, job: &Job) -> Result<(ChildProof, String), JobError> {
+    async fn run_uncounted(&self, job: &Job, attempt: u32) -> Result<Delivered, JobError> {
         let bytes = job.encode();
         let id = super::job_id(&bytes);
         let subject = format!("tgrid.results.{id}");
@@ -149,7 +175,8 @@ impl JobQueue {
             debug!(job = %id, "outcome already stored");
             return self.accept(job, &stored.payload, Some(&stored.headers));
         }
-        self.publish(job, &id, bytes).await?;
+        let message_id = if attempt == 0 { id.clone() } else { format!("{id}.retry{attempt}") };
+        self.publish(job, &message_id, bytes).await?;
         loop {
             match tokio::time::timeout(SWEEP, pushed.next()).await {
                 Ok(Some(message)) => return self.accept(job, &message.payload, message.headers.as_ref()),
@@ -159,6 +186,17 @@ impl JobQueue {
                         return self.accept(job, &stored.payload, Some(&stored.headers));
                     }
                 }
+            }
+        }
+    }
+
+    /// Deletes the stored outcome of `job` (a refusal or a proof that failed its checks), so
+    /// that running it again proves it again instead of answering from the store.
+    pub async fn discard(&self, job: &Job) {
+        let id = super::job_id(&job.encode());
+        if let Some(stored) = self.broker.stored_outcome(&id).await {
+            if let Err(e) = self.broker.results.delete_message(stored.sequence).await {
+                warn!(job = %id, error = %e, "cannot delete a discarded outcome");
             }
         }
     }
@@ -183,21 +221,34 @@ impl JobQueue {
         }
     }
 
-    fn accept(&self, job: &Job, payload: &[u8], headers: Option<&HeaderMap>) -> Result<(ChildProof, String), JobError> {
+    fn accept(&self, job: &Job, payload: &[u8], headers: Option<&HeaderMap>) -> Result<Delivered, JobError> {
         let worker = header(headers, WORKER_HEADER).unwrap_or_else(|| "unnamed".into());
         let seconds = header(headers, SECONDS_HEADER).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
-        let invalid = |reason: String| JobError::InvalidOutcome { kind: job.kind(), worker: worker.clone(), reason };
-        match Outcome::decode(payload).map_err(|e| invalid(e.to_string()))? {
-            Outcome::Refused(reason) => Err(JobError::Refused { kind: job.kind(), reason }),
-            Outcome::Proven(child) => {
-                let mut tally = self.tally.lock().expect("tally lock");
-                let entry = tally.entry(worker.clone()).or_default();
-                entry.jobs += 1;
-                entry.seconds += seconds;
-                Ok((child, worker))
-            }
+        match Outcome::decode(payload) {
+            Err(e) => Err(JobError::InvalidOutcome { kind: job.kind(), worker, reason: e.to_string() }),
+            Ok(Outcome::Refused(reason)) => Err(JobError::Refused { kind: job.kind(), reason }),
+            Ok(Outcome::Proven(child)) => Ok(Delivered { child, worker, seconds }),
         }
     }
+
+    /// Counts a delivered proof that passed its checks for its worker.
+    fn credit(&self, delivered: &Delivered) {
+        let mut tally = self.tally.lock().expect("tally lock");
+        let entry = tally.entry(delivered.worker.clone()).or_default();
+        entry.jobs += 1;
+        entry.seconds += delivered.seconds.max(0.0);
+    }
+}
+
+/// A worker's proof for a job, not checked yet.
+#[derive(Debug)]
+pub struct Delivered {
+    /// The proof.
+    pub child: ChildProof,
+    /// The worker's name, as it reported it.
+    pub worker: String,
+    /// Seconds it reported spending.
+    pub seconds: f64,
 }
 
 type Subtree<'a> = Pin<Box<dyn Future<Output = Result<(SubtreeProof, AggregationPublicInputs), JobError>> + Send + 'a>>;
@@ -212,20 +263,38 @@ pub async fn aggregate(aggregator: &Aggregator, queue: &JobQueue, proofs: &[Task
     check_leaves(&leaves).map_err(crate::Error::from)?;
     let mut model_files: HashMap<[u8; 32], Vec<u8>> = HashMap::new();
     for proof in proofs {
-        if model_files.contains_key(&proof.model_id) {
-            continue;
+        if let std::collections::hash_map::Entry::Vacant(slot) = model_files.entry(proof.model_id) {
+            slot.insert(model_file(aggregator, &proof.model_id)?);
         }
-        let path = aggregator.registry_file().model_path_of(&proof.model_id).ok_or_else(|| JobError::ModelFile {
-            path: format!("model 0x{}", hex::encode(proof.model_id)),
-            reason: "the registry file names no file for it".into(),
-        })?;
-        let bytes = std::fs::read(&path)
-            .map_err(|e| JobError::ModelFile { path: path.display().to_string(), reason: e.to_string() })?;
-        model_files.insert(proof.model_id, bytes);
     }
     let context = Context { aggregator, queue, proofs, leaves: &leaves, model_files: &model_files };
     let (root, _) = context.subtree(0, proofs.len()).await?;
     Ok(aggregator.circuits().batch_file(leaves.clone(), &root).map_err(crate::Error::from)?)
+}
+
+/// The model file the registry file names for `model_id`.
+fn model_file(aggregator: &Aggregator, model_id: &[u8; 32]) -> Result<Vec<u8>, JobError> {
+    let path = aggregator.registry_file().model_path_of(model_id).ok_or_else(|| JobError::ModelFile {
+        path: format!("model 0x{}", hex::encode(model_id)),
+        reason: "the registry file names no file for it".into(),
+    })?;
+    std::fs::read(&path).map_err(|e| JobError::ModelFile { path: path.display().to_string(), reason: e.to_string() })
+}
+
+fn leaf_job(aggregator: &Aggregator, model_file: Vec<u8>, proof: &TaskProof) -> Job {
+    Job::Leaf { registry: aggregator.registry().entries().to_vec(), model_file, task_proof: proof.to_bytes() }
+}
+
+/// Queues the leaf job of a task proof without waiting for it, so that a worker proves it while
+/// the batch is still open: [`aggregate`] then finds its outcome stored (same job, same id).
+pub async fn queue_leaf(aggregator: &Aggregator, queue: &JobQueue, proof: &TaskProof) -> Result<(), JobError> {
+    let job = leaf_job(aggregator, model_file(aggregator, &proof.model_id)?, proof);
+    let bytes = job.encode();
+    let id = super::job_id(&bytes);
+    if queue.broker.stored_outcome(&id).await.is_none() {
+        queue.publish(&job, &id, bytes).await?;
+    }
+    Ok(())
 }
 
 struct Context<'a> {
@@ -259,11 +328,7 @@ impl<'a> Context<'a> {
     async fn leaf(&self, index: usize) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
         let proof = &self.proofs[index];
         let registry = self.aggregator.registry();
-        let job = Job::Leaf {
-            registry: registry.entries().to_vec(),
-            model_file: self.model_files[&proof.model_id].clone(),
-            task_proof: proof.to_bytes(),
-        };
+        let job = leaf_job(self.aggregator, self.model_files[&proof.model_id].clone(), proof);
         let expected = AggregationPublicInputs {
             root: self.leaves[index].hash(),
             registry_root: registry.root(),
@@ -275,13 +340,44 @@ impl<'a> Context<'a> {
 
     /// Runs `job` and accepts its proof only if it verifies under our own circuits with exactly
     /// the expected public inputs.
+    /// A refusal or a bad proof (one faulty or hostile worker) is discarded and the job queued
+    /// again, up to [`MAX_ATTEMPTS`] times.
     async fn checked(
         &self,
         job: &Job,
         is_merge: bool,
         expected: &AggregationPublicInputs,
     ) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
-        let (child, worker) = self.queue.run(job).await?;
+        let mut attempt = 0;
+        loop {
+            let error = match self.queue.run(job, attempt).await {
+                Ok(delivered) => match self.check(job, is_merge, expected, &delivered) {
+                    Ok(checked) => {
+                        self.queue.credit(&delivered);
+                        return Ok(checked);
+                    }
+                    Err(e) => e,
+                },
+                Err(e @ JobError::Refused { .. }) => e,
+                Err(e) => return Err(e),
+            };
+            attempt += 1;
+            if attempt >= MAX_ATTEMPTS {
+                return Err(error);
+            }
+            warn!(kind = job.kind(), attempt, error = %error, "discarding the outcome and queuing the job again");
+            self.queue.discard(job).await;
+        }
+    }
+
+    fn check(
+        &self,
+        job: &Job,
+        is_merge: bool,
+        expected: &AggregationPublicInputs,
+        delivered: &Delivered,
+    ) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
+        let (child, worker) = (&delivered.child, &delivered.worker);
         let invalid = |reason: String| JobError::InvalidOutcome { kind: job.kind(), worker: worker.clone(), reason };
         if child.is_merge != is_merge {
             return Err(invalid("a proof of the other circuit".into()));

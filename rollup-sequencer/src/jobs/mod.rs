@@ -24,7 +24,7 @@ use std::time::Duration;
 use async_nats::jetstream::{self, consumer, stream};
 
 pub use codec::{job_id, ChildProof, Job, Outcome, MAX_MODEL_FILE_BYTES, MAX_PROOF_BYTES};
-pub use dispatch::{aggregate, JobMetrics, JobQueue, WorkerTally};
+pub use dispatch::{aggregate, queue_leaf, Delivered, JobMetrics, JobQueue, WorkerTally};
 pub use worker::{run_worker, WorkerOptions};
 
 /// Stream of pending jobs.
@@ -37,6 +37,10 @@ pub const WORKERS_CONSUMER: &str = "tgrid-workers";
 pub const WORKER_HEADER: &str = "Tgrid-Worker";
 /// Header with the seconds a worker spent on a job.
 pub const SECONDS_HEADER: &str = "Tgrid-Job-Seconds";
+/// Core NATS subject of the workers' heartbeats (payload: the worker's name).
+pub const HEARTBEAT_SUBJECT: &str = "tgrid.workers.heartbeat";
+/// How often a worker sends one.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
 /// How long outcomes are kept (a dispatcher restarted within it reuses them).
 const RESULTS_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 

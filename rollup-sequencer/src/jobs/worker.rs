@@ -96,6 +96,16 @@ pub async fn run_worker(options: WorkerOptions, stop: Arc<AtomicBool>) -> Result
     let prover = Arc::new(Prover { circuits, normalizers: Mutex::default() });
     let broker = Broker::connect(&options.queue, &options.name).await?;
     let consumer = broker.workers_consumer(&options.queue).await?;
+    let heartbeat = {
+        let (client, name) = (broker.client.clone(), options.name.clone());
+        tokio::spawn(async move {
+            loop {
+                // A lost beat only makes the sequencer's worker count lag.
+                let _ = client.publish(super::HEARTBEAT_SUBJECT, name.clone().into()).await;
+                tokio::time::sleep(super::HEARTBEAT_EVERY).await;
+            }
+        })
+    };
     info!(worker = %options.name, queue = %options.queue.url, "waiting for jobs");
     let mut done = 0u64;
     while !stop.load(Ordering::Relaxed) && options.max_jobs.is_none_or(|max| done < max) {
@@ -111,7 +121,7 @@ pub async fn run_worker(options: WorkerOptions, stop: Arc<AtomicBool>) -> Result
         while let Some(message) = messages.next().await {
             match message {
                 Ok(message) => {
-                    if handle(&broker, &prover, &options, message).await {
+                    if handle(&broker, &prover, &options, &stop, message).await {
                         done += 1;
                     }
                 }
@@ -122,11 +132,18 @@ pub async fn run_worker(options: WorkerOptions, stop: Arc<AtomicBool>) -> Result
             }
         }
     }
+    heartbeat.abort();
     Ok(done)
 }
 
 /// One delivered job; `true` if this worker proved it.
-async fn handle(broker: &Broker, prover: &Arc<Prover>, options: &WorkerOptions, message: Message) -> bool {
+async fn handle(
+    broker: &Broker,
+    prover: &Arc<Prover>,
+    options: &WorkerOptions,
+    stop: &AtomicBool,
+    message: Message,
+) -> bool {
     let job = match Job::decode(&message.payload) {
         Ok(job) => job,
         Err(e) => {
@@ -178,6 +195,12 @@ async fn handle(broker: &Broker, prover: &Arc<Prover>, options: &WorkerOptions, 
         };
         match stored {
             Ok(()) => break,
+            Err(e) if stop.load(Ordering::Relaxed) => {
+                // Not acknowledged: the broker gives the job to another worker.
+                warn!(job = %id, error = %e, "stopping without storing the outcome");
+                keep_alive.abort();
+                return false;
+            }
             Err(e) => {
                 warn!(job = %id, error = %e, "cannot store the outcome yet; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;

@@ -136,7 +136,7 @@ impl Worker {
                     url: url.clone(),
                     ack_wait: Duration::from_secs(settings.job_ack_wait_secs.max(1)),
                 };
-                let queue = rt.block_on(JobQueue::connect(queue_settings))?.with_metrics(shared.metrics.jobs.clone());
+                let queue = rt.block_on(JobQueue::connect(queue_settings, shared.metrics.jobs.clone()))?;
                 rt.block_on(queue.refresh_metrics());
                 Some(queue)
             }
@@ -350,16 +350,20 @@ impl Worker {
     }
 
     /// The leaf of a task joining the open batch, proven now in-process; `None` with a job
-    /// queue, whose workers prove the leaves when the batch closes (the proof is only checked
-    /// natively here, milliseconds).
+    /// queue: the proof is checked natively (milliseconds) and its leaf job queued, so a worker
+    /// proves it while the batch is open and the batch's aggregation finds it done.
     fn leaf_now(
         &self,
         aggregator: &Aggregator,
         proof: &TaskProof,
-    ) -> crate::Result<Option<(tgrid_aggregation::TaskLeaf, tgrid_aggregation::SubtreeProof)>> {
-        match self.queue {
-            Some(_) => aggregator.check(proof).map(|_| None),
-            None => aggregator.prove_leaf(proof).map(Some),
+    ) -> Result<Option<(tgrid_aggregation::TaskLeaf, tgrid_aggregation::SubtreeProof)>> {
+        match &self.queue {
+            Some(queue) => {
+                aggregator.check(proof)?;
+                self.rt.block_on(crate::jobs::queue_leaf(aggregator, queue, proof))?;
+                Ok(None)
+            }
+            None => Ok(aggregator.prove_leaf(proof).map(Some)?),
         }
     }
 
@@ -405,6 +409,8 @@ impl Worker {
         let proof = self.proof(&next.task_id)?;
         let proven = match self.leaf_now(aggregator, &proof) {
             Ok(x) => x,
+            // The queue is away: the task stays queued and the step is retried.
+            Err(e @ ServiceError::Jobs(_)) => return Err(e),
             Err(e) => {
                 // Checked at ingest; only a changed registry file gets here.
                 warn!(task = %next.task_id, error = %e, "cannot prove the leaf; dropping the task");

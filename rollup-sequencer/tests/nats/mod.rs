@@ -1,6 +1,8 @@
 //! A real NATS server with JetStream for the job-queue tests (Debian's `nats-server`, installed
 //! by `make test` through scripts/setup-nats.sh). Shared by the sequencer's tests and the
 //! end-to-end test (included there by path).
+// Each including test uses a different subset.
+#![allow(dead_code)]
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
