@@ -124,6 +124,13 @@ enum Command {
         /// Compiled models to use (default: two small built-in models).
         #[arg(long = "model")]
         models: Vec<PathBuf>,
+        /// Also prove the batch on this job queue (`nats://host:port`, a broker with JetStream
+        /// and no earlier outcomes), with worker processes the benchmark starts, and compare.
+        #[arg(long)]
+        queue: Option<String>,
+        /// Worker processes to start for `--queue`.
+        #[arg(long, default_value_t = 2, requires = "queue")]
+        workers: usize,
     },
 }
 
@@ -214,7 +221,9 @@ fn main() {
             let (source, fri) = key.source();
             wrap(&batch, &path, &source, fri, &out)
         }
-        Command::Bench { tasks, models } => bench::run(tasks, &models),
+        Command::Bench { tasks, models, queue, workers } => {
+            bench::run(tasks, &models, queue.map(|url| bench::QueueBench { url, workers }))
+        }
         Command::Run { config, print_settings } => run_service(config.as_deref(), print_settings),
         Command::Key { key } => {
             let (source, fri) = key.source();
@@ -447,25 +456,55 @@ fn aggregate(proof_paths: &[PathBuf], registry_path: &Path, batch_path: &Path, o
             other => other.into(),
         })?;
     bar.finish_and_clear();
+    write_and_report_batch(&aggregator, &batch, batch_path, started, None, out)
+}
+
+/// Where the proofs of `aggregate --queue` came from: the queue and each worker's share.
+pub(crate) struct QueueReport<'a> {
+    pub url: &'a str,
+    pub workers: &'a std::collections::BTreeMap<String, tgrid_sequencer::jobs::WorkerTally>,
+}
+
+/// Writes an aggregated batch, checks it as a verifier would and reports it (`aggregate` with
+/// or without a queue).
+pub(crate) fn write_and_report_batch(
+    aggregator: &Aggregator,
+    batch: &BatchFile,
+    batch_path: &Path,
+    started: Instant,
+    queue: Option<QueueReport<'_>>,
+    out: &Output,
+) -> Result<()> {
     std::fs::write(batch_path, batch.to_bytes()).with_context(|| format!("cannot write {}", batch_path.display()))?;
-    let verified = aggregator.circuits().verify_batch(&batch, &aggregator.registry().root())?;
-    let value = json!({
+    let verified = aggregator.circuits().verify_batch(batch, &aggregator.registry().root())?;
+    let seconds = started.elapsed().as_secs_f64();
+    let mut value = json!({
         "out": batch_path.display().to_string(),
         "batch_root": hex32(&verified.batch_root),
         "registry_root": hex32(&verified.registry_root),
         "count": verified.leaves.len(),
         "proof_bytes": batch.proof.len(),
-        "seconds": started.elapsed().as_secs_f64(),
+        "seconds": seconds,
     });
+    if let Some(q) = &queue {
+        value["queue"] = json!(q.url);
+        value["workers"] = json!(q.workers);
+    }
     out.emit(value, || {
-        format!(
-            "aggregated {} tasks -> {}\n  batch root     {}\n  registry root  {}\n  {:.1} s",
+        let mut text = format!(
+            "aggregated {} tasks{} -> {}\n  batch root     {}\n  registry root  {}",
             verified.leaves.len(),
+            if queue.is_some() { " on the queue's workers" } else { "" },
             batch_path.display(),
             hex32(&verified.batch_root),
             hex32(&verified.registry_root),
-            started.elapsed().as_secs_f64()
-        )
+        );
+        if let Some(q) = &queue {
+            let workers: Vec<String> =
+                q.workers.iter().map(|(n, t)| format!("{n}: {} jobs, {:.1} s", t.jobs, t.seconds)).collect();
+            text += &format!("\n  workers        {}", workers.join("; "));
+        }
+        text + &format!("\n  {seconds:.1} s")
     })
 }
 

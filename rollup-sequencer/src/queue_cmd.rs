@@ -3,9 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::json;
-use tgrid_aggregation::registry::hex32;
 use tgrid_cli::{bad_input, Output};
 use tgrid_sequencer::jobs::{self, JobError, JobMetrics, JobQueue, QueueSettings, WorkerOptions};
 use tgrid_sequencer::Aggregator;
@@ -79,28 +78,12 @@ pub fn aggregate(
             other => other.into(),
         })?;
     bar.finish_and_clear();
-    std::fs::write(batch_path, batch.to_bytes()).with_context(|| format!("cannot write {}", batch_path.display()))?;
-    let verified = aggregator.circuits().verify_batch(&batch, &aggregator.registry().root())?;
-    let seconds = started.elapsed().as_secs_f64();
-    let value = json!({
-        "out": batch_path.display().to_string(),
-        "batch_root": hex32(&verified.batch_root),
-        "registry_root": hex32(&verified.registry_root),
-        "count": verified.leaves.len(),
-        "proof_bytes": batch.proof.len(),
-        "seconds": seconds,
-        "queue": url,
-        "workers": tally,
-    });
-    out.emit(value, || {
-        let workers: Vec<String> = tally.iter().map(|(n, t)| format!("{n}: {} jobs, {:.1} s", t.jobs, t.seconds)).collect();
-        format!(
-            "aggregated {} tasks on the queue's workers -> {}\n  batch root     {}\n  registry root  {}\n  workers        {}\n  {seconds:.1} s",
-            verified.leaves.len(),
-            batch_path.display(),
-            hex32(&verified.batch_root),
-            hex32(&verified.registry_root),
-            workers.join("; "),
-        )
-    })
+    super::write_and_report_batch(
+        &aggregator,
+        &batch,
+        batch_path,
+        started,
+        Some(super::QueueReport { url: &url, workers: &tally }),
+        out,
+    )
 }

@@ -104,7 +104,9 @@ impl Shape {
                 builder.add_virtual_public_input();
             }
             self.pad(&mut builder);
-            builder.build::<C>().common
+            // Common data does not depend on the constants/sigmas commitment, the costly part of
+            // a build: skip it (real circuits are built in full and compared with this).
+            builder.mock_build::<C>().common
         })
     }
 
@@ -158,26 +160,40 @@ fn standard_gates() -> &'static [GateRef<F, D>] {
     GATES.get_or_init(|| {
         let mut gates: Vec<GateRef<F, D>> = vec![GateRef::new(NoopGate), GateRef::new(PoseidonGate::<F, D>::new())];
         gates.push(GateRef::new(BaseSumGate::<2>::new_from_config::<F>(&aggregation_config())));
-        for inner_config in [tgrid_circuits::zk_join_config(), tgrid_circuits::join_config(), aggregation_config()] {
-            let mut inner = CircuitBuilder::<F, D>::new(inner_config);
-            inner.add_virtual_public_input();
-            // As large as the smallest real inner circuit, so FRI folds with the full arity.
-            while inner.num_gates() < 1 << 11 {
-                inner.add_gate(NoopGate, vec![]);
-            }
-            let inner = inner.build::<C>();
-            let mut outer = CircuitBuilder::<F, D>::new(aggregation_config());
-            let proof = outer.add_virtual_proof_with_pis(&inner.common);
-            let vd = outer.add_virtual_verifier_data(inner.common.config.fri_config.cap_height);
-            outer.verify_proof::<C>(&proof, &vd, &inner.common);
-            for gate in outer.build::<C>().common.gates {
-                if !gates.iter().any(|g| g.0.id() == gate.0.id()) {
-                    gates.push(gate);
-                }
+        // Probes built side by side, their gates merged in a fixed order.
+        let probes: Vec<Vec<GateRef<F, D>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                [tgrid_circuits::zk_join_config(), tgrid_circuits::join_config(), aggregation_config()]
+                    .into_iter()
+                    .map(|inner_config| scope.spawn(move || recursion_gates(inner_config)))
+                    .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+        });
+        for gate in probes.into_iter().flatten() {
+            if !gates.iter().any(|g| g.0.id() == gate.0.id()) {
+                gates.push(gate);
             }
         }
         gates
     })
+}
+
+/// The gates of an aggregation-configured circuit that verifies a proof of a small circuit
+/// with `inner_config`.
+fn recursion_gates(inner_config: CircuitConfig) -> Vec<GateRef<F, D>> {
+    let mut inner = CircuitBuilder::<F, D>::new(inner_config);
+    inner.add_virtual_public_input();
+    // As large as the smallest real inner circuit, so FRI folds with the full arity.
+    while inner.num_gates() < 1 << 11 {
+        inner.add_gate(NoopGate, vec![]);
+    }
+    // Only the gate sets are read here: no commitment needed (see `Shape::common`).
+    let inner = inner.mock_build::<C>();
+    let mut outer = CircuitBuilder::<F, D>::new(aggregation_config());
+    let proof = outer.add_virtual_proof_with_pis(&inner.common);
+    let vd = outer.add_virtual_verifier_data(inner.common.config.fri_config.cap_height);
+    outer.verify_proof::<C>(&proof, &vd, &inner.common);
+    outer.mock_build::<C>().common.gates
 }
 
 /// Proves and checks the proof before handing it on. plonky2's prover does not check gate
