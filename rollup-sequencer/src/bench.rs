@@ -62,7 +62,8 @@ pub(crate) fn run(tasks: usize, model_paths: &[PathBuf], queue: Option<QueueBenc
         .map(|i| {
             // Models interleaved irregularly (runs of one or two), by the top bits of a
             // multiplicative hash.
-            let prover = &provers[(((i as u64 * 2_654_435_761) % (1 << 32)) * provers.len() as u64 >> 32) as usize];
+            let hash = (i as u64 * 2_654_435_761) % (1 << 32);
+            let prover = &provers[((hash * provers.len() as u64) >> 32) as usize];
             let mut task_id = [0x7A; 32];
             task_id[24..].copy_from_slice(&(i as u64).to_be_bytes());
             let provider = [0x42; 20];
