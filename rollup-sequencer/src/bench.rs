@@ -10,7 +10,7 @@ use tgrid_aggregation::{batch_root, BatchFile, Normalizer, RegistryFile, Registr
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, ModelFile, SegmentPlan, TaskProof, TaskProver, TaskVerifier};
 use tgrid_cli::peak_rss_mib;
-use tgrid_sequencer::jobs::{self, JobMetrics, JobQueue, QueueSettings};
+use tgrid_sequencer::jobs::{self, JobMetrics, JobQueue, QueueSettings, QueueUrl};
 use tgrid_sequencer::Aggregator;
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -20,7 +20,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Where to run the batch a second time: a job queue and how many worker processes to start.
 pub(crate) struct QueueBench {
-    pub url: String,
+    pub url: QueueUrl,
     pub workers: usize,
 }
 
@@ -207,7 +207,8 @@ fn on_queue(
     let mut workers = Workers(Vec::new());
     for i in 0..queue.workers {
         let child = Command::new(&exe)
-            .args(["worker", "--queue", &queue.url, "--name", &format!("bench-worker-{i}")])
+            .args(["worker", "--name", &format!("bench-worker-{i}")])
+            .env("TGRID_QUEUE", queue.url.with_secret())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .spawn()
@@ -243,7 +244,7 @@ fn on_queue(
             "the workers' batch differs from the in-process batch"
         );
         Ok(json!({
-            "url": queue.url,
+            "url": queue.url.to_string(),
             "workers": queue.workers,
             "batch_seconds": seconds,
             "batch_seconds_per_task": seconds / proofs.len() as f64,

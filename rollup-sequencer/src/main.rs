@@ -14,6 +14,7 @@ use tgrid_aggregation::registry::hex32;
 use tgrid_aggregation::{BatchFile, Normalizer, RegistryFile, RegistryFileEntry};
 use tgrid_circuits::{ModelFile, Privacy, TaskProof, TaskVerifier};
 use tgrid_cli::{bad_input, print_stdout, Output};
+use tgrid_sequencer::jobs::QueueUrl;
 use tgrid_sequencer::{Aggregator, Step};
 use tgrid_settlement_proof::{BatchWrapper, KeySource, Stage};
 use tgrid_wrap::FinalFri;
@@ -48,10 +49,10 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
         /// Run the leaf and merge proofs on `tgrid-sequencer worker` processes through this job
-        /// queue (NATS JetStream, `nats://host:port`) instead of in this process. Every proof a
-        /// worker returns is verified before it is used.
+        /// queue (NATS JetStream, `nats://[user:password@ or token@]host:port`) instead of in
+        /// this process. Every proof a worker returns is verified before it is used.
         #[arg(long)]
-        queue: Option<String>,
+        queue: Option<QueueUrl>,
         #[command(flatten)]
         ack_wait: queue_cmd::AckWaitArg,
     },
@@ -59,9 +60,10 @@ enum Command {
     /// prove them, store each outcome, then acknowledge the job. A worker killed mid-job loses
     /// nothing: the queue redelivers the job after the ack wait. Stops on Ctrl-C or SIGTERM.
     Worker {
-        /// The job queue, `nats://host:port`.
-        #[arg(long)]
-        queue: String,
+        /// The job queue, `nats://[user:password@ or token@]host:port`. Prefer the environment
+        /// variable for credentials: a command line is visible to every local user.
+        #[arg(long, env = "TGRID_QUEUE", hide_env_values = true)]
+        queue: QueueUrl,
         /// Name reported with each outcome (default: host name and process id).
         #[arg(long)]
         name: Option<String>,
@@ -127,7 +129,7 @@ enum Command {
         /// Also prove the batch on this job queue (`nats://host:port`, a broker with JetStream
         /// and no earlier outcomes), with worker processes the benchmark starts, and compare.
         #[arg(long)]
-        queue: Option<String>,
+        queue: Option<QueueUrl>,
         /// Worker processes to start for `--queue`.
         #[arg(long, default_value_t = 2, requires = "queue")]
         workers: usize,
@@ -292,6 +294,7 @@ fn run_service(config: Option<&Path>, print_settings: bool) -> Result<()> {
     if print_settings {
         let mut shown = serde_json::to_value(&settings)?;
         shown["private_key"] = json!("(hidden)");
+        shown["job_queue"] = json!(settings.job_queue_url()?.map(|url| url.to_string()));
         return print_stdout(&serde_json::to_string_pretty(&shown)?);
     }
     if settings.key_is_insecure() {

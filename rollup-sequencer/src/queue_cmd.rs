@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::json;
 use tgrid_cli::{bad_input, Output};
-use tgrid_sequencer::jobs::{self, JobError, JobMetrics, JobQueue, QueueSettings, WorkerOptions};
+use tgrid_sequencer::jobs::{self, JobError, JobMetrics, JobQueue, QueueSettings, QueueUrl, WorkerOptions};
 use tgrid_sequencer::Aggregator;
 
 /// The queue's redelivery delay.
@@ -21,7 +21,7 @@ pub struct AckWaitArg {
 
 impl AckWaitArg {
     /// Settings for the queue at `url`.
-    pub fn settings(&self, url: String) -> QueueSettings {
+    pub fn settings(&self, url: QueueUrl) -> QueueSettings {
         QueueSettings { url, ack_wait: Duration::from_secs(self.ack_wait_secs.max(1)) }
     }
 }
@@ -36,7 +36,7 @@ pub fn worker(queue: QueueSettings, name: Option<String>, max_jobs: Option<u64>,
         let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
         format!("{}-{}", host.trim(), std::process::id())
     });
-    let url = queue.url.clone();
+    let url = queue.url.to_string();
     let started = Instant::now();
     let done = runtime()?.block_on(async {
         let stop = super::stop_on_signal();
@@ -61,7 +61,7 @@ pub fn aggregate(
     let bar = out.spinner("building the aggregation circuits (to check the workers' proofs)");
     let aggregator = Aggregator::new(registry)?;
     bar.finish_and_clear();
-    let url = queue.url.clone();
+    let url = queue.url.to_string();
     let bar = out.spinner(&format!("{} tasks: leaves and merges on the workers of {url}", proofs.len()));
     let (batch, tally) = runtime()?
         .block_on(async {

@@ -100,7 +100,7 @@ fn workers_aggregate_the_in_process_batch_through_a_worker_kill_and_a_broker_res
         task_proof: std::fs::read(&paths[0]).unwrap(),
     };
     tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let settings = QueueSettings { url: url.clone(), ack_wait: Duration::from_secs(3) };
+        let settings = QueueSettings { url: url.parse().unwrap(), ack_wait: Duration::from_secs(3) };
         drop(JobQueue::connect(settings, JobMetrics::new()).await.unwrap()); // creates the streams
         let js = async_nats::jetstream::new(async_nats::connect(url.as_str()).await.unwrap());
         let mut headers = async_nats::HeaderMap::new();
@@ -179,5 +179,46 @@ fn workers_aggregate_the_in_process_batch_through_a_worker_kill_and_a_broker_res
         task_ids,
         (0..2u8).map(|i| serde_json::json!(format!("0x{}", hex::encode([0x50 + i; 32])))).collect::<Vec<_>>()
     );
+    drop(broker);
+}
+
+/// A broker that requires a user and password: the right ones get in, wrong ones get a clear
+/// error, and neither the error nor the worker's log shows the password.
+#[test]
+fn a_password_protected_broker_admits_its_credentials_and_no_output_shows_them() {
+    let store = tempfile::tempdir().unwrap();
+    let broker = nats::Broker::start_with_password(store.path(), "tgrid", "Secr3t@pw");
+    let port = broker.port();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let connect = |url: String| {
+        let settings = QueueSettings { url: url.parse().unwrap(), ack_wait: Duration::from_secs(3) };
+        runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(60), JobQueue::connect(settings, JobMetrics::new()))
+                .await
+                .expect("connecting neither succeeded nor failed in 60 s")
+        })
+    };
+    // Creating the streams needs an authenticated connection.
+    connect(format!("nats://tgrid:Secr3t@pw@127.0.0.1:{port}")).expect("the right credentials");
+
+    let refused = connect(format!("nats://tgrid:Wr0ng@127.0.0.1:{port}")).expect_err("a wrong password");
+    let message = refused.to_string();
+    assert!(message.contains("nats://tgrid:***@127.0.0.1"), "{message}");
+    assert!(!message.contains("Wr0ng"), "{message}");
+    let anonymous = connect(format!("nats://127.0.0.1:{port}")).expect_err("no credentials");
+    assert!(anonymous.to_string().contains(&format!("nats://127.0.0.1:{port}")), "{anonymous}");
+
+    // A worker takes its address from the environment (not on its command line) and never
+    // prints the password, even when it is refused.
+    let out = Command::new(common::BIN)
+        .args(["worker", "--name", "locked-out"])
+        .env("TGRID_QUEUE", format!("nats://tgrid:Wr0ng@127.0.0.1:{port}"))
+        .env("RUST_LOG", "debug")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("nats://tgrid:***@127.0.0.1"), "{stderr}");
+    assert!(!stderr.contains("Wr0ng"), "{stderr}");
     drop(broker);
 }

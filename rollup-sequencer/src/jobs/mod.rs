@@ -15,6 +15,7 @@
 //!   they return is verified, and its public inputs compared with the natively computed ones,
 //!   before it is used ([`aggregate`]).
 
+mod address;
 mod codec;
 mod dispatch;
 mod worker;
@@ -23,6 +24,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer, stream};
 
+pub use address::{BadQueueUrl, QueueUrl};
 pub use codec::{job_id, ChildProof, Job, Outcome, MAX_MODEL_FILE_BYTES, MAX_PROOF_BYTES};
 pub use dispatch::{aggregate, queue_leaf, Delivered, JobMetrics, JobQueue, WorkerTally};
 pub use worker::{run_worker, WorkerOptions};
@@ -51,7 +53,7 @@ pub enum JobError {
     /// The broker cannot be reached or refused a request.
     #[error("job queue {url}: {reason}")]
     Queue {
-        /// Broker address.
+        /// Broker address (without its credentials).
         url: String,
         /// What failed.
         reason: String,
@@ -90,8 +92,8 @@ pub enum JobError {
 /// Where the queue is and how long a job may go without a sign of life before redelivery.
 #[derive(Clone, Debug)]
 pub struct QueueSettings {
-    /// Broker address, `nats://host:port`.
-    pub url: String,
+    /// Broker address and credentials.
+    pub url: QueueUrl,
     /// Redelivery delay of a job whose worker went silent (workers report progress at a third
     /// of it while proving).
     pub ack_wait: Duration,
@@ -99,7 +101,7 @@ pub struct QueueSettings {
 
 impl QueueSettings {
     fn error(&self, reason: impl std::fmt::Display) -> JobError {
-        JobError::Queue { url: self.url.clone(), reason: reason.to_string() }
+        JobError::Queue { url: self.url.to_string(), reason: reason.to_string() }
     }
 }
 
@@ -114,12 +116,9 @@ struct Broker {
 impl Broker {
     /// Connects (retrying until the broker answers) and creates the streams if missing.
     async fn connect(settings: &QueueSettings, name: &str) -> Result<Self, JobError> {
-        let client = async_nats::ConnectOptions::new()
-            .name(name)
-            .retry_on_initial_connect()
-            .connect(settings.url.as_str())
-            .await
-            .map_err(|e| settings.error(e))?;
+        let (options, server) = settings.url.connect_options();
+        let client =
+            options.name(name).retry_on_initial_connect().connect(server).await.map_err(|e| settings.error(e))?;
         let js = jetstream::new(client.clone());
         let jobs = js
             .get_or_create_stream(stream::Config {

@@ -67,9 +67,9 @@ pub struct Settings {
     /// How often the pipeline compares the on-chain registry root with its own; when governance
     /// moved it and the registry file lists the new root, new batches are proven under it.
     pub registry_poll_secs: u64,
-    /// Job queue (NATS JetStream, `nats://host:port`) on which `tgrid-sequencer worker`
-    /// processes prove the leaves and merges of each closed batch. Unset (the default): proven
-    /// in this process, leaves as results arrive.
+    /// Job queue (NATS JetStream, `nats://[user:password@ or token@]host:port`) on which
+    /// `tgrid-sequencer worker` processes prove the leaves and merges of each closed batch.
+    /// Unset (the default): proven in this process, leaves as results arrive.
     pub job_queue: Option<String>,
     /// Seconds a queued job may go without a sign of life from its worker before the queue
     /// redelivers it.
@@ -146,12 +146,23 @@ impl Settings {
         if self.request_timeout_secs == 0 || self.poll_interval_ms == 0 || self.registry_poll_secs == 0 {
             return bad("request_timeout_secs, poll_interval_ms and registry_poll_secs must be positive");
         }
+        self.job_queue_url()?;
         match (&self.proving_key, self.insecure_devnet_key) {
             (None, false) => bad("no Groth16 key: set proving_key (a ceremony key file) or, on a local devnet only, \
                  insecure_devnet_key = true (INSECURE: anyone can forge batch proofs for it)"),
             (Some(_), true) => bad("proving_key and insecure_devnet_key exclude each other: choose one"),
             _ => Ok(()),
         }
+    }
+
+    /// The `job_queue` setting, parsed (shown without its credentials).
+    pub fn job_queue_url(&self) -> Result<Option<crate::jobs::QueueUrl>, ServiceError> {
+        self.job_queue
+            .as_deref()
+            .map(|url| {
+                url.parse().map_err(|e: crate::jobs::BadQueueUrl| ServiceError::Config(format!("job_queue: {e}")))
+            })
+            .transpose()
     }
 
     /// Whether batch proofs can be forged: a Groth16 key from a public seed, or the test FRI

@@ -129,13 +129,11 @@ impl Worker {
         if key.insecure {
             warn!(key = %key.id, "INSECURE Groth16 key from a public seed: devnets and tests only");
         }
-        let queue = match &settings.job_queue {
+        let queue = match settings.job_queue_url()? {
             Some(url) => {
                 info!(queue = %url, "connecting to the job queue: workers prove the batches' leaves and merges");
-                let queue_settings = QueueSettings {
-                    url: url.clone(),
-                    ack_wait: Duration::from_secs(settings.job_ack_wait_secs.max(1)),
-                };
+                let queue_settings =
+                    QueueSettings { url, ack_wait: Duration::from_secs(settings.job_ack_wait_secs.max(1)) };
                 let queue = rt.block_on(JobQueue::connect(queue_settings, shared.metrics.jobs.clone()))?;
                 rt.block_on(queue.refresh_metrics());
                 Some(queue)

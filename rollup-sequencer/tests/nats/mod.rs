@@ -36,11 +36,23 @@ impl Broker {
         Self::start_on(port, store)
     }
 
+    /// Starts a broker storing under `store` on a free port that admits only `user` with
+    /// `password`.
+    pub fn start_with_password(store: &Path, user: &str, password: &str) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        Self::spawn(port, store, &["--user", user, "--pass", password])
+    }
+
     /// Starts a broker on `port` (a restart of an earlier one uses its port and store).
     pub fn start_on(port: u16, store: &Path) -> Self {
+        Self::spawn(port, store, &[])
+    }
+
+    fn spawn(port: u16, store: &Path, extra: &[&str]) -> Self {
         let child = Command::new(nats_server())
             .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
             .arg(store)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
