@@ -308,6 +308,9 @@ impl SegmentCircuit {
                         gadgets.max(&mut builder, &xs)
                     }
                     Element::Copy { tensor, index } => values[&tensor][index],
+                    Element::Table { tensor, index, table } => {
+                        gadgets.lookup(&mut builder, values[&tensor][index], table)
+                    }
                 };
                 out[o] = Some(value);
             });

@@ -56,10 +56,13 @@ pub(crate) enum Fault {
     WeightedSumOffByOne,
 }
 
-/// Builder state shared by the gadgets: the byte lookup table.
+/// Builder state shared by the gadgets: the byte lookup table and the models' function tables.
 #[derive(Debug)]
 pub(crate) struct Gadgets {
     byte_table: usize,
+    /// Lookup table index of each distinct [`crate::Op::Table`] (offset form), so that layers
+    /// with the same function share one table.
+    function_tables: BTreeMap<[u8; 256], usize>,
     #[cfg(test)]
     pub(crate) fault: Option<(usize, Fault)>,
     /// Tests only: leave out the copy constraints the fault breaks (see `BuildOptions::cut`).
@@ -81,6 +84,7 @@ impl Gadgets {
         let byte_table = builder.add_lookup_table_from_pairs(Arc::new(table));
         Self {
             byte_table,
+            function_tables: BTreeMap::new(),
             #[cfg(test)]
             fault: None,
             #[cfg(test)]
@@ -94,6 +98,21 @@ impl Gadgets {
     pub(crate) fn range_check_byte(&self, builder: &mut CircuitBuilder<F, D>, t: Target) -> ByteTarget {
         builder.add_lookup_from_index(t, self.byte_table);
         ByteTarget(t)
+    }
+
+    /// `table[u]`, proven by a lookup into the table of the 256 pairs `(u, table[u])`: the pair
+    /// must be a row of it, so the output is the function's value and a byte.
+    pub(crate) fn lookup(
+        &mut self,
+        builder: &mut CircuitBuilder<F, D>,
+        u: ByteTarget,
+        table: &[u8; 256],
+    ) -> ByteTarget {
+        let index = *self.function_tables.entry(*table).or_insert_with(|| {
+            let pairs: Vec<(u16, u16)> = (0..256u16).map(|v| (v, u16::from(table[usize::from(v)]))).collect();
+            builder.add_lookup_table_from_pairs(Arc::new(pairs))
+        });
+        ByteTarget(builder.add_lookup_from_index(u.0, index))
     }
 
     #[cfg(test)]

@@ -45,6 +45,7 @@ pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
                     indices.iter().map(|&k| u[tensor][k]).max().expect("non-empty window")
                 }
                 Element::Copy { tensor, index } => u[tensor][index],
+                Element::Table { tensor, index, table } => table[usize::from(u[tensor][index])],
             }
         });
         u.push(out);

@@ -26,6 +26,8 @@ mod task;
 pub mod testing;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod token_tests;
 
 pub use circuit::{
     join_config, segment_config, zk_join_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS, SEGMENT_WIRES,

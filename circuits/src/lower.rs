@@ -4,7 +4,7 @@
 //! Values are carried in the *offset* representation `u = x + 128 ∈ [0, 255]` of an int8 `x`,
 //! which is what the circuit range checks and what the commitments pack.
 
-use crate::model::{chw, numel, Node, Op, QuantModel, Requant};
+use crate::model::{chw, dense_dims, numel, Node, Op, QuantModel, Requant};
 
 /// One input term `weight * u[tensor][index]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,8 +22,10 @@ pub(crate) enum Element<'a> {
     Affine { constant: i64, terms: &'a [Term], requant: Requant, zero_point: i8, lo: i8 },
     /// `y = max(u[tensor][i] for i in indices)`.
     Max { tensor: usize, indices: &'a [usize] },
-    /// `y = u[tensor][index]` (reshape).
+    /// `y = u[tensor][index]` (reshape, gather).
     Copy { tensor: usize, index: usize },
+    /// `y = table[u[tensor][index]]`, the table in offset form too.
+    Table { tensor: usize, index: usize, table: &'a [u8; 256] },
 }
 
 /// Calls `f(output_index, element)` for every output element of node `node_index`, in order.
@@ -39,26 +41,28 @@ pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: imp
     let mut terms: Vec<Term> = Vec::new();
     match &node.op {
         Op::Dense { weights, bias, requant, relu } => {
-            let fan_in = numel(in_shape);
-            for (o, row) in weights.chunks(fan_in).enumerate() {
-                terms.clear();
-                let mut constant = i64::from(bias[o]);
-                for (i, &w) in row.iter().enumerate() {
-                    if w != 0 {
-                        terms.push(Term { weight: w.into(), tensor: input, index: i });
-                        constant -= i64::from(w) * offset;
+            let [rows, fan_in, out] = dense_dims(in_shape, &node.shape).expect("validated");
+            for r in 0..rows {
+                for (o, row) in weights.chunks(fan_in).enumerate() {
+                    terms.clear();
+                    let mut constant = i64::from(bias[o]);
+                    for (i, &w) in row.iter().enumerate() {
+                        if w != 0 {
+                            terms.push(Term { weight: w.into(), tensor: input, index: r * fan_in + i });
+                            constant -= i64::from(w) * offset;
+                        }
                     }
+                    f(
+                        r * out + o,
+                        Element::Affine {
+                            constant,
+                            terms: &terms,
+                            requant: requant[o],
+                            zero_point: zp,
+                            lo: clamp_lo(*relu),
+                        },
+                    );
                 }
-                f(
-                    o,
-                    Element::Affine {
-                        constant,
-                        terms: &terms,
-                        requant: requant[o],
-                        zero_point: zp,
-                        lo: clamp_lo(*relu),
-                    },
-                );
             }
         }
         Op::Conv { c_out, kernel, stride, pads, weights, bias, requant, relu } => {
@@ -149,6 +153,13 @@ pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: imp
                 );
             }
         }
+        Op::AddConst { ka, constants, requant } => {
+            for (i, &c) in constants.iter().enumerate() {
+                let t = [Term { weight: (*ka).into(), tensor: input, index: i }];
+                let constant = i64::from(c) - i64::from(*ka) * offset;
+                f(i, Element::Affine { constant, terms: &t, requant: *requant, zero_point: zp, lo: i8::MIN });
+            }
+        }
         Op::Relu => {
             // max(x, zp) == clamp(zp + (x - zp), zp, 127)
             let unit = Requant { multiplier: 1, shift: 0 };
@@ -162,7 +173,23 @@ pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: imp
                 f(i, Element::Copy { tensor: input, index: i });
             }
         }
+        Op::Gather { source } => {
+            for (i, &index) in source.iter().enumerate() {
+                f(i, Element::Copy { tensor: input, index: index as usize });
+            }
+        }
+        Op::Table { table } => {
+            let table = offset_table(table);
+            for i in 0..numel(&node.shape) {
+                f(i, Element::Table { tensor: input, index: i, table: &table });
+            }
+        }
     }
+}
+
+/// A table of int8 outputs indexed by `x + 128`, as offset-form outputs.
+fn offset_table(table: &[i8]) -> [u8; 256] {
+    std::array::from_fn(|u| (table[u] as u8) ^ 0x80)
 }
 
 /// Fills `out` with the flat indices into a `[C, H, W]` tensor of the in-bounds cells of the

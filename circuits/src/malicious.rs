@@ -122,3 +122,63 @@ pub(crate) fn cut_copy_constraints(honest: &mut CircuitData<F, C, D>, cut: Circu
     honest.prover_only.generator_indices_by_watches = cut.prover_only.generator_indices_by_watches;
     honest.prover_only.generators = cut.prover_only.generators;
 }
+
+/// A lookup slot's generator that writes a byte other than the table's output for its input,
+/// while the multiplicities still count the input as an honest read.
+#[derive(Debug)]
+struct WrongOutputLookup {
+    row: usize,
+    slot: usize,
+    table: Vec<(u16, u16)>,
+}
+
+impl SimpleGenerator<F, D> for WrongOutputLookup {
+    fn id(&self) -> String {
+        "tgrid::test::WrongOutputLookup".into()
+    }
+
+    fn dependencies(&self) -> Vec<Target> {
+        vec![Target::wire(self.row, LookupGate::wire_ith_looking_inp(self.slot))]
+    }
+
+    fn run_once(&self, witness: &PartitionWitness<'_, F>, out: &mut GeneratedValues<F>) -> anyhow::Result<()> {
+        let input = witness.get_target(self.dependencies()[0]).to_canonical_u64();
+        let honest = self.table.iter().find(|(i, _)| u64::from(*i) == input).map_or(0, |&(_, o)| o);
+        out.set_target(
+            Target::wire(self.row, LookupGate::wire_ith_looking_out(self.slot)),
+            F::from_canonical_u16(honest ^ 1),
+        )
+    }
+
+    fn serialize(&self, _dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {
+        Err(IoError)
+    }
+
+    fn deserialize(_src: &mut Buffer<'_>, _common: &CommonCircuitData<F, D>) -> IoResult<Self> {
+        Err(IoError)
+    }
+}
+
+/// Proves `pw` like plonky2's prover, except that one lookup into table `lut` outputs a byte
+/// other than the table's (another byte, so every range the circuit checks still holds).
+pub(crate) fn prove_with_a_wrong_lookup_output(
+    data: &mut CircuitData<F, C, D>,
+    pw: PartialWitness<F>,
+    lut: usize,
+) -> anyhow::Result<ProofWithPublicInputs<F, C, D>> {
+    let rows = data.prover_only.lookup_rows[lut].clone();
+    let table: Vec<(u16, u16)> = data.common.luts[lut].iter().copied().collect();
+    let generator = data
+        .prover_only
+        .generators
+        .iter_mut()
+        .find(|g| {
+            g.0.id() == "LookupGenerator"
+                && matches!(g.0.watch_list()[0], Target::Wire(w) if (rows.last_lu_gate..rows.last_lut_gate).contains(&w.row))
+        })
+        .expect("the table is read by a lookup");
+    let Target::Wire(wire) = generator.0.watch_list()[0] else { unreachable!("matched a wire") };
+    *generator = WitnessGeneratorRef::new(WrongOutputLookup { row: wire.row, slot: wire.column / 2, table }.adapter());
+    let witness = generate_partial_witness(pw, &data.prover_only, &data.common)?;
+    prove_with_partition_witness(&data.prover_only, &data.common, witness, &mut TimingTree::default())
+}

@@ -47,6 +47,9 @@ pub struct Requant {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Op {
     /// `y[o] = requant(bias[o] + sum_i w[o][i] * (x[i] - zp_in))`, weights row-major `[out][in]`.
+    /// With an output of shape `[out]` the whole input is one row (a flattening Gemm); with an
+    /// output of shape `[..., out]` each row of the input's last axis `[..., in]` is one row
+    /// (a MatMul applied to every token).
     Dense {
         /// Weights, `out * in` values.
         weights: Vec<i8>,
@@ -112,11 +115,37 @@ pub enum Op {
         /// Clamp below at the output zero point.
         relu: bool,
     },
+    /// `y = requant(ka * (x - zp_x) + constants[i])` elementwise: adding a constant tensor of the
+    /// input's shape (a position embedding); the constants are at the output's scale times
+    /// `2^shift`.
+    AddConst {
+        /// Integer weight of the input.
+        ka: i32,
+        /// One per element.
+        constants: Vec<i32>,
+        /// Requantization (multiplier 1: a pure rounding shift).
+        requant: Requant,
+    },
     /// `y = max(x, zp)`; same quantization in and out.
     Relu,
     /// Reinterprets the shape; the data is unchanged.
     Reshape,
+    /// `y[i] = x[source[i]]`: any rearrangement or selection of the input's elements (Transpose,
+    /// Slice, Split, Gather with constant indices). Same quantization in and out.
+    Gather {
+        /// For each output element, the flat index of the input element it copies.
+        source: Vec<u32>,
+    },
+    /// `y = table[x + 128]`: an elementwise function of one int8 input (GELU, Erf, Tanh, Exp,
+    /// scaling by a constant...), tabulated over the 256 input values at compile time.
+    Table {
+        /// 256 outputs, indexed by the input's offset form `x + 128`.
+        table: Vec<i8>,
+    },
 }
+
+/// Entries of an [`Op::Table`]: one per int8 input value.
+pub const TABLE_LEN: usize = 256;
 
 impl Op {
     /// Short op name for messages.
@@ -127,8 +156,11 @@ impl Op {
             Op::MaxPool { .. } => "MaxPool",
             Op::AvgPool { .. } => "AvgPool",
             Op::Add { .. } => "Add",
+            Op::AddConst { .. } => "AddConst",
             Op::Relu => "Relu",
             Op::Reshape => "Reshape",
+            Op::Gather { .. } => "Gather",
+            Op::Table { .. } => "Table",
         }
     }
 }
@@ -205,7 +237,7 @@ impl QuantModel {
         self.nodes
             .iter()
             .map(|n| match &n.op {
-                Op::Dense { weights, .. } => weights.len() as u64,
+                Op::Dense { weights, .. } => (weights.len() * dense_rows(&n.shape)) as u64,
                 Op::Conv { weights, c_out, .. } => (numel(&n.shape) / c_out * weights.len()) as u64,
                 _ => 0,
             })
@@ -243,12 +275,12 @@ impl QuantModel {
             let in_q = self.tensor_q(n.inputs[0]);
             match &n.op {
                 Op::Dense { weights, bias, requant, .. } => {
-                    let (fan_in, out) = (numel(in_shape), numel(&n.shape));
+                    let [rows, fan_in, out] = dense_dims(in_shape, &n.shape).map_err(|e| bad(name, e))?;
                     if weights.len() != fan_in * out || bias.len() != out || requant.len() != out {
                         return Err(bad(name, "weight, bias or multiplier count does not match the shapes".into()));
                     }
                     requant.iter().try_for_each(|r| check_requant(*r)).map_err(|e| bad(name, e))?;
-                    macs += weights.len() as u64;
+                    macs += (weights.len() * rows) as u64;
                 }
                 Op::Conv { c_out, kernel, stride, pads, weights, bias, requant, .. } => {
                     let [c_in, h, w] = chw(in_shape).map_err(|e| bad(name, e))?;
@@ -295,6 +327,12 @@ impl QuantModel {
                     }
                     check_requant(*requant).map_err(|e| bad(name, e))?;
                 }
+                Op::AddConst { constants, requant, .. } => {
+                    if n.shape != in_shape || constants.len() != numel(in_shape) {
+                        return Err(bad(name, "AddConst needs one constant per element and keeps the shape".into()));
+                    }
+                    check_requant(*requant).map_err(|e| bad(name, e))?;
+                }
                 Op::Relu => {
                     if n.shape != in_shape || n.q != in_q {
                         return Err(bad(name, "Relu must keep shape and quantization".into()));
@@ -303,6 +341,20 @@ impl QuantModel {
                 Op::Reshape => {
                     if numel(&n.shape) != numel(in_shape) || n.q != in_q {
                         return Err(bad(name, "Reshape must keep the element count and quantization".into()));
+                    }
+                }
+                Op::Gather { source } => {
+                    let len = numel(in_shape);
+                    if source.len() != numel(&n.shape) || n.q != in_q {
+                        return Err(bad(name, "Gather needs one source per output and keeps the quantization".into()));
+                    }
+                    if let Some(&i) = source.iter().find(|&&i| i as usize >= len) {
+                        return Err(bad(name, format!("Gather source {i} is outside the input's {len} values")));
+                    }
+                }
+                Op::Table { table } => {
+                    if table.len() != TABLE_LEN || n.shape != in_shape {
+                        return Err(bad(name, format!("Table needs {TABLE_LEN} entries and keeps the shape")));
                     }
                 }
             }
@@ -358,6 +410,22 @@ impl QuantModel {
                 }
                 Op::Relu => w.u8(5),
                 Op::Reshape => w.u8(6),
+                Op::Gather { source } => {
+                    w.u8(7);
+                    w.u32(source.len() as u32);
+                    source.iter().for_each(|&i| w.u32(i));
+                }
+                Op::Table { table } => {
+                    w.u8(8);
+                    w.bytes(&table.iter().map(|&v| v as u8).collect::<Vec<_>>());
+                }
+                Op::AddConst { ka, constants, requant } => {
+                    w.u8(9);
+                    w.i32(*ka);
+                    w.u32(constants.len() as u32);
+                    constants.iter().for_each(|&c| w.i32(c));
+                    put_requant(&mut w, *requant);
+                }
             }
         }
         w.into_bytes()
@@ -414,6 +482,17 @@ impl QuantModel {
                 }
                 5 => Op::Relu,
                 6 => Op::Reshape,
+                7 => {
+                    let n = r.len_prefix(MAX_TENSOR_LEN, 4)?;
+                    Op::Gather { source: (0..n).map(|_| r.u32()).collect::<Result<_>>()? }
+                }
+                8 => Op::Table { table: r.bytes(TABLE_LEN)?.iter().map(|&b| b as i8).collect() },
+                9 => {
+                    let ka = r.i32()?;
+                    let n = r.len_prefix(MAX_TENSOR_LEN, 4)?;
+                    let constants = (0..n).map(|_| r.i32()).collect::<Result<_>>()?;
+                    Op::AddConst { ka, constants, requant: get_requant(&mut r)? }
+                }
                 tag => return Err(Error::Format(format!("unknown op tag {tag}"))),
             };
             nodes.push(Node { name, op, inputs, shape, q });
@@ -448,6 +527,23 @@ fn check_requant(r: Requant) -> std::result::Result<(), String> {
         return Err(format!("invalid requantization {r:?}"));
     }
     Ok(())
+}
+
+/// Rows, inputs per row and outputs per row of a [`Op::Dense`] from its input and output
+/// shapes: one row of the whole input for an output `[out]`, else one row per position of the
+/// leading axes, which input and output share.
+pub(crate) fn dense_dims(in_shape: &[usize], out_shape: &[usize]) -> std::result::Result<[usize; 3], String> {
+    match out_shape {
+        [out] => Ok([1, numel(in_shape), *out]),
+        [lead @ .., out] if in_shape.len() == out_shape.len() && in_shape[..lead.len()] == *lead => {
+            Ok([numel(lead), in_shape[lead.len()], *out])
+        }
+        _ => Err(format!("a Dense from {in_shape:?} to {out_shape:?} must keep the leading axes")),
+    }
+}
+
+fn dense_rows(out_shape: &[usize]) -> usize {
+    numel(&out_shape[..out_shape.len() - 1])
 }
 
 /// `[C, H, W]` of a rank-3 shape.

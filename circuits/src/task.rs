@@ -35,7 +35,7 @@ fn estimated_rows(model: &QuantModel, node: usize) -> usize {
     let n = &model.nodes[node];
     let out = crate::model::numel(&n.shape);
     let macs = match &n.op {
-        crate::model::Op::Dense { weights, .. } => weights.len(),
+        crate::model::Op::Dense { weights, bias, .. } => out / bias.len() * weights.len(),
         crate::model::Op::Conv { weights, c_out, .. } => out / c_out * weights.len(),
         crate::model::Op::MaxPool { kernel, .. } | crate::model::Op::AvgPool { kernel, .. } => {
             out * kernel[0] * kernel[1]

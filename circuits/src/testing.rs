@@ -131,3 +131,98 @@ pub fn conv_model(seed: u64, c_out: usize, hw: usize) -> QuantModel {
     model.validate().expect("conv model is valid");
     model
 }
+
+/// A small token model using the ops of transformer-style exports, with weights drawn from
+/// `seed`: a per-token Dense over `[4 tokens, 6]` → a function table → a transpose (Gather) →
+/// a constant added per element → a per-row Dense → another table → a selection of the first
+/// row (Gather) → a Dense to 3 outputs.
+pub fn token_model(seed: u64) -> QuantModel {
+    let mut rng = SplitMix64(seed);
+    let rq = |m: f64, bound: u128| requant_for(m, bound).expect("multiplier fits");
+    let table = |rng: &mut SplitMix64| -> Vec<i8> {
+        // A monotone, GELU-like curve with a random offset: any 256 bytes are a valid table.
+        let shift = (rng.next_u64() % 16) as i32;
+        (0..256).map(|u: i32| ((u - 128).max(-16 - shift) + shift).clamp(-128, 127) as i8).collect()
+    };
+    let transpose: Vec<u32> = (0..8).flat_map(|c| (0..4).map(move |t| t * 8 + c)).collect();
+    let nodes = vec![
+        Node {
+            name: "embed".into(),
+            op: Op::Dense {
+                weights: weights(&mut rng, 8 * 6),
+                bias: (0..8).map(|o| 40 * o - 150).collect(),
+                requant: (0..8).map(|o| rq(0.004 + 0.0002 * o as f64, 300_000)).collect(),
+                relu: false,
+            },
+            inputs: vec![0],
+            shape: vec![4, 8],
+            q: q(0.05, 0),
+        },
+        Node {
+            name: "gelu".into(),
+            op: Op::Table { table: table(&mut rng) },
+            inputs: vec![1],
+            shape: vec![4, 8],
+            q: q(0.05, -20),
+        },
+        Node {
+            name: "transpose".into(),
+            op: Op::Gather { source: transpose },
+            inputs: vec![2],
+            shape: vec![8, 4],
+            q: q(0.05, -20),
+        },
+        Node {
+            name: "position".into(),
+            op: Op::AddConst {
+                ka: 60_000,
+                constants: (0..32).map(|_| (rng.next_u64() % 400_000) as i32 - 200_000).collect(),
+                requant: crate::Requant { multiplier: 1, shift: 16 },
+            },
+            inputs: vec![3],
+            shape: vec![8, 4],
+            q: q(0.055, 5),
+        },
+        Node {
+            name: "mix".into(),
+            op: Op::Dense {
+                weights: weights(&mut rng, 5 * 4),
+                bias: vec![100, -100, 0, 50, -50],
+                requant: (0..5).map(|_| rq(0.006, 200_000)).collect(),
+                relu: false,
+            },
+            inputs: vec![4],
+            shape: vec![8, 5],
+            q: q(0.06, 3),
+        },
+        Node {
+            name: "tanh".into(),
+            op: Op::Table { table: table(&mut rng) },
+            inputs: vec![5],
+            shape: vec![8, 5],
+            q: q(0.06, 3),
+        },
+        Node {
+            name: "first".into(),
+            op: Op::Gather { source: (0..5).collect() },
+            inputs: vec![6],
+            shape: vec![5],
+            q: q(0.06, 3),
+        },
+        Node {
+            name: "head".into(),
+            op: Op::Dense {
+                weights: weights(&mut rng, 3 * 5),
+                bias: vec![10, 20, 30],
+                requant: (0..3).map(|_| rq(0.01, 200_000)).collect(),
+                relu: false,
+            },
+            inputs: vec![7],
+            shape: vec![3],
+            q: q(0.1, 0),
+        },
+    ];
+    let model = QuantModel { name: "tokens".into(), input_shape: vec![4, 6], input_q: q(1.0 / 64.0, 0), nodes };
+    model.validate().expect("token model is valid");
+    model
+}

@@ -12,12 +12,12 @@ use crate::{commit, infer, Error, ModelFile, Op, QuantModel, SegmentPlan, TaskPr
 
 use crate::testing::tiny_model;
 
-fn random_input(rng: &mut StdRng, n: usize) -> Vec<i8> {
+pub(crate) fn random_input(rng: &mut StdRng, n: usize) -> Vec<i8> {
     (0..n).map(|_| rng.gen()).collect()
 }
 
-const TASK: [u8; 32] = [0x11; 32];
-const PROVIDER: [u8; 20] = [0x22; 20];
+pub(crate) const TASK: [u8; 32] = [0x11; 32];
+pub(crate) const PROVIDER: [u8; 20] = [0x22; 20];
 
 #[test]
 fn requantize_rounds_half_up_and_clamps() {
@@ -157,7 +157,7 @@ fn hinted_indices(model: &QuantModel, node: usize) -> std::ops::Range<usize> {
     let mut count = 0;
     for i in 0..=node {
         let mut c = 0;
-        for_each_element(model, i, |_, e| c += usize::from(!matches!(e, Element::Copy { .. })));
+        for_each_element(model, i, |_, e| c += usize::from(!matches!(e, Element::Copy { .. } | Element::Table { .. })));
         if i < node {
             start += c;
         } else {
@@ -167,7 +167,7 @@ fn hinted_indices(model: &QuantModel, node: usize) -> std::ops::Range<usize> {
     start..start + count
 }
 
-fn assert_fault_rejected(model: &QuantModel, node: usize, which: usize, fault: Fault) {
+pub(crate) fn assert_fault_rejected(model: &QuantModel, node: usize, which: usize, fault: Fault) {
     let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
     let verifier = TaskVerifier::new(model, &SegmentPlan::default()).unwrap();
     let x = random_input(&mut StdRng::seed_from_u64(10), model.input_len());

@@ -181,7 +181,7 @@ fn bad_inputs_exit_with_code_two_and_a_reason() {
             .arg(fixture("unsupported/calibration.json"))
             .arg("--out")
             .arg(dir.path().join("x.tgm"))),
-        "'Sigmoid' at node 'sigmoid_0'",
+        "'Hardmax' at node 'hardmax_0'",
     );
     let tgm = compile(dir.path(), "mlp");
     let write = |name: &str, text: &str| {

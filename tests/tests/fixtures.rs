@@ -18,7 +18,11 @@ struct TestSet {
 }
 
 fn compile(name: &str) -> QuantModel {
-    let (graph, _) = import_onnx(&fixture(name).join("model.onnx")).unwrap();
+    compile_file(name, "model.onnx")
+}
+
+fn compile_file(name: &str, file: &str) -> QuantModel {
+    let (graph, _) = import_onnx(&fixture(name).join(file)).unwrap();
     let cal = InputData::from_path(&fixture(name).join("calibration.json")).unwrap();
     quantize_model(&graph, &cal.input_data).unwrap()
 }
@@ -28,7 +32,10 @@ fn test_set(name: &str) -> TestSet {
 }
 
 fn int8_accuracy_within_two_points(name: &str) {
-    let model = compile(name);
+    int8_accuracy_of_model_within_two_points(name, &compile(name));
+}
+
+fn int8_accuracy_of_model_within_two_points(name: &str, model: &QuantModel) {
     let set = test_set(name);
     let n = set.labels.len() as f64;
     let float_acc = set.float_predictions.iter().zip(&set.labels).filter(|(p, l)| p == l).count() as f64 / n;
@@ -38,8 +45,8 @@ fn int8_accuracy_within_two_points(name: &str) {
         .iter()
         .zip(&set.labels)
         .filter(|(x, &label)| {
-            let xq = infer::quantize_input(&model, x).unwrap();
-            let y = infer::dequantize(infer::run(&model, &xq).unwrap().output(), q);
+            let xq = infer::quantize_input(model, x).unwrap();
+            let y = infer::dequantize(infer::run(model, &xq).unwrap().output(), q);
             argmax(&y) == label
         })
         .count();
@@ -68,11 +75,45 @@ fn gap_residual_int8_accuracy_is_within_two_points_of_float() {
     int8_accuracy_within_two_points("gap");
 }
 
+/// The PyTorch fixture as both of PyTorch's exporters write it: TorchScript (opset 17, one
+/// file, shape arithmetic on `Shape`/`Constant` nodes) and torch.export (opset 18, weights in an
+/// external data file).
+const MIXER_EXPORTS: [&str; 2] = ["model.onnx", "model_dynamo.onnx"];
+
+#[test]
+fn mixer_exports_compile_to_the_same_int8_computation_within_two_points_of_float() {
+    let [torchscript, dynamo] = MIXER_EXPORTS.map(|file| compile_file("mixer", file));
+    let kinds = |m: &QuantModel| m.nodes.iter().map(|n| n.op.kind()).collect::<Vec<_>>();
+    assert_eq!(kinds(&torchscript), kinds(&dynamo));
+    for op in ["Gather", "Table", "AddConst", "Dense"] {
+        assert!(kinds(&torchscript).contains(&op), "the mixer exercises {op}: {:?}", kinds(&torchscript));
+    }
+    int8_accuracy_of_model_within_two_points("mixer", &torchscript);
+    for x in &test_set("mixer").inputs {
+        let run = |m: &QuantModel| infer::run(m, &infer::quantize_input(m, x).unwrap()).unwrap().output().to_vec();
+        assert_eq!(run(&torchscript), run(&dynamo), "the two exports compute different int8 outputs");
+    }
+}
+
+#[test]
+fn mixer_circuit_witness_is_bit_exact_and_its_proof_verifies() {
+    circuit_witness_is_bit_exact("mixer", |_| SegmentPlan::default());
+    let model = compile("mixer");
+    let x = infer::quantize_input(&model, &test_set("mixer").inputs[3]).unwrap();
+    let plan = SegmentPlan::default();
+    let prover = TaskProver::new(model.clone(), plan.clone()).unwrap();
+    let (proof, trace, _) = prover.prove(&x, [7; 32], [9; 20], &mut |_, _, _| {}).unwrap();
+    assert_eq!(trace, infer::run(&model, &x).unwrap());
+    let publics = tgrid_circuits::TaskVerifier::new(&model, &plan).unwrap().verify(&proof).unwrap();
+    assert_eq!(publics.output_commitment, tgrid_circuits::commit(trace.output()));
+}
+
 /// Our folded float graph computes what tract computes on the original file.
 #[test]
 fn folded_float_graph_matches_tract() {
-    for name in ["mlp", "cnn", "lenet", "gap"] {
-        let path = fixture(name).join("model.onnx");
+    let files = ["mlp", "cnn", "lenet", "gap"].map(|name| (name, "model.onnx"));
+    for (name, file) in files.into_iter().chain(MIXER_EXPORTS.map(|file| ("mixer", file))) {
+        let path = fixture(name).join(file);
         let (graph, _) = import_onnx(&path).unwrap();
         let samples: Vec<Vec<f32>> = test_set(name).inputs.into_iter().take(5).collect();
         let reference = tract_reference(&path, &graph.input_shape, &samples).unwrap();
@@ -125,13 +166,13 @@ fn unsupported_op_names_the_op_and_the_node() {
     let err = import_onnx(&fixture("unsupported").join("model.onnx")).unwrap_err();
     match &err {
         Error::Unsupported { op, node, .. } => {
-            assert_eq!(op, "Sigmoid");
-            assert_eq!(node, "sigmoid_0");
+            assert_eq!(op, "Hardmax");
+            assert_eq!(node, "hardmax_0");
         }
         other => panic!("expected an unsupported-op error, got {other}"),
     }
     let text = err.to_string();
-    assert!(text.contains("Sigmoid") && text.contains("sigmoid_0"), "{text}");
+    assert!(text.contains("Hardmax") && text.contains("hardmax_0"), "{text}");
 }
 
 #[test]
@@ -167,4 +208,48 @@ fn bad_input_data_is_rejected() {
     let model = compile("mlp");
     assert!(infer::quantize_input(&model, &[0.5; 63]).is_err());
     assert!(infer::quantize_input(&model, &[0.5; 65]).is_err());
+}
+
+/// The torch.export file names its weights' file; a hostile one names a file elsewhere, a
+/// range past the end, or a file that is missing: each is a clear error, and nothing outside
+/// the model's directory is read.
+#[test]
+fn external_data_must_stay_in_the_model_directory_and_in_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = std::fs::read(fixture("mixer").join("model_dynamo.onnx")).unwrap();
+    let data = std::fs::read(fixture("mixer").join("model_dynamo.onnx.data")).unwrap();
+    let location = b"model_dynamo.onnx.data";
+    // Same length, so the protobuf stays well formed; every external tensor names the file.
+    let with_location = |name: &[u8; 22]| -> Vec<u8> {
+        let (mut bytes, mut from, mut replaced) = (original.clone(), 0, 0);
+        while let Some(k) = bytes[from..].windows(22).position(|w| w == location) {
+            bytes[from + k..from + k + 22].copy_from_slice(name);
+            from += k + 22;
+            replaced += 1;
+        }
+        assert!(replaced > 0, "the file names its data file");
+        bytes
+    };
+    let import = |onnx: Vec<u8>, data: Option<&[u8]>| {
+        std::fs::write(dir.path().join("model_dynamo.onnx"), onnx).unwrap();
+        let data_path = dir.path().join("model_dynamo.onnx.data");
+        match data {
+            Some(d) => std::fs::write(&data_path, d).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(&data_path);
+            }
+        }
+        import_onnx(&dir.path().join("model_dynamo.onnx")).map(|_| ()).unwrap_err().to_string()
+    };
+    let escape = import(with_location(b"../../../../etc/passwd"), Some(&data));
+    assert!(escape.contains("outside the model's directory"), "{escape}");
+    let absolute = import(with_location(b"/////////////etc/hosts"), Some(&data));
+    assert!(absolute.contains("outside the model's directory"), "{absolute}");
+    let short = import(original.clone(), Some(&data[..data.len() - 7]));
+    assert!(short.contains("reads bytes"), "{short}");
+    let missing = import(original.clone(), None);
+    assert!(missing.contains("model_dynamo.onnx.data"), "{missing}");
+    // And the untouched pair imports.
+    std::fs::write(dir.path().join("model_dynamo.onnx.data"), &data).unwrap();
+    import_onnx(&dir.path().join("model_dynamo.onnx")).unwrap();
 }

@@ -3,10 +3,13 @@
 //! Tensor 0 is the input; node `i` produces tensor `i + 1` (the same indexing as
 //! [`tgrid_circuits::QuantModel`], which the quantizer produces node for node).
 
+use crate::elementwise::Expr;
+
 /// One float operation (shapes without the batch dimension).
 #[derive(Clone, Debug, PartialEq)]
 pub enum FloatOp {
-    /// `y = W x + b`, `W` row-major `[out][in]`.
+    /// `y = W x + b`, `W` row-major `[out][in]`: over the whole input for an output `[out]`,
+    /// over each row of the input's last axis for an output `[..., out]`.
     Dense {
         /// Weights.
         weights: Vec<f32>,
@@ -65,6 +68,21 @@ pub enum FloatOp {
     Relu,
     /// New shape, same data.
     Reshape,
+    /// `y[i] = x[source[i]]` (transpose, slice, split, gather with constant indices).
+    Gather {
+        /// Flat input index of each output element.
+        source: Vec<u32>,
+    },
+    /// `y = f(x)` elementwise (tabulated when quantized).
+    Elementwise {
+        /// The function.
+        f: Expr,
+    },
+    /// `y = x + c` with a constant of the input's shape.
+    AddConst {
+        /// One value per element.
+        values: Vec<f32>,
+    },
 }
 
 /// One float node.
@@ -109,13 +127,18 @@ impl FloatGraph {
             let in_shape = self.shape(n.inputs[0]);
             let relu = |v: f32, on: bool| if on { v.max(0.0) } else { v };
             let y: Vec<f32> = match &n.op {
-                FloatOp::Dense { weights, bias, out, relu: r } => (0..*out)
-                    .map(|o| {
-                        let row = &weights[o * x.len()..(o + 1) * x.len()];
-                        let s: f64 = row.iter().zip(x).map(|(&w, &v)| f64::from(w) * f64::from(v)).sum();
-                        relu(s as f32 + bias[o], *r)
-                    })
-                    .collect(),
+                FloatOp::Dense { weights, bias, out, relu: r } => {
+                    let fan_in = weights.len() / out;
+                    x.chunks(fan_in)
+                        .flat_map(|row| {
+                            (0..*out).map(move |o| {
+                                let w = &weights[o * fan_in..(o + 1) * fan_in];
+                                let s: f64 = w.iter().zip(row).map(|(&w, &v)| f64::from(w) * f64::from(v)).sum();
+                                relu(s as f32 + bias[o], *r)
+                            })
+                        })
+                        .collect()
+                }
                 FloatOp::Conv { weights, bias, c_out, kernel, stride, pads, relu: r } => {
                     let (c_in, h, w) = (in_shape[0], in_shape[1], in_shape[2]);
                     let (oh, ow) = (n.shape[1], n.shape[2]);
@@ -161,6 +184,9 @@ impl FloatGraph {
                 }
                 FloatOp::Relu => x.iter().map(|&v| v.max(0.0)).collect(),
                 FloatOp::Reshape => x.clone(),
+                FloatOp::Gather { source } => source.iter().map(|&i| x[i as usize]).collect(),
+                FloatOp::Elementwise { f } => x.iter().map(|&v| f.eval(f64::from(v)) as f32).collect(),
+                FloatOp::AddConst { values } => x.iter().zip(values).map(|(&a, &c)| a + c).collect(),
             };
             ts.push(y);
         }

@@ -1,117 +1,117 @@
-//! ONNX protobuf → [`FloatGraph`], with folding. Every unsupported construct is an error that
-//! names the op and the node.
+//! ONNX protobuf → [`FloatGraph`]. Every unsupported construct is an error that names the op
+//! and the node.
+//!
+//! Nodes are handled in file order, each in the first way that applies:
+//! 1. constants: `Constant`, `Shape` of a computed tensor, and any node whose inputs are all
+//!    constants are evaluated now ([`crate::fold`]);
+//! 2. elementwise functions of one tensor (`Erf`, `Mul` by a constant, GELU's whole chain...)
+//!    are fused into a pending function of that tensor ([`crate::elementwise`]), which becomes
+//!    one table node when something else reads it;
+//! 3. data movement of an activation (`Transpose`, `Slice`, `Split`, `Gather` with constant
+//!    indices...) becomes an index map ([`crate::layout`]);
+//! 4. layers ([`crate::layers`]).
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use tract_onnx::pb::{self, AttributeProto, NodeProto, TensorProto};
+use tract_onnx::pb;
 use tract_onnx::prelude::Framework;
 
+use crate::elementwise::{Binary, Expr, Unary};
 use crate::float::{FloatGraph, FloatNode, FloatOp};
+use crate::fold::{fold, folds};
+use crate::layout::{index_maps, DATA_MOVEMENT};
+use crate::node::{read_tensor, Ctx};
+use crate::tensor::{Const, Tensor};
 use crate::{Error, Result};
 
-const SUPPORTED: &str = "Gemm, MatMul, Add, Conv, Relu, MaxPool, AveragePool, GlobalAveragePool, Flatten, Reshape, \
-BatchNormalization (after Conv/Gemm), Softmax (last node only)";
+pub(crate) const SUPPORTED: &str = "Gemm, MatMul (constant weights), Add, Conv, Relu, MaxPool, AveragePool, \
+GlobalAveragePool, ReduceMean, BatchNormalization (after Conv/Gemm), elementwise functions (Erf, Gelu, Tanh, Sigmoid, \
+Exp, Sqrt, Reciprocal, Neg, Abs, and Add/Sub/Mul/Div/Pow by constants or of one tensor with itself), Flatten, \
+Reshape, Transpose, Squeeze, Unsqueeze, Slice, Split, Gather (constant indices), Constant, Shape and arithmetic on \
+constants, Identity, Dropout, Softmax (last node only)";
 
-/// A constant tensor from the initializers.
+/// An elementwise function of a computed tensor, not yet a node.
 #[derive(Clone, Debug)]
-struct Const {
-    dims: Vec<usize>,
-    floats: Vec<f32>,
-    ints: Vec<i64>,
+struct Pending {
+    base: usize,
+    f: Expr,
+    /// The ONNX node that finished it (names the table node).
+    name: String,
 }
 
-struct Ctx<'a> {
-    node: &'a NodeProto,
+/// What a node's input is.
+enum Operand<'a> {
+    Const(&'a Const),
+    /// `f(base)`, where `f` is the identity for a computed tensor.
+    Value(usize, Expr),
 }
 
-impl Ctx<'_> {
-    fn name(&self) -> String {
-        if self.node.name.is_empty() {
-            format!("<{} producing {}>", self.node.op_type, self.node.output.first().map(String::as_str).unwrap_or("?"))
-        } else {
-            self.node.name.clone()
-        }
-    }
-    fn invalid(&self, reason: impl Into<String>) -> Error {
-        Error::InvalidNode { op: self.node.op_type.clone(), node: self.name(), reason: reason.into() }
-    }
-    fn unsupported(&self, reason: impl Into<String>) -> Error {
-        Error::Unsupported { op: self.node.op_type.clone(), node: self.name(), reason: reason.into() }
-    }
-    fn attr(&self, name: &str) -> Option<&AttributeProto> {
-        self.node.attribute.iter().find(|a| a.name == name)
-    }
-    fn ints(&self, name: &str) -> Option<Vec<i64>> {
-        self.attr(name).map(|a| a.ints.clone())
-    }
-    fn int(&self, name: &str, default: i64) -> i64 {
-        self.attr(name).map(|a| a.i).unwrap_or(default)
-    }
-    fn float(&self, name: &str, default: f32) -> f32 {
-        self.attr(name).map(|a| a.f).unwrap_or(default)
-    }
-    fn pair(&self, name: &str, default: [usize; 2]) -> Result<[usize; 2]> {
-        match self.ints(name) {
-            None => Ok(default),
-            Some(v) if v.len() == 2 && v.iter().all(|&x| x > 0 && x <= 1024) => Ok([v[0] as usize, v[1] as usize]),
-            Some(v) => Err(self.unsupported(format!("{name}={v:?}: only 2-D windows are supported"))),
-        }
-    }
-    fn pads(&self) -> Result<[usize; 4]> {
-        if let Some(a) = self.attr("auto_pad") {
-            let s = String::from_utf8_lossy(&a.s);
-            if s != "NOTSET" && s != "VALID" && !s.is_empty() {
-                return Err(self.unsupported(format!("auto_pad={s}: give explicit pads")));
-            }
-        }
-        match self.ints("pads") {
-            None => Ok([0; 4]),
-            // ONNX order: begin_h, begin_w, end_h, end_w
-            Some(v) if v.len() == 4 && v.iter().all(|&x| (0..=1024).contains(&x)) => {
-                Ok([v[0] as usize, v[1] as usize, v[2] as usize, v[3] as usize])
-            }
-            Some(v) => Err(self.invalid(format!("pads={v:?}"))),
-        }
+pub(crate) struct Importer<'a> {
+    pub g: FloatGraph,
+    /// ONNX shape (batch dimension included) of each graph tensor.
+    pub full: Vec<Vec<usize>>,
+    pub tensor_of: HashMap<String, usize>,
+    pending: HashMap<String, Pending>,
+    pub consts: HashMap<String, Const>,
+    consumers: HashMap<&'a str, usize>,
+    pub outputs: Vec<&'a str>,
+    pub warnings: Vec<String>,
+}
+
+/// The graph's shape of a tensor of ONNX shape `full`: without the batch dimension.
+pub(crate) fn strip_batch(full: &[usize]) -> Vec<usize> {
+    match full {
+        [1, rest @ ..] if !rest.is_empty() => rest.to_vec(),
+        [] => vec![1],
+        _ => full.to_vec(),
     }
 }
 
-fn read_tensor(t: &TensorProto) -> std::result::Result<Const, String> {
-    let dims: Vec<usize> = t
-        .dims
-        .iter()
-        .map(|&d| usize::try_from(d).map_err(|_| format!("negative dim {d}")))
-        .collect::<std::result::Result<_, _>>()?;
-    let n: usize = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or("tensor too large")?;
-    let (mut floats, mut ints) = (Vec::new(), Vec::new());
-    match t.data_type {
-        1 => {
-            floats = if !t.raw_data.is_empty() {
-                t.raw_data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-            } else {
-                t.float_data.clone()
-            };
-            if floats.len() != n {
-                return Err(format!("tensor '{}' has {} values for dims {dims:?}", t.name, floats.len()));
-            }
-            if floats.iter().any(|v| !v.is_finite()) {
-                return Err(format!("tensor '{}' holds non-finite values", t.name));
-            }
-        }
-        7 => {
-            ints = if !t.raw_data.is_empty() {
-                t.raw_data.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
-            } else {
-                t.int64_data.clone()
-            };
-            if ints.len() != n {
-                return Err(format!("tensor '{}' has {} values for dims {dims:?}", t.name, ints.len()));
-            }
-        }
-        dt => return Err(format!("tensor '{}' has data type {dt}; only float32 and int64 are supported", t.name)),
+/// `TensorProto.DataLocation.EXTERNAL`: the values are in another file (PyTorch's exporter
+/// writes `model.onnx.data` by default).
+const EXTERNAL: i32 = 1;
+
+/// A copy of `t` with its values read from the external file it names. The file must lie in
+/// the model's directory (a hostile model could otherwise name any file on the machine), and
+/// the range must lie in the file.
+fn with_external_data(t: &pb::TensorProto, dir: &Path) -> Result<pb::TensorProto> {
+    let err = |reason: String| Error::Read { path: dir.display().to_string(), reason };
+    let entry = |key: &str| t.external_data.iter().find(|e| e.key == key).map(|e| e.value.as_str());
+    let location =
+        entry("location").ok_or_else(|| err(format!("tensor '{}' is external without a location", t.name)))?;
+    let relative = Path::new(location);
+    if !relative.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
+        return Err(err(format!("tensor '{}' names external data outside the model's directory: {location}", t.name)));
     }
-    Ok(Const { dims, floats, ints })
+    let number = |key: &str| -> Result<Option<u64>> {
+        entry(key).map(|v| v.parse::<u64>().map_err(|_| err(format!("tensor '{}': {key}={v}", t.name)))).transpose()
+    };
+    let offset = number("offset")?.unwrap_or(0);
+    let file = dir.join(relative);
+    let size = std::fs::metadata(&file).map_err(|e| err(format!("{}: {e}", file.display())))?.len();
+    let length = number("length")?.unwrap_or(size.saturating_sub(offset));
+    let end = offset.checked_add(length).filter(|&e| e <= size).ok_or_else(|| {
+        err(format!("tensor '{}' reads bytes {offset}..+{length} of {} ({size} bytes)", t.name, file.display()))
+    })?;
+    if length > MAX_EXTERNAL_BYTES {
+        return Err(err(format!("tensor '{}' has {length} bytes of external data", t.name)));
+    }
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(&file).map_err(|e| err(format!("{}: {e}", file.display())))?;
+    let mut raw = vec![0u8; (end - offset) as usize];
+    f.seek(SeekFrom::Start(offset))
+        .and_then(|_| f.read_exact(&mut raw))
+        .map_err(|e| err(format!("{}: {e}", file.display())))?;
+    let mut copy = t.clone();
+    copy.raw_data = raw;
+    copy.data_location = None;
+    copy.external_data.clear();
+    Ok(copy)
 }
+
+/// Largest external tensor read (bytes): 64 Mi float32 values.
+const MAX_EXTERNAL_BYTES: u64 = 1 << 28;
 
 fn dims_of(vi: &pb::ValueInfoProto) -> Option<Vec<usize>> {
     use tract_onnx::pb::tensor_shape_proto::dimension::Value as Dim;
@@ -143,25 +143,23 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         graph.name.clone()
     };
 
-    let mut consts: HashMap<&str, Const> = HashMap::new();
+    let mut consts: HashMap<String, Const> = HashMap::new();
+    let dir = path.parent().unwrap_or(Path::new("."));
     for t in &graph.initializer {
-        consts.insert(t.name.as_str(), read_tensor(t).map_err(read_err)?);
+        let value =
+            if t.data_location == Some(EXTERNAL) { read_tensor(&with_external_data(t, dir)?) } else { read_tensor(t) };
+        consts.insert(t.name.clone(), value.map_err(read_err)?);
     }
     let inputs: Vec<&pb::ValueInfoProto> =
         graph.input.iter().filter(|i| !consts.contains_key(i.name.as_str())).collect();
     let [input] = inputs.as_slice() else {
         return Err(read_err(format!("the model must have exactly one input, it has {}", inputs.len())));
     };
-    let mut input_shape =
-        dims_of(input).ok_or_else(|| read_err(format!("input '{}' has no tensor shape", input.name)))?;
-    if input_shape.first() == Some(&1) && input_shape.len() > 1 {
-        input_shape.remove(0);
-    }
+    let input_full = dims_of(input).ok_or_else(|| read_err(format!("input '{}' has no tensor shape", input.name)))?;
     let outputs: Vec<&str> = graph.output.iter().map(|o| o.name.as_str()).collect();
     if outputs.len() != 1 {
         return Err(read_err(format!("the model must have exactly one output, it has {}", outputs.len())));
     }
-
     // Consumers per tensor name, for folding decisions.
     let mut consumers: HashMap<&str, usize> = HashMap::new();
     for n in &graph.node {
@@ -170,361 +168,222 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         }
     }
 
-    let mut g = FloatGraph { name, input_shape, nodes: Vec::new() };
-    let mut tensor_of: HashMap<String, usize> = HashMap::new();
-    tensor_of.insert(input.name.clone(), 0);
-    let mut warnings = Vec::new();
-
+    let mut im = Importer {
+        g: FloatGraph { name, input_shape: strip_batch(&input_full), nodes: Vec::new() },
+        full: vec![input_full],
+        tensor_of: HashMap::from([(input.name.clone(), 0)]),
+        pending: HashMap::new(),
+        consts,
+        consumers,
+        outputs: outputs.clone(),
+        warnings: Vec::new(),
+    };
     for (ni, node) in graph.node.iter().enumerate() {
         let cx = Ctx { node };
-        let op = node.op_type.as_str();
         if !node.domain.is_empty() && node.domain != "ai.onnx" {
             return Err(
                 cx.unsupported(format!("domain '{}' is not supported; supported ops: {SUPPORTED}", node.domain))
             );
         }
-        let out_name = node.output.first().ok_or_else(|| cx.invalid("no output"))?.clone();
-        let data_in = |k: usize| -> Result<usize> {
-            let name = node.input.get(k).ok_or_else(|| cx.invalid(format!("missing input {k}")))?;
-            tensor_of
-                .get(name)
-                .copied()
-                .ok_or_else(|| cx.unsupported(format!("input '{name}' must be a computed tensor")))
-        };
-        let konst = |k: usize| -> Result<&Const> {
-            let name = node.input.get(k).ok_or_else(|| cx.invalid(format!("missing input {k}")))?;
-            consts
-                .get(name.as_str())
-                .ok_or_else(|| cx.unsupported(format!("input '{name}' must be an initializer (constant)")))
-        };
-        // Producer node of tensor t, if it is a node we may fold into (its output used once).
-        let foldable = |g: &FloatGraph, t: usize, name: &str| -> bool {
-            t > 0 && consumers.get(name) == Some(&1) && !outputs.contains(&name) && g.nodes.len() == t
-        };
-        let input_name = node.input.first().cloned().unwrap_or_default();
-
-        let new_node: Option<FloatNode> = match op {
-            "Gemm" | "MatMul" => {
-                let x = data_in(0)?;
-                let in_len: usize = g.shape(x).iter().product();
-                let w = konst(1)?;
-                if w.dims.len() != 2 {
-                    return Err(
-                        cx.unsupported(format!("weights of shape {:?}: only 2-D weights are supported", w.dims))
-                    );
-                }
-                let (alpha, beta) = (cx.float("alpha", 1.0), cx.float("beta", 1.0));
-                if op == "Gemm" && cx.int("transA", 0) != 0 {
-                    return Err(cx.unsupported("transA=1"));
-                }
-                let trans_b = op == "Gemm" && cx.int("transB", 0) != 0;
-                let (k, out) = if trans_b { (w.dims[1], w.dims[0]) } else { (w.dims[0], w.dims[1]) };
-                if k != in_len {
-                    return Err(cx.invalid(format!("weights {:?} do not fit an input of {in_len} values", w.dims)));
-                }
-                let mut weights = vec![0f32; out * k];
-                for o in 0..out {
-                    for i in 0..k {
-                        let v = if trans_b { w.floats[o * k + i] } else { w.floats[i * out + o] };
-                        weights[o * k + i] = alpha * v;
-                    }
-                }
-                let mut bias = vec![0f32; out];
-                if op == "Gemm" && node.input.len() > 2 && !node.input[2].is_empty() {
-                    let c = konst(2)?;
-                    if c.floats.len() == out {
-                        bias.iter_mut().zip(&c.floats).for_each(|(b, &v)| *b = beta * v);
-                    } else if c.floats.len() == 1 {
-                        bias.iter_mut().for_each(|b| *b = beta * c.floats[0]);
-                    } else {
-                        return Err(cx.unsupported(format!("bias of shape {:?}", c.dims)));
-                    }
-                }
-                Some(FloatNode {
-                    name: cx.name(),
-                    op: FloatOp::Dense { weights, bias, out, relu: false },
-                    inputs: vec![x],
-                    shape: vec![out],
-                })
-            }
-            "Conv" => {
-                let x = data_in(0)?;
-                let s = g.shape(x).to_vec();
-                if s.len() != 3 {
-                    return Err(cx.unsupported(format!("input shape {s:?}: only [N=1, C, H, W] inputs are supported")));
-                }
-                if cx.int("group", 1) != 1 {
-                    return Err(cx.unsupported("group != 1: only group=1 convolutions are supported"));
-                }
-                if cx.ints("dilations").is_some_and(|d| d.iter().any(|&v| v != 1)) {
-                    return Err(cx.unsupported("dilation != 1: only dilation 1 is supported"));
-                }
-                let w = konst(1)?;
-                if w.dims.len() != 4 || w.dims[1] != s[0] {
-                    return Err(cx.invalid(format!("weights {:?} do not fit input {s:?}", w.dims)));
-                }
-                let (c_out, kernel) = (w.dims[0], [w.dims[2], w.dims[3]]);
-                let kernel = cx.pair("kernel_shape", kernel)?;
-                let stride = cx.pair("strides", [1, 1])?;
-                let pads = cx.pads()?;
-                let (oh, ow) = out_hw(&cx, &s, kernel, stride, pads)?;
-                let bias = if node.input.len() > 2 && !node.input[2].is_empty() {
-                    konst(2)?.floats.clone()
-                } else {
-                    vec![0.0; c_out]
-                };
-                if bias.len() != c_out {
-                    return Err(cx.invalid("bias length differs from the output channels"));
-                }
-                Some(FloatNode {
-                    name: cx.name(),
-                    op: FloatOp::Conv { weights: w.floats.clone(), bias, c_out, kernel, stride, pads, relu: false },
-                    inputs: vec![x],
-                    shape: vec![c_out, oh, ow],
-                })
-            }
-            "BatchNormalization" => {
-                let x = data_in(0)?;
-                let [scale, b, mean, var] = [konst(1)?, konst(2)?, konst(3)?, konst(4)?];
-                let eps = cx.float("epsilon", 1e-5);
-                if !foldable(&g, x, &input_name) {
-                    return Err(cx.unsupported(
-                        "BatchNormalization is supported only right after a Conv or Gemm whose output it alone uses",
-                    ));
-                }
-                let last = g.nodes.last_mut().expect("foldable implies a producer");
-                let channels = scale.floats.len();
-                let ok = [&b.floats, &mean.floats, &var.floats].iter().all(|v| v.len() == channels);
-                let (weights, bias, c) = match &mut last.op {
-                    FloatOp::Conv { weights, bias, c_out, relu: false, .. } => (weights, bias, *c_out),
-                    FloatOp::Dense { weights, bias, out, relu: false } => (weights, bias, *out),
-                    _ => return Err(cx.unsupported("BatchNormalization is supported only right after a Conv or Gemm")),
-                };
-                if !ok || c != channels {
-                    return Err(cx.invalid("parameter lengths differ from the channel count"));
-                }
-                let per = weights.len() / c;
-                for ch in 0..c {
-                    let f = scale.floats[ch] / (var.floats[ch] + eps).sqrt();
-                    weights[ch * per..(ch + 1) * per].iter_mut().for_each(|w| *w *= f);
-                    bias[ch] = (bias[ch] - mean.floats[ch]) * f + b.floats[ch];
-                }
-                tensor_of.insert(out_name.clone(), x);
-                None
-            }
-            "Add" => {
-                let is_const = |k: usize| node.input.get(k).is_some_and(|n| consts.contains_key(n.as_str()));
-                if is_const(0) || is_const(1) {
-                    let (xk, ck) = if is_const(1) { (0, 1) } else { (1, 0) };
-                    let x = data_in(xk)?;
-                    let c = konst(ck)?;
-                    let name = node.input[xk].clone();
-                    let last = if foldable(&g, x, &name) { g.nodes.last_mut() } else { None };
-                    match last.map(|n| &mut n.op) {
-                        Some(FloatOp::Dense { bias, relu: false, .. })
-                            if c.floats.len() == bias.len() || c.floats.len() == 1 =>
-                        {
-                            for (i, b) in bias.iter_mut().enumerate() {
-                                *b += c.floats[if c.floats.len() == 1 { 0 } else { i }];
-                            }
-                        }
-                        Some(FloatOp::Conv { bias, relu: false, .. })
-                            if c.floats.len() == bias.len() && c.dims.iter().rev().take(2).all(|&d| d == 1) =>
-                        {
-                            bias.iter_mut().zip(&c.floats).for_each(|(b, &v)| *b += v);
-                        }
-                        _ => {
-                            return Err(cx.unsupported(
-                                "adding a constant is supported only as the bias of a preceding MatMul/Gemm/Conv",
-                            ))
-                        }
-                    }
-                    tensor_of.insert(out_name.clone(), x);
-                    None
-                } else {
-                    let (a, b) = (data_in(0)?, data_in(1)?);
-                    if g.shape(a) != g.shape(b) {
-                        return Err(cx.unsupported(format!(
-                            "broadcasting {:?} + {:?}: only equal shapes are supported",
-                            g.shape(a),
-                            g.shape(b)
-                        )));
-                    }
-                    Some(FloatNode {
-                        name: cx.name(),
-                        op: FloatOp::Add { relu: false },
-                        inputs: vec![a, b],
-                        shape: g.shape(a).to_vec(),
-                    })
-                }
-            }
-            "Relu" => {
-                let x = data_in(0)?;
-                let folded = foldable(&g, x, &input_name)
-                    && match &mut g.nodes.last_mut().expect("producer").op {
-                        FloatOp::Dense { relu, .. }
-                        | FloatOp::Conv { relu, .. }
-                        | FloatOp::AvgPool { relu, .. }
-                        | FloatOp::Add { relu } => {
-                            *relu = true;
-                            true
-                        }
-                        _ => false,
-                    };
-                if folded {
-                    tensor_of.insert(out_name.clone(), x);
-                    None
-                } else {
-                    Some(FloatNode { name: cx.name(), op: FloatOp::Relu, inputs: vec![x], shape: g.shape(x).to_vec() })
-                }
-            }
-            "MaxPool" | "AveragePool" => {
-                let x = data_in(0)?;
-                let s = g.shape(x).to_vec();
-                if s.len() != 3 {
-                    return Err(cx.unsupported(format!("input shape {s:?}: only [N=1, C, H, W] inputs are supported")));
-                }
-                if cx.int("ceil_mode", 0) != 0 {
-                    return Err(cx.unsupported("ceil_mode=1"));
-                }
-                if cx.ints("dilations").is_some_and(|d| d.iter().any(|&v| v != 1)) {
-                    return Err(cx.unsupported("dilation != 1"));
-                }
-                if node.output.len() > 1 && !node.output[1].is_empty() {
-                    return Err(cx.unsupported("the Indices output of MaxPool"));
-                }
-                let kernel = cx.pair("kernel_shape", [0, 0])?;
-                if kernel.contains(&0) {
-                    return Err(cx.invalid("kernel_shape is required"));
-                }
-                let stride = cx.pair("strides", [1, 1])?;
-                let pads = cx.pads()?;
-                let (oh, ow) = out_hw(&cx, &s, kernel, stride, pads)?;
-                let op = if op == "MaxPool" {
-                    FloatOp::MaxPool { kernel, stride, pads }
-                } else {
-                    FloatOp::AvgPool {
-                        kernel,
-                        stride,
-                        pads,
-                        count_include_pad: cx.int("count_include_pad", 0) != 0,
-                        relu: false,
-                    }
-                };
-                Some(FloatNode { name: cx.name(), op, inputs: vec![x], shape: vec![s[0], oh, ow] })
-            }
-            "GlobalAveragePool" => {
-                let x = data_in(0)?;
-                let s = g.shape(x).to_vec();
-                if s.len() != 3 {
-                    return Err(cx.unsupported(format!("input shape {s:?}: only [N=1, C, H, W] inputs are supported")));
-                }
-                let op = FloatOp::AvgPool {
-                    kernel: [s[1], s[2]],
-                    stride: [1, 1],
-                    pads: [0; 4],
-                    count_include_pad: false,
-                    relu: false,
-                };
-                Some(FloatNode { name: cx.name(), op, inputs: vec![x], shape: vec![s[0], 1, 1] })
-            }
-            "Flatten" | "Reshape" => {
-                let x = data_in(0)?;
-                let total: usize = g.shape(x).iter().product();
-                let shape = if op == "Flatten" {
-                    if cx.int("axis", 1) != 1 {
-                        return Err(cx.unsupported("Flatten with axis != 1"));
-                    }
-                    vec![total]
-                } else {
-                    let spec = &konst(1)?.ints;
-                    reshape_target(&cx, g.shape(x), spec)?
-                };
-                Some(FloatNode { name: cx.name(), op: FloatOp::Reshape, inputs: vec![x], shape })
-            }
-            "Softmax" => {
-                let is_last = ni + 1 == graph.node.len() && outputs.contains(&out_name.as_str());
-                if !is_last {
-                    return Err(cx.unsupported(
-                        "Softmax is supported only as the last node (it is dropped: the proof covers the logits)",
-                    ));
-                }
-                let x = data_in(0)?;
-                warnings.push(format!(
-                    "dropped trailing Softmax '{}': the model output is the logits (argmax unchanged)",
-                    cx.name()
-                ));
-                tensor_of.insert(out_name.clone(), x);
-                None
-            }
-            "Identity" | "Dropout" => {
-                let x = data_in(0)?;
-                tensor_of.insert(out_name.clone(), x);
-                None
-            }
-            other => return Err(cx.unsupported(format!("'{other}' is not supported; supported ops: {SUPPORTED}"))),
-        };
-        if let Some(n) = new_node {
-            g.nodes.push(n);
-            tensor_of.insert(out_name, g.nodes.len());
+        if node.output.is_empty() {
+            return Err(cx.invalid("no output"));
         }
+        let is_last = ni + 1 == graph.node.len();
+        im.node(&cx, is_last)?;
     }
-    let out = tensor_of
+    im.materialize(outputs[0]);
+    let out = im
+        .tensor_of
         .get(outputs[0])
         .copied()
-        .ok_or_else(|| read_err(format!("output '{}' is never produced", outputs[0])))?;
-    if out != g.nodes.len() || out == 0 {
+        .ok_or_else(|| read_err(format!("output '{}' is never produced from the input", outputs[0])))?;
+    if out != im.g.nodes.len() || out == 0 {
         return Err(read_err("the graph output must be the last computed tensor".into()));
     }
-    Ok((g, warnings))
+    Ok((im.g, im.warnings))
 }
 
-fn out_hw(
-    cx: &Ctx<'_>,
-    s: &[usize],
-    kernel: [usize; 2],
-    stride: [usize; 2],
-    pads: [usize; 4],
-) -> Result<(usize, usize)> {
-    let (ph, pw) = (s[1] + pads[0] + pads[2], s[2] + pads[1] + pads[3]);
-    if ph < kernel[0] || pw < kernel[1] {
-        return Err(cx.invalid(format!("window {kernel:?} is larger than the padded input {ph}x{pw}")));
+impl<'a> Importer<'a> {
+    /// Appends a node with ONNX shape `full`; returns its tensor.
+    pub fn push(&mut self, name: String, op: FloatOp, inputs: Vec<usize>, full: Vec<usize>) -> usize {
+        let shape = strip_batch(&full);
+        self.g.nodes.push(FloatNode { name, op, inputs, shape });
+        self.full.push(full);
+        self.g.nodes.len()
     }
-    Ok(((ph - kernel[0]) / stride[0] + 1, (pw - kernel[1]) / stride[1] + 1))
-}
 
-/// ONNX Reshape semantics (0 copies, -1 infers) on shapes that include the batch dimension 1.
-fn reshape_target(cx: &Ctx<'_>, current: &[usize], spec: &[i64]) -> Result<Vec<usize>> {
-    let mut with_batch = vec![1usize];
-    with_batch.extend_from_slice(current);
-    let total: usize = current.iter().product();
-    let mut out = Vec::new();
-    let mut infer = None;
-    for (i, &d) in spec.iter().enumerate() {
-        match d {
-            0 => out.push(*with_batch.get(i).ok_or_else(|| cx.invalid("0 in shape beyond the input rank"))?),
-            -1 if infer.is_none() => {
-                infer = Some(i);
-                out.push(1);
+    /// Names `out` the tensor `t`.
+    pub fn alias(&mut self, out: &str, t: usize) {
+        self.tensor_of.insert(out.to_string(), t);
+    }
+
+    /// Turns a pending function into a node, so that `name` is a computed tensor.
+    fn materialize(&mut self, name: &str) {
+        let Some(p) = self.pending.remove(name) else { return };
+        let t = if p.f == Expr::Input {
+            p.base
+        } else {
+            let full = self.full[p.base].clone();
+            self.push(p.name, FloatOp::Elementwise { f: p.f }, vec![p.base], full)
+        };
+        self.alias(name, t);
+    }
+
+    /// Computed tensor `k` of the node.
+    pub fn data_in(&self, cx: &Ctx<'_>, k: usize) -> Result<usize> {
+        let name = cx.node.input.get(k).ok_or_else(|| cx.invalid(format!("missing input {k}")))?;
+        self.tensor_of.get(name).copied().ok_or_else(|| {
+            if self.consts.contains_key(name) {
+                cx.unsupported(format!("input '{name}' must be computed from the model input, not a constant"))
+            } else {
+                cx.invalid(format!("input '{name}' is not produced before this node"))
             }
-            d if d > 0 => out.push(d as usize),
-            _ => return Err(cx.invalid(format!("shape {spec:?}"))),
+        })
+    }
+
+    /// Constant input `k` of the node.
+    pub fn konst(&self, cx: &Ctx<'_>, k: usize) -> Result<&Const> {
+        let name = cx.node.input.get(k).ok_or_else(|| cx.invalid(format!("missing input {k}")))?;
+        self.consts
+            .get(name.as_str())
+            .ok_or_else(|| cx.unsupported(format!("input '{name}' must be an initializer (constant)")))
+    }
+
+    pub fn is_const(&self, cx: &Ctx<'_>, k: usize) -> bool {
+        cx.node.input.get(k).is_some_and(|n| self.consts.contains_key(n.as_str()))
+    }
+
+    /// Whether tensor `t` named `name` is the last node's output and read only by this node, so
+    /// this node may be folded into it.
+    pub fn foldable(&self, t: usize, name: &str) -> bool {
+        t > 0 && self.consumers.get(name) == Some(&1) && !self.outputs.contains(&name) && self.g.nodes.len() == t
+    }
+
+    fn operand(&self, name: &str) -> Option<Operand<'_>> {
+        if let Some(c) = self.consts.get(name) {
+            return Some(Operand::Const(c));
         }
-    }
-    let known: usize = out.iter().product();
-    if let Some(i) = infer {
-        if known == 0 || total % known != 0 {
-            return Err(cx.invalid(format!("cannot infer shape {spec:?} for {total} values")));
+        if let Some(p) = self.pending.get(name) {
+            return Some(Operand::Value(p.base, p.f.clone()));
         }
-        out[i] = total / known;
+        self.tensor_of.get(name).map(|&t| Operand::Value(t, Expr::Input))
     }
-    if out.iter().product::<usize>() != total {
-        return Err(cx.invalid(format!("shape {spec:?} does not hold {total} values")));
+
+    fn node(&mut self, cx: &Ctx<'_>, is_last: bool) -> Result<()> {
+        let node = cx.node;
+        let op = cx.op();
+        let out = node.output[0].as_str();
+        if op == "Constant" {
+            let value = cx.constant_value()?;
+            self.consts.insert(out.to_string(), value);
+            return Ok(());
+        }
+        let given: Vec<&String> = node.input.iter().filter(|n| !n.is_empty()).collect();
+        if op == "Shape" {
+            if let Some(t) = self.operand(&node.input[0]).and_then(|o| match o {
+                Operand::Value(base, _) => Some(base),
+                Operand::Const(_) => None,
+            }) {
+                let dims: Vec<i64> = self.full[t].iter().map(|&d| d as i64).collect();
+                let rank = dims.len() as i64;
+                let clampi = |v: i64| (if v < 0 { v + rank } else { v }).clamp(0, rank) as usize;
+                let (s, e) = (clampi(cx.int("start", 0)), clampi(cx.int("end", rank)));
+                let part = dims[s..e.max(s)].to_vec();
+                self.consts.insert(out.to_string(), Const::Ints(Tensor { dims: vec![part.len()], data: part }));
+                return Ok(());
+            }
+        }
+        if !given.is_empty() && given.iter().all(|n| self.consts.contains_key(n.as_str())) {
+            if !folds(op) {
+                return Err(cx.unsupported(format!("'{op}' on constants is not supported; supported ops: {SUPPORTED}")));
+            }
+            let inputs: Vec<Option<&Const>> =
+                node.input.iter().map(|n| if n.is_empty() { None } else { self.consts.get(n.as_str()) }).collect();
+            let values = fold(cx, &inputs)?;
+            for (name, value) in node.output.iter().zip(values) {
+                self.consts.insert(name.clone(), value);
+            }
+            return Ok(());
+        }
+        if self.fuse_elementwise(cx)? {
+            return Ok(());
+        }
+        for name in &node.input {
+            self.materialize(name);
+        }
+        if DATA_MOVEMENT.contains(&op) {
+            return self.move_data(cx);
+        }
+        crate::layers::layer(self, cx, is_last)
     }
-    if out.first() == Some(&1) && out.len() > 1 {
-        out.remove(0);
-    } else {
-        return Err(cx.unsupported(format!("reshape to {spec:?} changes the batch dimension")));
+
+    /// Fuses an elementwise op into a pending function; false if the node is not one.
+    fn fuse_elementwise(&mut self, cx: &Ctx<'_>) -> Result<bool> {
+        let op = cx.op();
+        let out = cx.node.output[0].clone();
+        let input = |k: usize| cx.node.input.get(k).map(String::as_str).unwrap_or("");
+        let unary = match op {
+            "Gelu" => {
+                Some(if cx.string("approximate").as_deref() == Some("tanh") { Unary::GeluTanh } else { Unary::Gelu })
+            }
+            // A Relu of a computed tensor is folded into its producer instead (layers.rs).
+            "Relu" if self.pending.contains_key(input(0)) => Some(Unary::Relu),
+            _ => Unary::from_onnx(op),
+        };
+        if let Some(u) = unary {
+            let Some(Operand::Value(base, f)) = self.operand(input(0)) else {
+                return Err(cx.invalid(format!("input '{}' is not produced before this node", input(0))));
+            };
+            self.pending.insert(out, Pending { base, f: f.unary(u), name: cx.name() });
+            return Ok(true);
+        }
+        let Some(b) = Binary::from_onnx(op) else { return Ok(false) };
+        let (Some(x), Some(y)) = (self.operand(input(0)), self.operand(input(1))) else {
+            return Err(cx.invalid("an input is not produced before this node"));
+        };
+        let fused = match (x, y) {
+            (Operand::Value(a, f), Operand::Value(b_, g)) if a == b_ => Some((a, f.binary(b, g))),
+            (Operand::Value(a, f), Operand::Const(c)) => c.uniform().map(|v| (a, f.binary(b, Expr::Const(v.into())))),
+            (Operand::Const(c), Operand::Value(a, g)) => c.uniform().map(|v| (a, Expr::Const(v.into()).binary(b, g))),
+            _ => None,
+        };
+        let Some((base, f)) = fused else { return Ok(false) };
+        // A bias added right after a layer folds into the layer (layers.rs), not into a table.
+        if b == Binary::Add {
+            let operand_name = if self.is_const(cx, 0) { input(1) } else { input(0) };
+            let on_layer = self.tensor_of.get(operand_name).is_some_and(|&t| self.foldable(t, operand_name));
+            if on_layer && crate::layers::takes_bias(&self.g.nodes[base - 1].op) && base == self.g.nodes.len() {
+                return Ok(false);
+            }
+        }
+        self.pending.insert(out, Pending { base, f, name: cx.name() });
+        Ok(true)
     }
-    Ok(out)
+
+    /// A data-movement op on an activation: the identity keeps the tensor, a pure reshape
+    /// becomes a Reshape node, anything else a Gather node.
+    fn move_data(&mut self, cx: &Ctx<'_>) -> Result<()> {
+        let x = self.data_in(cx, 0)?;
+        let dims = self.full[x].clone();
+        let consts = &self.consts;
+        let maps = index_maps(cx, &dims, |k| cx.node.input.get(k).and_then(|n| consts.get(n.as_str())))?;
+        if maps.len() != cx.node.output.len() {
+            return Err(cx.invalid(format!("{} outputs for {} results", cx.node.output.len(), maps.len())));
+        }
+        for (k, (map, out)) in maps.into_iter().zip(&cx.node.output).enumerate() {
+            let input_len: usize = dims.iter().product();
+            let identity = map.data.len() == input_len && map.data.iter().enumerate().all(|(i, &s)| i == s);
+            let name = if k == 0 { cx.name() } else { format!("{}:{k}", cx.name()) };
+            let t = if identity && map.dims == dims {
+                x
+            } else if identity {
+                self.push(name, FloatOp::Reshape, vec![x], map.dims)
+            } else {
+                let source = map.data.iter().map(|&i| i as u32).collect();
+                self.push(name, FloatOp::Gather { source }, vec![x], map.dims)
+            };
+            self.alias(out, t);
+        }
+        Ok(())
+    }
 }

@@ -1,15 +1,24 @@
 //! Imports a float ONNX model and calibration data into a TensorGrid int8 [`QuantModel`].
 //!
 //! Steps: parse the protobuf (tract-onnx's decoder), map supported nodes to a float graph
-//! (folding BatchNormalization into the preceding Conv/Gemm, bias Adds into MatMul, ReLU into
-//! the producing layer, dropping a trailing Softmax with a warning), run the float graph on the
-//! calibration inputs to collect tensor ranges, then quantize per docs/quantization.md.
+//! (evaluating constants and shape arithmetic, folding BatchNormalization into the preceding
+//! Conv/Gemm, bias Adds into MatMul, ReLU into the producing layer, fusing chains of
+//! elementwise functions into one, turning transposes, slices and splits into index maps,
+//! dropping a trailing Softmax with a warning), run the float graph on the calibration inputs
+//! to collect tensor ranges, then quantize per docs/quantization.md.
 //! tract runs the original ONNX file as the float reference the report compares against.
 
+mod elementwise;
 mod float;
+mod fold;
 mod import;
+mod layers;
+mod layout;
+mod node;
 mod quantize;
+mod tensor;
 
+pub use elementwise::{Binary, Expr, Unary};
 pub use float::{FloatGraph, FloatNode, FloatOp};
 pub use import::import_onnx;
 pub use quantize::{argmax, quantize_model, CalibrationReport};

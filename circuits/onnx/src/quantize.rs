@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use tgrid_circuits::{infer, requant_for, Node, Op, QParams, QuantModel, Requant};
 
+use crate::elementwise::Expr;
 use crate::float::{FloatGraph, FloatOp};
 use crate::{Error, Result};
 
@@ -115,6 +116,26 @@ fn quantize_affine(
     Ok((qw, qb, requant))
 }
 
+/// Fraction bits of the integer weights of an addition (`ka`, `kb` and added constants).
+const ADD_SHIFT: u8 = 16;
+
+/// The int8 output of `f` at each of the 256 int8 inputs: `table[x + 128] =
+/// clamp(round(f(s_in·(x − zp_in)) / s_out) + zp_out)`. An infinite value saturates; an undefined
+/// one (NaN) is an error naming the input.
+fn tabulate(f: &Expr, in_q: QParams, out_q: QParams) -> std::result::Result<Vec<i8>, String> {
+    (-128i16..=127)
+        .map(|x| {
+            let real = f64::from(in_q.scale) * f64::from(x - i16::from(in_q.zero_point));
+            let y = f.eval(real);
+            if y.is_nan() {
+                return Err(format!("the function is undefined at {real} (int8 {x})"));
+            }
+            let q = (y / f64::from(out_q.scale)).round() + f64::from(out_q.zero_point);
+            Ok(q.clamp(-128.0, 127.0) as i8)
+        })
+        .collect()
+}
+
 /// Quantizes `graph` with ranges observed on the calibration samples.
 pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<QuantModel> {
     let input_len: usize = graph.input_shape.iter().product();
@@ -184,7 +205,7 @@ pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<Qu
             }
             FloatOp::Add { relu } => {
                 let qb = qs[n.inputs[1]];
-                const SHIFT: u8 = 16;
+                const SHIFT: u8 = ADD_SHIFT;
                 let k =
                     |q: QParams| (f64::from(q.scale) / f64::from(observed.scale) * f64::from(1u32 << SHIFT)).round();
                 let (ka, kb) = (k(in_q), k(qb));
@@ -200,6 +221,36 @@ pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<Qu
             }
             FloatOp::Relu => (Op::Relu, in_q),
             FloatOp::Reshape => (Op::Reshape, in_q),
+            FloatOp::Gather { source } => (Op::Gather { source: source.clone() }, in_q),
+            FloatOp::Elementwise { f } => {
+                let table = tabulate(f, in_q, observed).map_err(|reason| Error::InvalidNode {
+                    op: "elementwise".into(),
+                    node: n.name.clone(),
+                    reason,
+                })?;
+                (Op::Table { table }, observed)
+            }
+            FloatOp::AddConst { values } => {
+                let invalid = |reason: String| Error::InvalidNode { op: "Add".into(), node: n.name.clone(), reason };
+                let unit = f64::from(1u32 << ADD_SHIFT) / f64::from(observed.scale);
+                let ka = (f64::from(in_q.scale) * unit).round();
+                if ka.abs() >= 2f64.powi(24) {
+                    return Err(invalid("input and output scales differ too much".into()));
+                }
+                let constants = values
+                    .iter()
+                    .map(|&v| {
+                        let c = (f64::from(v) * unit).round();
+                        if c.abs() < 2f64.powi(31) {
+                            Ok(c as i32)
+                        } else {
+                            Err(invalid(format!("the constant {v} is far outside the output's range")))
+                        }
+                    })
+                    .collect::<Result<_>>()?;
+                let requant = Requant { multiplier: 1, shift: ADD_SHIFT };
+                (Op::AddConst { ka: ka as i32, constants, requant }, observed)
+            }
         };
         qs.push(q);
         nodes.push(Node { name: n.name.clone(), op, inputs: n.inputs.clone(), shape: n.shape.clone(), q });

@@ -1,0 +1,340 @@
+//! Layers: the nodes that compute (Gemm/MatMul, Conv, pooling, additions, ReduceMean), with
+//! BatchNormalization, bias additions and ReLU folded into the layer before them.
+
+use crate::float::FloatOp;
+use crate::import::{Importer, SUPPORTED};
+use crate::node::Ctx;
+use crate::tensor::{axis, broadcast_to, Tensor};
+use crate::Result;
+
+/// Whether a constant added right after `op` is its bias.
+pub(crate) fn takes_bias(op: &FloatOp) -> bool {
+    matches!(op, FloatOp::Dense { relu: false, .. } | FloatOp::Conv { relu: false, .. })
+}
+
+pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Result<()> {
+    let out = cx.node.output[0].as_str();
+    let input_name = cx.node.input.first().cloned().unwrap_or_default();
+    match cx.op() {
+        "Gemm" | "MatMul" => dense(im, cx),
+        "Conv" => conv(im, cx),
+        "BatchNormalization" => batch_norm(im, cx),
+        "Add" => add(im, cx),
+        "Relu" => {
+            let x = im.data_in(cx, 0)?;
+            let folded = im.foldable(x, &input_name)
+                && match &mut im.g.nodes.last_mut().expect("producer").op {
+                    FloatOp::Dense { relu, .. }
+                    | FloatOp::Conv { relu, .. }
+                    | FloatOp::AvgPool { relu, .. }
+                    | FloatOp::Add { relu } => {
+                        *relu = true;
+                        true
+                    }
+                    _ => false,
+                };
+            if folded {
+                im.alias(out, x);
+            } else {
+                let full = im.full[x].clone();
+                let t = im.push(cx.name(), FloatOp::Relu, vec![x], full);
+                im.alias(out, t);
+            }
+            Ok(())
+        }
+        "MaxPool" | "AveragePool" => pool(im, cx),
+        "GlobalAveragePool" => {
+            let x = im.data_in(cx, 0)?;
+            let s = spatial(im, cx, x)?;
+            let op = FloatOp::AvgPool {
+                kernel: [s[1], s[2]],
+                stride: [1, 1],
+                pads: [0; 4],
+                count_include_pad: false,
+                relu: false,
+            };
+            let t = im.push(cx.name(), op, vec![x], vec![1, s[0], 1, 1]);
+            im.alias(out, t);
+            Ok(())
+        }
+        "ReduceMean" => reduce_mean(im, cx),
+        "Softmax" => {
+            let x = im.data_in(cx, 0)?;
+            if !(is_last && im.outputs.contains(&out)) {
+                return Err(cx.unsupported(
+                    "Softmax inside the model (attention) is not supported yet; as the last node it is dropped \
+                     (the proof covers the logits)",
+                ));
+            }
+            im.warnings.push(format!(
+                "dropped trailing Softmax '{}': the model output is the logits (argmax unchanged)",
+                cx.name()
+            ));
+            im.alias(out, x);
+            Ok(())
+        }
+        "Dropout" => {
+            if cx.node.output.get(1).is_some_and(|m| !m.is_empty()) {
+                return Err(cx.unsupported("the mask output of Dropout"));
+            }
+            let x = im.data_in(cx, 0)?;
+            im.alias(out, x);
+            Ok(())
+        }
+        "LayerNormalization" => Err(cx.unsupported("LayerNormalization is not supported yet")),
+        "Mul" | "Div" | "Sub" | "Pow" => Err(cx.unsupported(
+            "only by a constant with one value, or of one tensor with a function of itself (elementwise); \
+             products of two computed tensors are not supported yet",
+        )),
+        other => Err(cx.unsupported(format!("'{other}' is not supported; supported ops: {SUPPORTED}"))),
+    }
+}
+
+fn dense(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+    let op = cx.op();
+    if !im.is_const(cx, 1) {
+        return Err(cx.unsupported(
+            "a product of two computed tensors (attention scores) is not supported yet; the weights must be constant",
+        ));
+    }
+    let x = im.data_in(cx, 0)?;
+    let (full, stored) = (im.full[x].clone(), im.g.shape(x).to_vec());
+    let in_len: usize = stored.iter().product();
+    let w = im.konst(cx, 1)?;
+    let (w_dims, w_values) = (w.dims().to_vec(), w.floats());
+    if w_dims.len() != 2 {
+        return Err(cx.unsupported(format!("weights of shape {w_dims:?}: only 2-D weights are supported")));
+    }
+    let (alpha, beta) = (cx.float("alpha", 1.0), cx.float("beta", 1.0));
+    if op == "Gemm" && cx.int("transA", 0) != 0 {
+        return Err(cx.unsupported("transA=1"));
+    }
+    let trans_b = op == "Gemm" && cx.int("transB", 0) != 0;
+    let (k, out) = if trans_b { (w_dims[1], w_dims[0]) } else { (w_dims[0], w_dims[1]) };
+    // A MatMul applies to each row of the last axis; a Gemm (or a one-row input) to all of it.
+    let out_full = if op == "MatMul" && stored.len() >= 2 && stored.last() == Some(&k) {
+        let mut f = full[..full.len() - 1].to_vec();
+        f.push(out);
+        f
+    } else if k == in_len {
+        vec![1, out]
+    } else {
+        return Err(cx.invalid(format!("weights {w_dims:?} do not fit an input of shape {full:?}")));
+    };
+    let mut weights = vec![0f32; out * k];
+    for o in 0..out {
+        for i in 0..k {
+            let v = if trans_b { w_values[o * k + i] } else { w_values[i * out + o] };
+            weights[o * k + i] = alpha * v;
+        }
+    }
+    let mut bias = vec![0f32; out];
+    if op == "Gemm" && cx.node.input.get(2).is_some_and(|n| !n.is_empty()) {
+        let c = im.konst(cx, 2)?.floats();
+        if c.len() == out {
+            bias.iter_mut().zip(&c).for_each(|(b, &v)| *b = beta * v);
+        } else if c.len() == 1 {
+            bias.iter_mut().for_each(|b| *b = beta * c[0]);
+        } else {
+            return Err(cx.unsupported(format!("bias of {} values for {out} outputs", c.len())));
+        }
+    }
+    let t = im.push(cx.name(), FloatOp::Dense { weights, bias, out, relu: false }, vec![x], out_full);
+    im.alias(&cx.node.output[0], t);
+    Ok(())
+}
+
+/// `[C, H, W]` of a computed tensor, or an error naming the node.
+fn spatial(im: &Importer<'_>, cx: &Ctx<'_>, x: usize) -> Result<[usize; 3]> {
+    match im.g.shape(x) {
+        [c, h, w] if im.full[x].len() == 4 => Ok([*c, *h, *w]),
+        s => Err(cx.unsupported(format!("input shape {s:?}: only [N=1, C, H, W] inputs are supported"))),
+    }
+}
+
+fn out_hw(cx: &Ctx<'_>, s: [usize; 3], kernel: [usize; 2], stride: [usize; 2], pads: [usize; 4]) -> Result<[usize; 2]> {
+    let (ph, pw) = (s[1] + pads[0] + pads[2], s[2] + pads[1] + pads[3]);
+    if ph < kernel[0] || pw < kernel[1] {
+        return Err(cx.invalid(format!("window {kernel:?} is larger than the padded input {ph}x{pw}")));
+    }
+    Ok([(ph - kernel[0]) / stride[0] + 1, (pw - kernel[1]) / stride[1] + 1])
+}
+
+fn conv(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+    let x = im.data_in(cx, 0)?;
+    let s = spatial(im, cx, x)?;
+    if cx.int("group", 1) != 1 {
+        return Err(cx.unsupported("group != 1: only group=1 convolutions are supported"));
+    }
+    if cx.ints("dilations").is_some_and(|d| d.iter().any(|&v| v != 1)) {
+        return Err(cx.unsupported("dilation != 1: only dilation 1 is supported"));
+    }
+    let w = im.konst(cx, 1)?;
+    let w_dims = w.dims().to_vec();
+    if w_dims.len() != 4 || w_dims[1] != s[0] {
+        return Err(cx.invalid(format!("weights {w_dims:?} do not fit input {s:?}")));
+    }
+    let weights = w.floats();
+    let c_out = w_dims[0];
+    let kernel = cx.pair("kernel_shape", [w_dims[2], w_dims[3]])?;
+    let stride = cx.pair("strides", [1, 1])?;
+    let pads = cx.pads()?;
+    let [oh, ow] = out_hw(cx, s, kernel, stride, pads)?;
+    let bias =
+        if cx.node.input.get(2).is_some_and(|n| !n.is_empty()) { im.konst(cx, 2)?.floats() } else { vec![0.0; c_out] };
+    if bias.len() != c_out {
+        return Err(cx.invalid("bias length differs from the output channels"));
+    }
+    let op = FloatOp::Conv { weights, bias, c_out, kernel, stride, pads, relu: false };
+    let t = im.push(cx.name(), op, vec![x], vec![1, c_out, oh, ow]);
+    im.alias(&cx.node.output[0], t);
+    Ok(())
+}
+
+fn batch_norm(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+    let x = im.data_in(cx, 0)?;
+    let [scale, b, mean, var] = [1, 2, 3, 4].map(|k| im.konst(cx, k).map(|c| c.floats()));
+    let (scale, b, mean, var) = (scale?, b?, mean?, var?);
+    let eps = cx.float("epsilon", 1e-5);
+    if !im.foldable(x, &cx.node.input[0]) {
+        return Err(cx.unsupported(
+            "BatchNormalization is supported only right after a Conv or Gemm whose output it alone uses",
+        ));
+    }
+    let last = im.g.nodes.last_mut().expect("foldable implies a producer");
+    let channels = scale.len();
+    let ok = [&b, &mean, &var].iter().all(|v| v.len() == channels);
+    let (weights, bias, c) = match &mut last.op {
+        FloatOp::Conv { weights, bias, c_out, relu: false, .. } => (weights, bias, *c_out),
+        FloatOp::Dense { weights, bias, out, relu: false } => (weights, bias, *out),
+        _ => return Err(cx.unsupported("BatchNormalization is supported only right after a Conv or Gemm")),
+    };
+    if !ok || c != channels {
+        return Err(cx.invalid("parameter lengths differ from the channel count"));
+    }
+    let per = weights.len() / c;
+    for ch in 0..c {
+        let f = scale[ch] / (var[ch] + eps).sqrt();
+        weights[ch * per..(ch + 1) * per].iter_mut().for_each(|w| *w *= f);
+        bias[ch] = (bias[ch] - mean[ch]) * f + b[ch];
+    }
+    im.alias(&cx.node.output[0], x);
+    Ok(())
+}
+
+fn add(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+    let out = cx.node.output[0].as_str();
+    if !(im.is_const(cx, 0) || im.is_const(cx, 1)) {
+        let (a, b) = (im.data_in(cx, 0)?, im.data_in(cx, 1)?);
+        if im.g.shape(a) != im.g.shape(b) {
+            return Err(cx.unsupported(format!(
+                "broadcasting {:?} + {:?}: only equal shapes are supported",
+                im.full[a], im.full[b]
+            )));
+        }
+        let full = im.full[a].clone();
+        let t = im.push(cx.name(), FloatOp::Add { relu: false }, vec![a, b], full);
+        im.alias(out, t);
+        return Ok(());
+    }
+    let (xk, ck) = if im.is_const(cx, 1) { (0, 1) } else { (1, 0) };
+    let x = im.data_in(cx, xk)?;
+    let c = im.konst(cx, ck)?.clone();
+    let name = cx.node.input[xk].clone();
+    let values = c.floats();
+    // A bias right after a layer: per output channel (or one value).
+    if im.foldable(x, &name) {
+        match &mut im.g.nodes.last_mut().expect("foldable implies a producer").op {
+            FloatOp::Dense { bias, relu: false, .. } if values.len() == bias.len() || values.len() == 1 => {
+                for (i, b) in bias.iter_mut().enumerate() {
+                    *b += values[if values.len() == 1 { 0 } else { i }];
+                }
+                im.alias(out, x);
+                return Ok(());
+            }
+            FloatOp::Conv { bias, relu: false, .. }
+                if values.len() == bias.len() && c.dims().iter().rev().take(2).all(|&d| d == 1) =>
+            {
+                bias.iter_mut().zip(&values).for_each(|(b, &v)| *b += v);
+                im.alias(out, x);
+                return Ok(());
+            }
+            _ => {}
+        }
+    }
+    // Otherwise a constant tensor added elementwise (a position embedding).
+    let full = im.full[x].clone();
+    let spread = broadcast_to(&Tensor { dims: c.dims().to_vec(), data: values }, &full)
+        .map_err(|e| cx.unsupported(format!("adding a constant of shape {:?} to {full:?}: {e}", c.dims())))?;
+    let t = im.push(cx.name(), FloatOp::AddConst { values: spread.data }, vec![x], full);
+    im.alias(out, t);
+    Ok(())
+}
+
+fn pool(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+    let x = im.data_in(cx, 0)?;
+    let s = spatial(im, cx, x)?;
+    if cx.int("ceil_mode", 0) != 0 {
+        return Err(cx.unsupported("ceil_mode=1"));
+    }
+    if cx.ints("dilations").is_some_and(|d| d.iter().any(|&v| v != 1)) {
+        return Err(cx.unsupported("dilation != 1"));
+    }
+    if cx.node.output.get(1).is_some_and(|o| !o.is_empty()) {
+        return Err(cx.unsupported("the Indices output of MaxPool"));
+    }
+    let kernel = cx.pair("kernel_shape", [0, 0])?;
+    if kernel.contains(&0) {
+        return Err(cx.invalid("kernel_shape is required"));
+    }
+    let stride = cx.pair("strides", [1, 1])?;
+    let pads = cx.pads()?;
+    let [oh, ow] = out_hw(cx, s, kernel, stride, pads)?;
+    let op = if cx.op() == "MaxPool" {
+        FloatOp::MaxPool { kernel, stride, pads }
+    } else {
+        FloatOp::AvgPool { kernel, stride, pads, count_include_pad: cx.int("count_include_pad", 0) != 0, relu: false }
+    };
+    let t = im.push(cx.name(), op, vec![x], vec![1, s[0], oh, ow]);
+    im.alias(&cx.node.output[0], t);
+    Ok(())
+}
+
+/// The mean over one axis: the axis moved last (a Gather), then a Dense of one output with
+/// equal weights `1/n` per row, then the requested shape.
+fn reduce_mean(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+    let x = im.data_in(cx, 0)?;
+    let full = im.full[x].clone();
+    let rank = full.len();
+    let axes = match cx.node.input.get(1).filter(|n| !n.is_empty()) {
+        Some(_) => im.konst(cx, 1)?.ints().map(<[i64]>::to_vec).ok_or_else(|| cx.invalid("axes must be integers"))?,
+        None => cx.ints("axes").unwrap_or_default(),
+    };
+    let [a] = axes.as_slice() else {
+        return Err(cx.unsupported(format!("ReduceMean over axes {axes:?}: one axis is supported")));
+    };
+    let a = axis(*a, rank).map_err(|e| cx.invalid(e))?;
+    let n = full[a];
+    let mut x_last = x;
+    if a + 1 != rank {
+        let perm: Vec<i64> = (0..rank).filter(|&k| k != a).chain([a]).map(|k| k as i64).collect();
+        let map = Tensor::iota(&full).and_then(|t| t.transpose(&perm)).map_err(|e| cx.invalid(e))?;
+        let source = map.data.iter().map(|&i| i as u32).collect();
+        x_last = im.push(format!("{}:transpose", cx.name()), FloatOp::Gather { source }, vec![x], map.dims);
+    }
+    let mut summed = im.full[x_last].clone();
+    *summed.last_mut().expect("rank >= 1") = 1;
+    let dense = FloatOp::Dense { weights: vec![1.0 / n as f32; n], bias: vec![0.0], out: 1, relu: false };
+    let mut t = im.push(cx.name(), dense, vec![x_last], summed.clone());
+    let mut wanted = full.clone();
+    if cx.int("keepdims", 1) != 0 {
+        wanted[a] = 1;
+    } else {
+        wanted.remove(a);
+    }
+    if crate::import::strip_batch(&wanted) != crate::import::strip_batch(&summed) {
+        t = im.push(format!("{}:reshape", cx.name()), FloatOp::Reshape, vec![t], wanted);
+    }
+    im.alias(&cx.node.output[0], t);
+    Ok(())
+}

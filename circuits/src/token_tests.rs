@@ -1,0 +1,124 @@
+//! Tests of the ops transformer-style exports lower to: per-row Dense, function tables,
+//! gathers (transpose, selection) and added constant tensors. Completeness (the circuit
+//! computes exactly [`crate::infer::run`] and proves it), soundness (a wrong table output and
+//! broken affine constraints reach the verifier and are rejected) and validation.
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use crate::circuit::{BuildOptions, SegmentCircuit};
+use crate::gadgets::Fault;
+use crate::testing::token_model;
+use crate::tests::{assert_fault_rejected, random_input, PROVIDER, TASK};
+use crate::{commit, infer, Op, Privacy, QuantModel, Segment, SegmentPlan, TaskProver, TaskVerifier};
+
+#[test]
+fn token_model_circuit_computes_the_integer_inference() {
+    let model = token_model(1);
+    let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
+    let mut rng = StdRng::seed_from_u64(2);
+    let mut inputs: Vec<Vec<i8>> = (0..4).map(|_| random_input(&mut rng, model.input_len())).collect();
+    inputs.extend([i8::MIN, 0, i8::MAX].map(|v| vec![v; model.input_len()]));
+    for x in inputs {
+        assert_eq!(prover.circuit_trace(&x).unwrap(), infer::run(&model, &x).unwrap());
+    }
+}
+
+#[test]
+fn token_model_proof_verifies_and_commits_to_the_inference() {
+    let model = token_model(3);
+    for plan in [SegmentPlan::default(), SegmentPlan { cuts: vec![2, 5] }] {
+        let x = random_input(&mut StdRng::seed_from_u64(4), model.input_len());
+        let prover = TaskProver::new(model.clone(), plan.clone()).unwrap();
+        let (proof, trace, _) = prover.prove(&x, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+        assert_eq!(trace, infer::run(&model, &x).unwrap());
+        let publics = TaskVerifier::new(&model, &plan).unwrap().verify(&proof).unwrap();
+        assert_eq!(publics.output_commitment, commit(trace.output()));
+        assert_eq!(publics.input_commitment, commit(&x));
+    }
+}
+
+#[test]
+fn a_wrong_table_output_is_rejected_by_the_verifier() {
+    let model = token_model(5);
+    let x = random_input(&mut StdRng::seed_from_u64(6), model.input_len());
+    // Table 0 is the byte range table; 1 and 2 are the model's two function tables.
+    for lut in [1, 2] {
+        let segment = Segment::new(&model, 0..model.nodes.len());
+        let mut circuit = SegmentCircuit::build(&model, segment, BuildOptions::binding(true, Privacy::Public)).unwrap();
+        assert_eq!(circuit.data.common.luts.len(), 3, "one lookup table per distinct function");
+        let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER)), None).unwrap();
+        let proof = crate::malicious::prove_with_a_wrong_lookup_output(&mut circuit.data, pw, lut)
+            .expect("the malicious prover produces a proof");
+        assert!(circuit.data.verify(proof).is_err(), "a wrong output of table {lut} produced a valid proof");
+    }
+}
+
+#[test]
+fn affine_constraints_of_row_dense_and_added_constants_reject_wrong_witnesses() {
+    let model = token_model(7);
+    // Node 3 adds constants; node 4 is a Dense over rows (element 13 is in its third row).
+    for (node, which) in [(3, 0), (3, 17), (4, 13), (0, 30)] {
+        assert_fault_rejected(&model, node, which, Fault::ClampOffByOne);
+        assert_fault_rejected(&model, node, which, Fault::WrongOutput);
+    }
+    assert_fault_rejected(&model, 3, 5, Fault::RemainderOverflow);
+    assert_fault_rejected(&model, 4, 2, Fault::OutputOutOfRange);
+}
+
+#[test]
+fn new_ops_round_trip_and_every_field_is_bound_by_the_id() {
+    let model = token_model(8);
+    assert_eq!(QuantModel::from_canonical_bytes(&model.to_canonical_bytes()).unwrap(), model);
+    let changed = |edit: &dyn Fn(&mut Op)| -> QuantModel {
+        let mut m = model.clone();
+        m.nodes.iter_mut().for_each(|n| edit(&mut n.op));
+        m
+    };
+    let variants = [
+        changed(&|op| {
+            if let Op::Table { table } = op {
+                table[7] = table[7].wrapping_add(1)
+            }
+        }),
+        changed(&|op| {
+            if let Op::Gather { source } = op {
+                source.swap(0, 1)
+            }
+        }),
+        changed(&|op| {
+            if let Op::AddConst { constants, .. } = op {
+                constants[3] += 1
+            }
+        }),
+    ];
+    for other in variants {
+        other.validate().unwrap();
+        assert_ne!(other.model_id(), model.model_id());
+    }
+}
+
+#[test]
+fn malformed_new_ops_are_refused() {
+    let model = token_model(9);
+    let broken = |node: usize, edit: &dyn Fn(&mut crate::Node)| {
+        let mut m = model.clone();
+        edit(&mut m.nodes[node]);
+        let err = m.validate().expect_err("a malformed node must be refused").to_string();
+        // Decoding validates too: the bytes of a malformed model do not decode.
+        assert!(QuantModel::from_canonical_bytes(&m.to_canonical_bytes()).is_err());
+        err
+    };
+    let short_table = broken(1, &|n| n.op = Op::Table { table: vec![0; 255] });
+    assert!(short_table.contains("256"), "{short_table}");
+    let outside = broken(2, &|n| n.op = Op::Gather { source: (0..32).map(|i| if i == 9 { 32 } else { i }).collect() });
+    assert!(outside.contains("outside"), "{outside}");
+    broken(2, &|n| n.q.zero_point += 1);
+    broken(3, &|n| {
+        if let Op::AddConst { constants, .. } = &mut n.op {
+            constants.pop();
+        }
+    });
+    let rows = broken(4, &|n| n.shape = vec![4, 5]);
+    assert!(rows.contains("leading axes") || rows.contains("count"), "{rows}");
+}
