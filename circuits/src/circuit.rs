@@ -17,9 +17,9 @@ use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData};
 
 use crate::commit::Commitment;
 use crate::error::{Error, Result};
-use crate::gadgets::{commit_bytes, ByteTarget, Gadgets, MacLayout};
+use crate::gadgets::{commit_bytes, field_of, ByteTarget, Gadgets, MacLayout};
 use crate::gates::WeightedSumGate;
-use crate::lower::{affine_layout, for_each_element, Element};
+use crate::lower::{affine_layout, for_each_element, product_layout, Element};
 use crate::model::{numel, QuantModel};
 use crate::privacy::{Privacy, TaskSalts};
 use crate::{C, D, F};
@@ -285,8 +285,12 @@ impl SegmentCircuit {
             values.insert(t, targets.iter().map(|&x| gadgets.range_check_byte(&mut builder, x)).collect());
             inputs.push(targets);
         }
+        // Centered factors `u − offset` of product elements, by (tensor, offset).
+        let mut centered: HashMap<(usize, i64), Vec<Target>> = HashMap::new();
         for i in segment.nodes.clone() {
             let mut out = vec![None; numel(&model.nodes[i].shape)];
+            // The softmax row being built, by its first kept cell.
+            let mut softmax_row: Option<(usize, Vec<ByteTarget>)> = None;
             let mut failure = None;
             for_each_element(model, i, |o, e| {
                 let value = match e {
@@ -310,6 +314,33 @@ impl SegmentCircuit {
                     Element::Copy { tensor, index } => values[&tensor][index],
                     Element::Table { tensor, index, table } => {
                         gadgets.lookup(&mut builder, values[&tensor][index], table)
+                    }
+                    Element::Softmax { at: None, .. } => ByteTarget(builder.zero()),
+                    Element::Softmax { tensor, kept, at: Some(p), exp } => {
+                        if softmax_row.as_ref().map(|r| r.0) != Some(kept[0]) {
+                            let cells: Vec<ByteTarget> = kept.iter().map(|&k| values[&tensor][k]).collect();
+                            softmax_row = Some((kept[0], gadgets.softmax_row(&mut builder, &cells, exp)));
+                        }
+                        softmax_row.as_ref().expect("just built").1[p]
+                    }
+                    Element::Product { a, b, offsets, pairs, requant, zero_point } => {
+                        let layout = match product_layout(pairs.len(), requant) {
+                            Ok(l) => l,
+                            Err(why) => {
+                                failure.get_or_insert(why);
+                                return;
+                            }
+                        };
+                        // Each factor centered once per tensor, not once per product.
+                        for (t, o) in [(a, offsets[0]), (b, offsets[1])] {
+                            centered.entry((t, o)).or_insert_with(|| {
+                                values[&t].iter().map(|u| builder.add_const(u.0, field_of(-o))).collect()
+                            });
+                        }
+                        let (ca, cb) = (&centered[&(a, offsets[0])], &centered[&(b, offsets[1])]);
+                        let factors: Vec<(Target, Target)> = pairs.iter().map(|&(i, j)| (ca[i], cb[j])).collect();
+                        let acc = gadgets.product_sum(&mut builder, &factors);
+                        gadgets.requantize(&mut builder, acc, requant, zero_point, i8::MIN, layout)
                     }
                 };
                 out[o] = Some(value);

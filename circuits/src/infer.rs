@@ -26,6 +26,15 @@ pub fn requantize(acc: i64, requant: Requant, zero_point: i8, lo: i8) -> i8 {
     (i128::from(zero_point) + z).clamp(i128::from(lo), 127) as i8
 }
 
+/// The outputs (offset form) of a softmax row's kept cells `u` (offset form):
+/// `q_j = floor((510·e_j + S) / 2S)` with `e_j = exp[max − u_j]`, `S = Σ e_j`.
+pub(crate) fn softmax_row(u: &[u8], exp: &[u16]) -> Vec<u8> {
+    let m = *u.iter().max().expect("a row keeps a cell");
+    let e: Vec<u64> = u.iter().map(|&x| u64::from(exp[usize::from(m - x)])).collect();
+    let s: u64 = e.iter().sum::<u64>().max(1);
+    e.iter().map(|&e| ((510 * e + s) / (2 * s)) as u8).collect()
+}
+
 /// Runs the model on an int8 input.
 pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
     if input.len() != model.input_len() {
@@ -35,6 +44,8 @@ pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
     let mut u: Vec<Vec<u8>> = vec![input.iter().map(|&x| (x as u8) ^ 0x80).collect()];
     for i in 0..model.nodes.len() {
         let mut out = vec![0u8; crate::model::numel(&model.nodes[i].shape)];
+        // The last softmax row computed, by its first kept cell.
+        let mut row: Option<(usize, Vec<u8>)> = None;
         for_each_element(model, i, |o, e| {
             out[o] = match e {
                 Element::Affine { constant, terms, requant, zero_point, lo } => {
@@ -46,6 +57,20 @@ pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
                 }
                 Element::Copy { tensor, index } => u[tensor][index],
                 Element::Table { tensor, index, table } => table[usize::from(u[tensor][index])],
+                Element::Product { a, b, offsets, pairs, requant, zero_point } => {
+                    let acc = pairs.iter().fold(0i64, |acc, &(i, j)| {
+                        acc + (i64::from(u[a][i]) - offsets[0]) * (i64::from(u[b][j]) - offsets[1])
+                    });
+                    (requantize(acc, requant, zero_point, i8::MIN) as u8) ^ 0x80
+                }
+                Element::Softmax { at: None, .. } => 0,
+                Element::Softmax { tensor, kept, at: Some(p), exp } => {
+                    if row.as_ref().map(|r| r.0) != Some(kept[0]) {
+                        let cells: Vec<u8> = kept.iter().map(|&k| u[tensor][k]).collect();
+                        row = Some((kept[0], softmax_row(&cells, exp)));
+                    }
+                    row.as_ref().expect("just computed").1[p]
+                }
             }
         });
         u.push(out);

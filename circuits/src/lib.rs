@@ -38,7 +38,10 @@ pub use files::{check_header, decode_plonky2_proof, hash_to_bytes, ModelFile, Ta
 pub use gates::{PoseidonHeadGate, PoseidonTailGate};
 pub use hash::{TgridPoseidonConfig, TgridPoseidonHash};
 pub use lower::{requant_for, window_indices};
-pub use model::{numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, MAX_MACS, MAX_TENSOR_LEN};
+pub use model::{
+    numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, MAX_MACS, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN,
+    SOFTMAX_Q,
+};
 pub use privacy::{Privacy, TaskSalts};
 pub use task::{prove_circuit, CircuitStats, SegmentPlan, TaskProver, TaskVerifier};
 

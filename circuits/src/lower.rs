@@ -4,7 +4,7 @@
 //! Values are carried in the *offset* representation `u = x + 128 ∈ [0, 255]` of an int8 `x`,
 //! which is what the circuit range checks and what the commitments pack.
 
-use crate::model::{chw, dense_dims, numel, Node, Op, QuantModel, Requant};
+use crate::model::{chw, dense_dims, matmul_dims, numel, Node, Op, QuantModel, Requant};
 
 /// One input term `weight * u[tensor][index]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +24,13 @@ pub(crate) enum Element<'a> {
     Max { tensor: usize, indices: &'a [usize] },
     /// `y = u[tensor][index]` (reshape, gather).
     Copy { tensor: usize, index: usize },
+    /// `acc = Σ (u[a][i] − offsets[0]) · (u[b][j] − offsets[1])` over `pairs` of `(i, j)`, then
+    /// requantized as an affine element.
+    Product { a: usize, b: usize, offsets: [i64; 2], pairs: &'a [(usize, usize)], requant: Requant, zero_point: i8 },
+    /// One output of a softmax row: the row's kept cells `kept` of `tensor` (flat indices),
+    /// this output's position among them (`None`: masked, output 0 in offset form), and the
+    /// exponential table.
+    Softmax { tensor: usize, kept: &'a [usize], at: Option<usize>, exp: &'a [u16] },
     /// `y = table[u[tensor][index]]`, the table in offset form too.
     Table { tensor: usize, index: usize, table: &'a [u8; 256] },
 }
@@ -173,6 +180,42 @@ pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: imp
                 f(i, Element::Copy { tensor: input, index: i });
             }
         }
+        Op::MatMul { requant } => {
+            let b = node.inputs[1];
+            let [batch, m, k, n] = matmul_dims(in_shape, model.tensor_shape(b)).expect("validated");
+            let offsets = [offset, i64::from(model.tensor_q(b).zero_point) + 128];
+            let mut pairs = Vec::with_capacity(k);
+            for g in 0..batch {
+                for row in 0..m {
+                    for col in 0..n {
+                        pairs.clear();
+                        pairs.extend((0..k).map(|j| ((g * m + row) * k + j, (g * k + j) * n + col)));
+                        let element =
+                            Element::Product { a: input, b, offsets, pairs: &pairs, requant: *requant, zero_point: zp };
+                        f((g * m + row) * n + col, element);
+                    }
+                }
+            }
+        }
+        Op::Softmax { exp, keep } => {
+            let n = *node.shape.last().expect("validated");
+            let pattern = if keep.is_empty() { n } else { keep.len() };
+            let mut kept = Vec::with_capacity(n);
+            for row_start in (0..numel(&node.shape)).step_by(n) {
+                let mask_row: &[bool] = keep.get(row_start % pattern..row_start % pattern + n).unwrap_or(&[]);
+                let keeps = |j: usize| mask_row.is_empty() || mask_row[j];
+                kept.clear();
+                kept.extend((0..n).filter(|&j| keeps(j)).map(|j| row_start + j));
+                let mut position = 0;
+                for j in 0..n {
+                    let at = keeps(j).then(|| {
+                        position += 1;
+                        position - 1
+                    });
+                    f(row_start + j, Element::Softmax { tensor: input, kept: &kept, at, exp });
+                }
+            }
+        }
         Op::Gather { source } => {
             for (i, &index) in source.iter().enumerate() {
                 f(i, Element::Copy { tensor: input, index: index as usize });
@@ -249,13 +292,26 @@ pub(crate) fn affine_layout(constant: i64, terms: &[Term], requant: Requant) -> 
     Ok(AffineLayout { remainder_bytes: (s / 8) as usize, excess_bytes })
 }
 
-/// Rejects a model any of whose affine elements could wrap around the field.
+/// The layout of a product element of `k` pairs: each centered factor is in `[−255, 255]`.
+pub(crate) fn product_layout(k: usize, requant: Requant) -> Result<AffineLayout, String> {
+    let bound = i64::try_from(k as u128 * 255 * 255).map_err(|_| "too many products".to_string())?;
+    affine_layout(bound, &[], requant)
+}
+
+/// Rejects a model any of whose affine or product elements could wrap around the field.
 pub(crate) fn check_bounds(model: &QuantModel) -> crate::error::Result<()> {
     for (i, node) in model.nodes.iter().enumerate() {
         let mut failure = None;
         for_each_element(model, i, |_, e| {
-            if let (None, Element::Affine { constant, terms, requant, .. }) = (&failure, e) {
-                failure = affine_layout(constant, terms, requant).err();
+            if failure.is_some() {
+                return;
+            }
+            match e {
+                Element::Affine { constant, terms, requant, .. } => {
+                    failure = affine_layout(constant, terms, requant).err()
+                }
+                Element::Product { pairs, requant, .. } => failure = product_layout(pairs.len(), requant).err(),
+                _ => {}
             }
         });
         if let Some(why) = failure {

@@ -136,6 +136,23 @@ pub enum Op {
         /// For each output element, the flat index of the input element it copies.
         source: Vec<u32>,
     },
+    /// `y[.., m, n] = requant(Σ_k (a[.., m, k] − zp_a) · (b[.., k, n] − zp_b))`: the product of
+    /// two computed tensors (attention scores `Q·Kᵀ`, attention-weighted values), batched over
+    /// the leading axes they share.
+    MatMul {
+        /// Requantization of every output element.
+        requant: Requant,
+    },
+    /// Softmax over the last axis, exact in integers: per row, over its kept cells, the maximum
+    /// `m`, `e_j = exp[m − x_j]`, `y_j = round(255 · e_j / Σe) − 128`; a masked cell is `−128`
+    /// (probability 0). The output scale is 1/255 with zero point −128.
+    Softmax {
+        /// `exp[d] ≈ 65535 · e^(−s_in · d)` for the 256 distances `d` to the row maximum.
+        exp: Vec<u16>,
+        /// Which cells of the last two axes `[rows, n]` take part (a causal mask), the same for
+        /// every leading index; empty for all.
+        keep: Vec<bool>,
+    },
     /// `y = table[x + 128]`: an elementwise function of one int8 input (GELU, Erf, Tanh, Exp,
     /// scaling by a constant...), tabulated over the 256 input values at compile time.
     Table {
@@ -146,6 +163,12 @@ pub enum Op {
 
 /// Entries of an [`Op::Table`]: one per int8 input value.
 pub const TABLE_LEN: usize = 256;
+
+/// Output quantization of every [`Op::Softmax`]: probabilities `(y + 128) / 255`.
+pub const SOFTMAX_Q: QParams = QParams { scale: 1.0 / 255.0, zero_point: -128 };
+
+/// Longest Softmax row: keeps the row sum of 16-bit exponentials and twice it below 2^32.
+pub const MAX_SOFTMAX_ROW: usize = 1 << 14;
 
 impl Op {
     /// Short op name for messages.
@@ -160,6 +183,8 @@ impl Op {
             Op::Relu => "Relu",
             Op::Reshape => "Reshape",
             Op::Gather { .. } => "Gather",
+            Op::MatMul { .. } => "MatMul",
+            Op::Softmax { .. } => "Softmax",
             Op::Table { .. } => "Table",
         }
     }
@@ -239,6 +264,10 @@ impl QuantModel {
             .map(|n| match &n.op {
                 Op::Dense { weights, .. } => (weights.len() * dense_rows(&n.shape)) as u64,
                 Op::Conv { weights, c_out, .. } => (numel(&n.shape) / c_out * weights.len()) as u64,
+                Op::MatMul { .. } => {
+                    let a = self.tensor_shape(n.inputs[0]);
+                    (numel(&n.shape) * a[a.len() - 1]) as u64
+                }
                 _ => 0,
             })
             .sum()
@@ -267,7 +296,7 @@ impl QuantModel {
             let name = n.name.as_str();
             check_shape(&n.shape).map_err(|e| bad(name, e))?;
             check_q(n.q).map_err(|e| bad(name, e))?;
-            let arity = if matches!(n.op, Op::Add { .. }) { 2 } else { 1 };
+            let arity = if matches!(n.op, Op::Add { .. } | Op::MatMul { .. }) { 2 } else { 1 };
             if n.inputs.len() != arity || n.inputs.iter().any(|&t| t >= own) {
                 return Err(bad(name, format!("expects {arity} earlier input tensor(s), has {:?}", n.inputs)));
             }
@@ -352,6 +381,39 @@ impl QuantModel {
                         return Err(bad(name, format!("Gather source {i} is outside the input's {len} values")));
                     }
                 }
+                Op::MatMul { requant } => {
+                    let [batch, m, k, n_] =
+                        matmul_dims(in_shape, self.tensor_shape(n.inputs[1])).map_err(|e| bad(name, e))?;
+                    let mut expected = in_shape[..in_shape.len() - 1].to_vec();
+                    expected.push(n_);
+                    if n.shape != expected {
+                        return Err(bad(name, format!("output shape {:?} should be {expected:?}", n.shape)));
+                    }
+                    check_requant(*requant).map_err(|e| bad(name, e))?;
+                    macs += (batch * m * k * n_) as u64;
+                }
+                Op::Softmax { exp, keep } => {
+                    if n.shape != in_shape || n.q != SOFTMAX_Q {
+                        return Err(bad(
+                            name,
+                            "Softmax keeps the shape and outputs at scale 1/255, zero point -128".into(),
+                        ));
+                    }
+                    if exp.len() != TABLE_LEN || exp[0] == 0 {
+                        return Err(bad(name, format!("Softmax needs {TABLE_LEN} exponentials, the first positive")));
+                    }
+                    let row = *n.shape.last().expect("checked shape");
+                    if row > MAX_SOFTMAX_ROW {
+                        return Err(bad(name, format!("Softmax rows of {row} exceed {MAX_SOFTMAX_ROW}")));
+                    }
+                    let pattern = if n.shape.len() >= 2 { row * n.shape[n.shape.len() - 2] } else { row };
+                    if !keep.is_empty() && (keep.len() != pattern || keep.chunks(row).any(|r| !r.contains(&true))) {
+                        return Err(bad(
+                            name,
+                            "a Softmax mask covers the last two axes and keeps a cell of every row".into(),
+                        ));
+                    }
+                }
                 Op::Table { table } => {
                     if table.len() != TABLE_LEN || n.shape != in_shape {
                         return Err(bad(name, format!("Table needs {TABLE_LEN} entries and keeps the shape")));
@@ -418,6 +480,15 @@ impl QuantModel {
                 Op::Table { table } => {
                     w.u8(8);
                     w.bytes(&table.iter().map(|&v| v as u8).collect::<Vec<_>>());
+                }
+                Op::MatMul { requant } => {
+                    w.u8(10);
+                    put_requant(&mut w, *requant);
+                }
+                Op::Softmax { exp, keep } => {
+                    w.u8(11);
+                    exp.iter().for_each(|&e| w.u32(u32::from(e)));
+                    w.bytes(&keep.iter().map(|&k| u8::from(k)).collect::<Vec<_>>());
                 }
                 Op::AddConst { ka, constants, requant } => {
                     w.u8(9);
@@ -493,6 +564,21 @@ impl QuantModel {
                     let constants = (0..n).map(|_| r.i32()).collect::<Result<_>>()?;
                     Op::AddConst { ka, constants, requant: get_requant(&mut r)? }
                 }
+                10 => Op::MatMul { requant: get_requant(&mut r)? },
+                11 => {
+                    let exp = (0..TABLE_LEN)
+                        .map(|_| u16::try_from(r.u32()?).map_err(|_| Error::Format("exponential above 16 bits".into())))
+                        .collect::<Result<_>>()?;
+                    let keep = r
+                        .bytes(MAX_TENSOR_LEN)?
+                        .iter()
+                        .map(|&b| match b {
+                            0 | 1 => Ok(b == 1),
+                            _ => Err(Error::Format(format!("mask byte {b} is not 0 or 1"))),
+                        })
+                        .collect::<Result<_>>()?;
+                    Op::Softmax { exp, keep }
+                }
                 tag => return Err(Error::Format(format!("unknown op tag {tag}"))),
             };
             nodes.push(Node { name, op, inputs, shape, q });
@@ -540,6 +626,16 @@ pub(crate) fn dense_dims(in_shape: &[usize], out_shape: &[usize]) -> std::result
         }
         _ => Err(format!("a Dense from {in_shape:?} to {out_shape:?} must keep the leading axes")),
     }
+}
+
+/// `[batch, m, k, n]` of a product of tensors of shapes `[.., m, k]` and `[.., k, n]` with
+/// equal leading axes.
+pub(crate) fn matmul_dims(a: &[usize], b: &[usize]) -> std::result::Result<[usize; 4], String> {
+    let rank = a.len();
+    if rank < 2 || b.len() != rank || a[..rank - 2] != b[..rank - 2] || a[rank - 1] != b[rank - 2] {
+        return Err(format!("cannot multiply {a:?} by {b:?}: shapes [.., m, k] and [.., k, n] are required"));
+    }
+    Ok([numel(&a[..rank - 2]), a[rank - 2], a[rank - 1], b[rank - 1]])
 }
 
 fn dense_rows(out_shape: &[usize]) -> usize {

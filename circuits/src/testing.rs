@@ -226,3 +226,77 @@ pub fn token_model(seed: u64) -> QuantModel {
     model.validate().expect("token model is valid");
     model
 }
+
+/// One attention head, with weights drawn from `seed`: from `[4 tokens, 6]`, per-token Dense
+/// projections q, k, v `[4, 4]`, scores `q·kᵀ` (a MatMul of two computed tensors, kᵀ a
+/// Gather), a Softmax over each row (with a causal mask if `causal`), `softmax·v`, then a
+/// Dense to 3 outputs.
+pub fn attention_model(seed: u64, causal: bool) -> QuantModel {
+    let mut rng = SplitMix64(seed);
+    let rq = |m: f64, bound: u128| requant_for(m, bound).expect("multiplier fits");
+    let mut projection = |name: &str, q: QParams| Node {
+        name: name.into(),
+        op: Op::Dense {
+            weights: weights(&mut rng, 4 * 6),
+            bias: vec![30, -30, 60, 0],
+            requant: (0..4).map(|o| rq(0.005 + 0.0003 * o as f64, 300_000)).collect(),
+            relu: false,
+        },
+        inputs: vec![0],
+        shape: vec![4, 4],
+        q,
+    };
+    let (query, key, value) = (projection("q", q(0.05, 2)), projection("k", q(0.04, -3)), projection("v", q(0.06, 0)));
+    let transpose: Vec<u32> = (0..4).flat_map(|c| (0..4).map(move |t| t * 4 + c)).collect();
+    let nodes = vec![
+        query,
+        key,
+        Node {
+            name: "kT".into(),
+            op: Op::Gather { source: transpose },
+            inputs: vec![2],
+            shape: vec![4, 4],
+            q: q(0.04, -3),
+        },
+        Node {
+            name: "scores".into(),
+            op: Op::MatMul { requant: rq(0.05 * 0.04 / 0.3, 4 * 65025) },
+            inputs: vec![1, 3],
+            shape: vec![4, 4],
+            q: q(0.3, -10),
+        },
+        Node {
+            name: "softmax".into(),
+            op: Op::Softmax {
+                exp: (0..256).map(|d| (65535.0 * (-0.3 * f64::from(d)).exp()).round() as u16).collect(),
+                keep: if causal { (0..16).map(|i| i % 4 <= i / 4).collect() } else { Vec::new() },
+            },
+            inputs: vec![4],
+            shape: vec![4, 4],
+            q: crate::SOFTMAX_Q,
+        },
+        value,
+        Node {
+            name: "weighted".into(),
+            op: Op::MatMul { requant: rq(0.06 / 255.0 / 1.5, 4 * 65025) },
+            inputs: vec![5, 6],
+            shape: vec![4, 4],
+            q: q(1.5, 4),
+        },
+        Node {
+            name: "head".into(),
+            op: Op::Dense {
+                weights: weights(&mut rng, 3 * 16),
+                bias: vec![5, -5, 0],
+                requant: (0..3).map(|_| rq(0.01, 1_000_000)).collect(),
+                relu: false,
+            },
+            inputs: vec![7],
+            shape: vec![3],
+            q: q(0.2, 0),
+        },
+    ];
+    let model = QuantModel { name: "attention".into(), input_shape: vec![4, 6], input_q: q(1.0 / 64.0, 0), nodes };
+    model.validate().expect("attention model is valid");
+    model
+}

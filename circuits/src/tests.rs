@@ -157,7 +157,12 @@ fn hinted_indices(model: &QuantModel, node: usize) -> std::ops::Range<usize> {
     let mut count = 0;
     for i in 0..=node {
         let mut c = 0;
-        for_each_element(model, i, |_, e| c += usize::from(!matches!(e, Element::Copy { .. } | Element::Table { .. })));
+        for_each_element(model, i, |_, e| {
+            c += usize::from(!matches!(
+                e,
+                Element::Copy { .. } | Element::Table { .. } | Element::Softmax { at: None, .. }
+            ))
+        });
         if i < node {
             start += c;
         } else {

@@ -122,3 +122,60 @@ fn malformed_new_ops_are_refused() {
     let rows = broken(4, &|n| n.shape = vec![4, 5]);
     assert!(rows.contains("leading axes") || rows.contains("count"), "{rows}");
 }
+
+#[test]
+fn attention_is_proven_exactly_with_and_without_a_causal_mask() {
+    for causal in [false, true] {
+        let model = crate::testing::attention_model(11, causal);
+        let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
+        let mut rng = StdRng::seed_from_u64(12);
+        let mut inputs: Vec<Vec<i8>> = (0..3).map(|_| random_input(&mut rng, model.input_len())).collect();
+        inputs.extend([i8::MIN, i8::MAX].map(|v| vec![v; model.input_len()]));
+        for x in &inputs {
+            let trace = infer::run(&model, x).unwrap();
+            assert_eq!(prover.circuit_trace(x).unwrap(), trace);
+            // Each softmax row is a distribution: its probabilities (y + 128)/255 sum to about 1,
+            // and masked cells are 0.
+            for (r, row) in trace.tensors[5].chunks(4).enumerate() {
+                let total: i32 = row.iter().map(|&y| i32::from(y) + 128).sum();
+                assert!((total - 255).abs() <= 2, "row {r} sums to {total}/255");
+                if causal {
+                    assert!(row[r + 1..].iter().all(|&y| y == -128), "row {r} sees the future: {row:?}");
+                }
+            }
+        }
+        let (proof, trace, _) = prover.prove(&inputs[0], TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+        let publics = TaskVerifier::new(&model, &SegmentPlan::default()).unwrap().verify(&proof).unwrap();
+        assert_eq!(publics.output_commitment, commit(trace.output()));
+    }
+}
+
+#[test]
+fn softmax_constraints_reject_a_wrong_maximum_or_quotient() {
+    for causal in [false, true] {
+        let model = crate::testing::attention_model(15, causal);
+        // Node 4 is the softmax; hinted elements are its kept cells, a row's first cell also
+        // carries the row maximum (rows start at 0, 4, 8, 12, or 0, 1, 3, 6 with the mask).
+        let row_starts = if causal { [0, 1, 3, 6] } else { [0, 4, 8, 12] };
+        for start in row_starts {
+            assert_fault_rejected(&model, 4, start, Fault::MaxTooLarge);
+            assert_fault_rejected(&model, 4, start, Fault::MaxTooSmall);
+        }
+        for which in [0, 2, 5] {
+            assert_fault_rejected(&model, 4, which, Fault::SoftmaxQuotientHigh);
+            assert_fault_rejected(&model, 4, which, Fault::SoftmaxQuotientLow);
+        }
+    }
+}
+
+#[test]
+fn a_wrong_sum_of_products_is_rejected_by_the_verifier() {
+    let model = crate::testing::attention_model(13, false);
+    // Node 3 is q·kᵀ, node 6 softmax·v.
+    for (node, which) in [(3, 0), (3, 9), (6, 15)] {
+        assert_fault_rejected(&model, node, which, Fault::ProductSumOffByOne);
+        assert_fault_rejected(&model, node, which, Fault::ClampOffByOne);
+        assert_fault_rejected(&model, node, which, Fault::WrongOutput);
+    }
+    assert_fault_rejected(&model, 6, 3, Fault::RemainderOverflow);
+}

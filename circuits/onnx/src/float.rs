@@ -73,6 +73,14 @@ pub enum FloatOp {
         /// Flat input index of each output element.
         source: Vec<u32>,
     },
+    /// `y = a · b` of two computed tensors `[.., m, k]` and `[.., k, n]`.
+    MatMul,
+    /// Softmax over the last axis; `keep` (over the last two axes, empty for all) masks cells
+    /// out (probability 0).
+    Softmax {
+        /// Kept cells of the last two axes.
+        keep: Vec<bool>,
+    },
     /// `y = f(x)` elementwise (tabulated when quantized).
     Elementwise {
         /// The function.
@@ -184,6 +192,41 @@ impl FloatGraph {
                 }
                 FloatOp::Relu => x.iter().map(|&v| v.max(0.0)).collect(),
                 FloatOp::Reshape => x.clone(),
+                FloatOp::MatMul => {
+                    let (a_shape, b) = (in_shape, &ts[n.inputs[1]]);
+                    let rank = a_shape.len();
+                    let (m, k) = (a_shape[rank - 2], a_shape[rank - 1]);
+                    let cols = n.shape[rank - 1];
+                    let mut y = vec![0f32; n.shape.iter().product()];
+                    for g in 0..y.len() / (m * cols) {
+                        for r in 0..m {
+                            for c in 0..cols {
+                                let s: f64 = (0..k)
+                                    .map(|j| f64::from(x[(g * m + r) * k + j]) * f64::from(b[(g * k + j) * cols + c]))
+                                    .sum();
+                                y[(g * m + r) * cols + c] = s as f32;
+                            }
+                        }
+                    }
+                    y
+                }
+                FloatOp::Softmax { keep } => {
+                    let n_ = *n.shape.last().expect("a shape");
+                    let pattern = if keep.is_empty() { n_ } else { keep.len() };
+                    let mut y = vec![0f32; x.len()];
+                    for start in (0..x.len()).step_by(n_) {
+                        let mask = keep.get(start % pattern..start % pattern + n_).unwrap_or(&[]);
+                        let kept = |j: usize| mask.is_empty() || mask[j];
+                        let m = (0..n_).filter(|&j| kept(j)).map(|j| x[start + j]).fold(f32::NEG_INFINITY, f32::max);
+                        let e: Vec<f64> =
+                            (0..n_).map(|j| if kept(j) { f64::from(x[start + j] - m).exp() } else { 0.0 }).collect();
+                        let total: f64 = e.iter().sum();
+                        for j in 0..n_ {
+                            y[start + j] = (e[j] / total) as f32;
+                        }
+                    }
+                    y
+                }
                 FloatOp::Gather { source } => source.iter().map(|&i| x[i as usize]).collect(),
                 FloatOp::Elementwise { f } => x.iter().map(|&v| f.eval(f64::from(v)) as f32).collect(),
                 FloatOp::AddConst { values } => x.iter().zip(values).map(|(&a, &c)| a + c).collect(),

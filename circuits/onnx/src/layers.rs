@@ -61,10 +61,17 @@ pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Resul
         "Softmax" => {
             let x = im.data_in(cx, 0)?;
             if !(is_last && im.outputs.contains(&out)) {
-                return Err(cx.unsupported(
-                    "Softmax inside the model (attention) is not supported yet; as the last node it is dropped \
-                     (the proof covers the logits)",
-                ));
+                let full = im.full[x].clone();
+                // Opset 13+: one axis (default last); before, it flattened from `axis` (default 1).
+                let last = full.len() as i64 - 1;
+                let axis_ = cx.int("axis", -1);
+                let ok = axis_ == -1 || axis_ == last;
+                if !ok {
+                    return Err(cx.unsupported(format!("Softmax over axis {axis_} of {full:?}: only the last axis")));
+                }
+                let t = im.push(cx.name(), FloatOp::Softmax { keep: Vec::new() }, vec![x], full);
+                im.alias(out, t);
+                return Ok(());
             }
             im.warnings.push(format!(
                 "dropped trailing Softmax '{}': the model output is the logits (argmax unchanged)",
@@ -92,10 +99,8 @@ pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Resul
 
 fn dense(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     let op = cx.op();
-    if !im.is_const(cx, 1) {
-        return Err(cx.unsupported(
-            "a product of two computed tensors (attention scores) is not supported yet; the weights must be constant",
-        ));
+    if op == "MatMul" && !im.is_const(cx, 1) {
+        return product(im, cx);
     }
     let x = im.data_in(cx, 0)?;
     let (full, stored) = (im.full[x].clone(), im.g.shape(x).to_vec());
@@ -140,6 +145,26 @@ fn dense(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
         }
     }
     let t = im.push(cx.name(), FloatOp::Dense { weights, bias, out, relu: false }, vec![x], out_full);
+    im.alias(&cx.node.output[0], t);
+    Ok(())
+}
+
+/// A MatMul of two computed tensors `[.., m, k]` and `[.., k, n]` (attention).
+fn product(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+    let (a, b) = (im.data_in(cx, 0)?, im.data_in(cx, 1)?);
+    let (fa, fb) = (im.full[a].clone(), im.full[b].clone());
+    let rank = fa.len();
+    if rank < 2 || fb.len() != rank || fa[..rank - 2] != fb[..rank - 2] || fa[rank - 1] != fb[rank - 2] {
+        return Err(cx.unsupported(format!(
+            "MatMul of {fa:?} by {fb:?}: shapes [.., m, k] and [.., k, n] with equal leading axes are supported"
+        )));
+    }
+    let mut out = fa[..rank - 1].to_vec();
+    out.push(fb[rank - 1]);
+    if crate::import::strip_batch(&fa).len() < 2 {
+        return Err(cx.unsupported(format!("MatMul of {fa:?}: the batch axis cannot be a matrix axis")));
+    }
+    let t = im.push(cx.name(), FloatOp::MatMul, vec![a, b], out);
     im.alias(&cx.node.output[0], t);
     Ok(())
 }

@@ -222,6 +222,24 @@ pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<Qu
             FloatOp::Relu => (Op::Relu, in_q),
             FloatOp::Reshape => (Op::Reshape, in_q),
             FloatOp::Gather { source } => (Op::Gather { source: source.clone() }, in_q),
+            FloatOp::Softmax { keep } => {
+                let exp = (0..256)
+                    .map(|d| (65535.0 * (-f64::from(in_q.scale) * f64::from(d)).exp()).round() as u16)
+                    .collect();
+                (Op::Softmax { exp, keep: keep.clone() }, tgrid_circuits::SOFTMAX_Q)
+            }
+            FloatOp::MatMul => {
+                let qb = qs[n.inputs[1]];
+                let a_shape = graph.shape(n.inputs[0]);
+                let k = a_shape[a_shape.len() - 1] as u128;
+                let m = f64::from(in_q.scale) * f64::from(qb.scale) / f64::from(observed.scale);
+                let requant = requant_for(m, k * 255 * 255).map_err(|why| Error::InvalidNode {
+                    op: "MatMul".into(),
+                    node: n.name.clone(),
+                    reason: why,
+                })?;
+                (Op::MatMul { requant }, observed)
+            }
             FloatOp::Elementwise { f } => {
                 let table = tabulate(f, in_q, observed).map_err(|reason| Error::InvalidNode {
                     op: "elementwise".into(),
