@@ -300,9 +300,9 @@ impl Gadgets {
         #[cfg(test)]
         let max_fault = self.fault.filter(|(at, _)| *at == self.hinted).map(|(_, f)| f);
         #[cfg(test)]
-        let cut = self.cut && matches!(max_fault, Some(Fault::MaxTooLarge | Fault::MaxTooSmall));
+        let row_cut = self.cut && matches!(max_fault, Some(Fault::MaxTooLarge | Fault::MaxTooSmall));
         #[cfg(not(test))]
-        let cut = false;
+        let row_cut = false;
         let m = builder.add_virtual_target();
         let inputs: Vec<Target> = u.iter().map(|b| b.0).collect();
         builder.add_simple_generator(MaxHint {
@@ -318,7 +318,7 @@ impl Gadgets {
             e.push(builder.add_lookup_from_index(d, table));
             product = builder.mul(product, d);
         }
-        if !cut {
+        if !row_cut {
             let zero = builder.zero();
             builder.connect(product, zero);
         }
@@ -350,10 +350,13 @@ impl Gadgets {
                 // r + t + 1 = 2S: with both in [0, 2^32), r < 2S.
                 let r_t = builder.add(r, t);
                 let total = builder.add(r_t, one);
+                // A wrong maximum can leave the row sum at 0, where no quotient is consistent:
+                // the malicious prover then ignores the whole row's quotient identities too.
                 #[cfg(test)]
-                let cut = self.cut && matches!(fault, Some(Fault::SoftmaxQuotientHigh | Fault::SoftmaxQuotientLow));
+                let cut = row_cut
+                    || self.cut && matches!(fault, Some(Fault::SoftmaxQuotientHigh | Fault::SoftmaxQuotientLow));
                 #[cfg(not(test))]
-                let cut = false;
+                let cut = row_cut;
                 if !cut {
                     builder.connect(lhs, rhs);
                     builder.connect(total, two_sum);
