@@ -19,7 +19,7 @@ use crate::commit::Commitment;
 use crate::error::{Error, Result};
 use crate::gadgets::{commit_bytes, field_of, ByteTarget, Gadgets, MacLayout};
 use crate::gates::WeightedSumGate;
-use crate::lower::{affine_layout, for_each_element, product_layout, Element};
+use crate::lower::{affine_layout, for_each_element, layer_norm_layout, product_layout, Element};
 use crate::model::{numel, QuantModel};
 use crate::privacy::{Privacy, TaskSalts};
 use crate::{C, D, F};
@@ -291,6 +291,7 @@ impl SegmentCircuit {
             let mut out = vec![None; numel(&model.nodes[i].shape)];
             // The softmax row being built, by its first kept cell.
             let mut softmax_row: Option<(usize, Vec<ByteTarget>)> = None;
+            let mut norm_row: Option<(usize, Vec<Target>)> = None;
             let mut failure = None;
             for_each_element(model, i, |o, e| {
                 let value = match e {
@@ -314,6 +315,23 @@ impl SegmentCircuit {
                     Element::Copy { tensor, index } => values[&tensor][index],
                     Element::Table { tensor, index, table } => {
                         gadgets.lookup(&mut builder, values[&tensor][index], table)
+                    }
+                    Element::LayerNorm { tensor, row, at, offset, gamma, beta, eps, requant, zero_point } => {
+                        let layout = match layer_norm_layout(gamma, beta, requant) {
+                            Ok(l) => l,
+                            Err(why) => {
+                                failure.get_or_insert(why);
+                                return;
+                            }
+                        };
+                        if norm_row.as_ref().map(|r| r.0) != Some(row[0]) {
+                            let cells: Vec<ByteTarget> = row.iter().map(|&k| values[&tensor][k]).collect();
+                            norm_row = Some((row[0], gadgets.layer_norm_row(&mut builder, &cells, offset, eps)));
+                        }
+                        let scaled = norm_row.as_ref().expect("just built").1[at];
+                        let beta = builder.constant(field_of(beta));
+                        let acc = builder.mul_const_add(field_of(gamma), scaled, beta);
+                        gadgets.requantize(&mut builder, acc, requant, zero_point, i8::MIN, layout)
                     }
                     Element::Softmax { at: None, .. } => ByteTarget(builder.zero()),
                     Element::Softmax { tensor, kept, at: Some(p), exp } => {

@@ -30,6 +30,10 @@ impl Writer {
     pub fn i32(&mut self, v: i32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
+    /// Writes a little-endian `i64`.
+    pub fn i64(&mut self, v: i64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
     /// Writes bytes as they are (no length).
     pub fn raw(&mut self, v: &[u8]) {
         self.0.extend_from_slice(v);
@@ -108,6 +112,10 @@ impl<'a> Reader<'a> {
     /// Reads a little-endian `i32`.
     pub fn i32(&mut self) -> Result<i32> {
         Ok(i32::from_le_bytes(self.raw()?))
+    }
+    /// Reads a little-endian `i64`.
+    pub fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_le_bytes(self.raw()?))
     }
 
     /// Reads a count of items that take at least `min_item_bytes` each, rejecting counts over

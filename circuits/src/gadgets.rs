@@ -56,6 +56,10 @@ pub(crate) enum Fault {
     WeightedSumOffByOne,
     /// A product element's accumulator is claimed one more than its sum of products.
     ProductSumOffByOne,
+    /// LayerNorm: the inverse square root one above its floor (`R²·V` exceeds 2^62).
+    InvSqrtHigh,
+    /// LayerNorm: the inverse square root one below its floor (`(R+1)²·V` stays within 2^62).
+    InvSqrtLow,
     /// Softmax: a probability one above the rounded quotient (the remainder goes negative).
     SoftmaxQuotientHigh,
     /// Softmax: a probability one below the rounded quotient (the remainder reaches 2·Σe).
@@ -366,6 +370,71 @@ impl Gadgets {
             .collect()
     }
 
+    /// `D_i · R` for a LayerNorm row over the bytes `u` (centered by `offset`):
+    /// `D_i = n·c_i − Σc`, `V = Σ D_i² + eps`, and a witnessed `R ∈ [0, 2^32)` with
+    /// `R²·V ≤ 2^62 < (R+1)²·V`, both gaps proven in `[0, 2^62)`: `R = floor(2^31/√V)`.
+    /// Field arithmetic is integer arithmetic here: `V < 2^50`, `(R+1)²·V < 2^63`.
+    pub(crate) fn layer_norm_row(
+        &mut self,
+        builder: &mut CircuitBuilder<F, D>,
+        u: &[ByteTarget],
+        offset: i64,
+        eps: u64,
+    ) -> Vec<Target> {
+        #[cfg(test)]
+        let fault = self
+            .fault
+            .filter(|(at, f)| *at == self.hinted && matches!(f, Fault::InvSqrtHigh | Fault::InvSqrtLow))
+            .map(|(_, f)| f);
+        let n = F::from_canonical_usize(u.len());
+        let centered: Vec<Target> = u.iter().map(|b| builder.add_const(b.0, field_of(-offset))).collect();
+        let sum = builder.add_many(&centered);
+        let one = builder.one();
+        let d: Vec<Target> = centered.iter().map(|&c| builder.arithmetic(n, F::NEG_ONE, c, one, sum)).collect();
+        let mut squares = builder.zero();
+        for &x in &d {
+            squares = builder.mul_add(x, x, squares);
+        }
+        let v = builder.add_const(squares, F::from_canonical_u64(eps));
+        let r = builder.add_virtual_target();
+        builder.add_simple_generator(InvSqrtHint {
+            v,
+            r,
+            #[cfg(test)]
+            fault,
+        });
+        let r_bytes = builder.add_virtual_targets(4);
+        builder.add_simple_generator(BytesHint { value: r, bytes: r_bytes.clone() });
+        let r_checked: Vec<ByteTarget> = r_bytes.iter().map(|&t| self.range_check_byte(builder, t)).collect();
+        let r_packed = pack_bytes(builder, &r_checked);
+        builder.connect(r_packed, r);
+        let limit = 1u64 << (2 * crate::model::INV_SQRT_BITS);
+        let r_squared = builder.mul(r, r);
+        let q = builder.mul(r_squared, v);
+        let limit_target = builder.constant(F::from_canonical_u64(limit));
+        let below = builder.sub(limit_target, q);
+        self.range_check_62_bits(builder, below);
+        // (R+1)²·V − 2^62 − 1 = R²·V + (2R+1)·V − 2^62 − 1
+        let two_r_one = builder.mul_const_add(F::TWO, r, one);
+        let extra = builder.mul(two_r_one, v);
+        let next = builder.add(q, extra);
+        let above = builder.add_const(next, -F::from_canonical_u64(limit + 1));
+        self.range_check_62_bits(builder, above);
+        d.iter().map(|&x| builder.mul(x, r)).collect()
+    }
+
+    /// Proves `v ∈ [0, 2^62)`: eight bytes that pack to `v`, the top one below 64 (4× it is a
+    /// byte too).
+    fn range_check_62_bits(&mut self, builder: &mut CircuitBuilder<F, D>, v: Target) {
+        let bytes = builder.add_virtual_targets(8);
+        builder.add_simple_generator(BytesHint { value: v, bytes: bytes.clone() });
+        let checked: Vec<ByteTarget> = bytes.iter().map(|&b| self.range_check_byte(builder, b)).collect();
+        let top_times_four = builder.mul_const(F::from_canonical_u64(4), bytes[7]);
+        self.range_check_byte(builder, top_times_four);
+        let packed = pack_bytes(builder, &checked);
+        builder.connect(packed, v);
+    }
+
     /// `Σ x·y` over `pairs`, one plonky2 arithmetic operation (`acc ← x·y + acc`) per product.
     pub(crate) fn product_sum(&mut self, builder: &mut CircuitBuilder<F, D>, pairs: &[(Target, Target)]) -> Target {
         let mut acc = builder.zero();
@@ -588,6 +657,82 @@ fn write_bytes(out: &mut GeneratedValues<F>, targets: &[Target], mut value: u128
         value >>= 8;
     }
     Ok(())
+}
+
+/// Writes `R = floor(2^31 / √V)` for a LayerNorm row.
+#[derive(Debug, Clone)]
+struct InvSqrtHint {
+    v: Target,
+    r: Target,
+    #[cfg(test)]
+    fault: Option<Fault>,
+}
+
+impl SimpleGenerator<F, D> for InvSqrtHint {
+    fn id(&self) -> String {
+        "tgrid::InvSqrtHint".into()
+    }
+
+    fn dependencies(&self) -> Vec<Target> {
+        vec![self.v]
+    }
+
+    fn run_once(&self, witness: &PartitionWitness<'_, F>, out: &mut GeneratedValues<F>) -> anyhow::Result<()> {
+        let v = witness.get_target(self.v).to_canonical_u64().max(1);
+        #[allow(unused_mut)]
+        let mut r = crate::infer::inv_sqrt(v);
+        #[cfg(test)]
+        match self.fault {
+            Some(Fault::InvSqrtHigh) => r += 1,
+            Some(Fault::InvSqrtLow) => r -= 1,
+            _ => {}
+        }
+        out.set_target(self.r, F::from_canonical_u64(r))
+    }
+
+    fn serialize(&self, dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {
+        dst.write_target(self.v)?;
+        dst.write_target(self.r)
+    }
+
+    fn deserialize(src: &mut Buffer<'_>, _common: &CommonCircuitData<F, D>) -> IoResult<Self> {
+        Ok(Self {
+            v: src.read_target()?,
+            r: src.read_target()?,
+            #[cfg(test)]
+            fault: None,
+        })
+    }
+}
+
+/// Writes the canonical value of `value` as little-endian bytes (the last takes the rest).
+#[derive(Debug, Clone)]
+struct BytesHint {
+    value: Target,
+    bytes: Vec<Target>,
+}
+
+impl SimpleGenerator<F, D> for BytesHint {
+    fn id(&self) -> String {
+        "tgrid::BytesHint".into()
+    }
+
+    fn dependencies(&self) -> Vec<Target> {
+        vec![self.value]
+    }
+
+    fn run_once(&self, witness: &PartitionWitness<'_, F>, out: &mut GeneratedValues<F>) -> anyhow::Result<()> {
+        write_bytes(out, &self.bytes, u128::from(witness.get_target(self.value).to_canonical_u64()))
+    }
+
+    fn serialize(&self, dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {
+        dst.write_target(self.value)?;
+        dst.write_target_vec(&self.bytes)
+    }
+
+    fn deserialize(src: &mut Buffer<'_>, _common: &CommonCircuitData<F, D>) -> IoResult<Self> {
+        Ok(Self { value: src.read_target()?, bytes: src.read_target_vec()? })
+    }
 }
 
 /// Writes a softmax cell's rounded quotient `q = floor((510·e + S) / 2S)`, its remainder

@@ -35,6 +35,31 @@ pub(crate) fn softmax_row(u: &[u8], exp: &[u16]) -> Vec<u8> {
     e.iter().map(|&e| ((510 * e + s) / (2 * s)) as u8).collect()
 }
 
+/// `R = floor(2^31 / √v)`: the largest `R` with `R²·v ≤ 2^62` (`v ≥ 1`).
+pub(crate) fn inv_sqrt(v: u64) -> u64 {
+    let limit = 1u128 << (2 * crate::model::INV_SQRT_BITS);
+    let fits = |r: u64| u128::from(r) * u128::from(r) * u128::from(v) <= limit;
+    let mut r = ((limit as f64).sqrt() / (v as f64).sqrt()) as u64;
+    while !fits(r) {
+        r -= 1;
+    }
+    while fits(r + 1) {
+        r += 1;
+    }
+    r
+}
+
+/// `D_i · R` for every cell of a LayerNorm row of centered values `c`: `D_i = n·c_i − Σc`,
+/// `R = inv_sqrt(Σ D_i² + eps)`.
+pub(crate) fn layer_norm_row(c: &[i64], eps: u64) -> Vec<i64> {
+    let n = c.len() as i64;
+    let sum: i64 = c.iter().sum();
+    let d: Vec<i64> = c.iter().map(|&x| n * x - sum).collect();
+    let v = d.iter().map(|&x| (x * x) as u64).sum::<u64>() + eps;
+    let r = inv_sqrt(v) as i64;
+    d.iter().map(|&x| x * r).collect()
+}
+
 /// Runs the model on an int8 input.
 pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
     if input.len() != model.input_len() {
@@ -44,8 +69,9 @@ pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
     let mut u: Vec<Vec<u8>> = vec![input.iter().map(|&x| (x as u8) ^ 0x80).collect()];
     for i in 0..model.nodes.len() {
         let mut out = vec![0u8; crate::model::numel(&model.nodes[i].shape)];
-        // The last softmax row computed, by its first kept cell.
+        // The last softmax row computed, by its first kept cell; the last LayerNorm row.
         let mut row: Option<(usize, Vec<u8>)> = None;
+        let mut norm: Option<(usize, Vec<i64>)> = None;
         for_each_element(model, i, |o, e| {
             out[o] = match e {
                 Element::Affine { constant, terms, requant, zero_point, lo } => {
@@ -61,6 +87,14 @@ pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
                     let acc = pairs.iter().fold(0i64, |acc, &(i, j)| {
                         acc + (i64::from(u[a][i]) - offsets[0]) * (i64::from(u[b][j]) - offsets[1])
                     });
+                    (requantize(acc, requant, zero_point, i8::MIN) as u8) ^ 0x80
+                }
+                Element::LayerNorm { tensor, row: cells, at, offset, gamma, beta, eps, requant, zero_point } => {
+                    if norm.as_ref().map(|r| r.0) != Some(cells[0]) {
+                        let c: Vec<i64> = cells.iter().map(|&k| i64::from(u[tensor][k]) - offset).collect();
+                        norm = Some((cells[0], layer_norm_row(&c, eps)));
+                    }
+                    let acc = norm.as_ref().expect("just computed").1[at] * gamma + beta;
                     (requantize(acc, requant, zero_point, i8::MIN) as u8) ^ 0x80
                 }
                 Element::Softmax { at: None, .. } => 0,

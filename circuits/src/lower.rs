@@ -31,6 +31,19 @@ pub(crate) enum Element<'a> {
     /// this output's position among them (`None`: masked, output 0 in offset form), and the
     /// exponential table.
     Softmax { tensor: usize, kept: &'a [usize], at: Option<usize>, exp: &'a [u16] },
+    /// One output of a LayerNorm row: the row's cells `row` of `tensor` (flat indices), centered
+    /// by `offset`; this output's position `at` in it, its channel's `gamma` and `beta`.
+    LayerNorm {
+        tensor: usize,
+        row: &'a [usize],
+        at: usize,
+        offset: i64,
+        gamma: i64,
+        beta: i64,
+        eps: u64,
+        requant: Requant,
+        zero_point: i8,
+    },
     /// `y = table[u[tensor][index]]`, the table in offset form too.
     Table { tensor: usize, index: usize, table: &'a [u8; 256] },
 }
@@ -197,6 +210,28 @@ pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: imp
                 }
             }
         }
+        Op::LayerNorm { gamma, beta, eps, requant } => {
+            let n = gamma.len();
+            let mut row = Vec::with_capacity(n);
+            for start in (0..numel(&node.shape)).step_by(n) {
+                row.clear();
+                row.extend(start..start + n);
+                for at in 0..n {
+                    let element = Element::LayerNorm {
+                        tensor: input,
+                        row: &row,
+                        at,
+                        offset,
+                        gamma: gamma[at].into(),
+                        beta: beta[at],
+                        eps: *eps,
+                        requant: *requant,
+                        zero_point: zp,
+                    };
+                    f(start + at, element);
+                }
+            }
+        }
         Op::Softmax { exp, keep } => {
             let n = *node.shape.last().expect("validated");
             let pattern = if keep.is_empty() { n } else { keep.len() };
@@ -298,6 +333,23 @@ pub(crate) fn product_layout(k: usize, requant: Requant) -> Result<AffineLayout,
     affine_layout(bound, &[], requant)
 }
 
+/// The layout of a LayerNorm element: `|D_i · R| ≤ 2^31` (as `D_i² ≤ V`), so the accumulator
+/// `D_i·R·gamma + beta` is bounded by `2^31·|gamma| + |beta|`.
+pub(crate) fn layer_norm_layout(gamma: i64, beta: i64, requant: Requant) -> Result<AffineLayout, String> {
+    let bound =
+        (1u128 << crate::model::INV_SQRT_BITS) * u128::from(gamma.unsigned_abs()) + u128::from(beta.unsigned_abs());
+    let bound = i64::try_from(bound).map_err(|_| "LayerNorm gamma or beta too large".to_string())?;
+    affine_layout(bound, &[], requant)
+}
+
+/// Checks LayerNorm parameters against the circuit's no-wrap bounds (for the compiler's choice
+/// of fixed-point precision).
+pub fn check_layer_norm(gamma: &[i32], beta: &[i64], requant: Requant) -> Result<(), String> {
+    let g = gamma.iter().map(|&g| i64::from(g).abs()).max().unwrap_or(0);
+    let b = beta.iter().map(|&b| b.checked_abs().unwrap_or(i64::MAX)).max().unwrap_or(0);
+    layer_norm_layout(g, b, requant).map(|_| ())
+}
+
 /// Rejects a model any of whose affine or product elements could wrap around the field.
 pub(crate) fn check_bounds(model: &QuantModel) -> crate::error::Result<()> {
     for (i, node) in model.nodes.iter().enumerate() {
@@ -311,6 +363,9 @@ pub(crate) fn check_bounds(model: &QuantModel) -> crate::error::Result<()> {
                     failure = affine_layout(constant, terms, requant).err()
                 }
                 Element::Product { pairs, requant, .. } => failure = product_layout(pairs.len(), requant).err(),
+                Element::LayerNorm { gamma, beta, requant, .. } => {
+                    failure = layer_norm_layout(gamma, beta, requant).err()
+                }
                 _ => {}
             }
         });

@@ -153,6 +153,19 @@ pub enum Op {
         /// every leading index; empty for all.
         keep: Vec<bool>,
     },
+    /// LayerNorm over the last axis, exact in integers (docs/quantization.md): per row of `n`
+    /// centered values `c_i`, `D_i = n·c_i − Σc`, `V = Σ D_i² + eps`, the proven inverse square
+    /// root `R = floor(2^31 / √V)`, and `y_i = requant(D_i · R · gamma[i] + beta[i])`.
+    LayerNorm {
+        /// Per channel (the last axis): `γ·√n / s_out` in fixed point.
+        gamma: Vec<i32>,
+        /// Per channel: `β / s_out` at the requantization's scale.
+        beta: Vec<i64>,
+        /// `n³·ε / s_in²`, at least 1.
+        eps: u64,
+        /// Requantization of every output (multiplier 1).
+        requant: Requant,
+    },
     /// `y = table[x + 128]`: an elementwise function of one int8 input (GELU, Erf, Tanh, Exp,
     /// scaling by a constant...), tabulated over the 256 input values at compile time.
     Table {
@@ -166,6 +179,13 @@ pub const TABLE_LEN: usize = 256;
 
 /// Output quantization of every [`Op::Softmax`]: probabilities `(y + 128) / 255`.
 pub const SOFTMAX_Q: QParams = QParams { scale: 1.0 / 255.0, zero_point: -128 };
+
+/// Longest LayerNorm row: keeps `Σ D_i² + eps` below 2^50 (see [`Op::LayerNorm`]).
+pub const MAX_LAYER_NORM_ROW: usize = 1024;
+/// Largest LayerNorm `eps` (integer form).
+pub const MAX_LAYER_NORM_EPS: u64 = 1 << 49;
+/// Bits of the LayerNorm inverse square root: `R = floor(2^31 / √V)`, so `R²·V ≤ 2^62`.
+pub const INV_SQRT_BITS: u32 = 31;
 
 /// Longest Softmax row: keeps the row sum of 16-bit exponentials and twice it below 2^32.
 pub const MAX_SOFTMAX_ROW: usize = 1 << 14;
@@ -185,6 +205,7 @@ impl Op {
             Op::Gather { .. } => "Gather",
             Op::MatMul { .. } => "MatMul",
             Op::Softmax { .. } => "Softmax",
+            Op::LayerNorm { .. } => "LayerNorm",
             Op::Table { .. } => "Table",
         }
     }
@@ -414,6 +435,19 @@ impl QuantModel {
                         ));
                     }
                 }
+                Op::LayerNorm { gamma, beta, eps, requant } => {
+                    let row = *in_shape.last().expect("checked shape");
+                    if n.shape != in_shape || gamma.len() != row || beta.len() != row {
+                        return Err(bad(name, "LayerNorm keeps the shape, with one gamma and beta per channel".into()));
+                    }
+                    if row > MAX_LAYER_NORM_ROW || *eps == 0 || *eps > MAX_LAYER_NORM_EPS {
+                        return Err(bad(
+                            name,
+                            format!("LayerNorm rows of {row} (at most {MAX_LAYER_NORM_ROW}), eps {eps}"),
+                        ));
+                    }
+                    check_requant(*requant).map_err(|e| bad(name, e))?;
+                }
                 Op::Table { table } => {
                     if table.len() != TABLE_LEN || n.shape != in_shape {
                         return Err(bad(name, format!("Table needs {TABLE_LEN} entries and keeps the shape")));
@@ -485,9 +519,18 @@ impl QuantModel {
                     w.u8(10);
                     put_requant(&mut w, *requant);
                 }
+                Op::LayerNorm { gamma, beta, eps, requant } => {
+                    w.u8(12);
+                    w.u32(gamma.len() as u32);
+                    gamma.iter().for_each(|&g| w.i32(g));
+                    w.u32(beta.len() as u32);
+                    beta.iter().for_each(|&b| w.i64(b));
+                    w.i64(*eps as i64);
+                    put_requant(&mut w, *requant);
+                }
                 Op::Softmax { exp, keep } => {
                     w.u8(11);
-                    exp.iter().for_each(|&e| w.u32(u32::from(e)));
+                    exp.iter().for_each(|&e| w.u16(e));
                     w.bytes(&keep.iter().map(|&k| u8::from(k)).collect::<Vec<_>>());
                 }
                 Op::AddConst { ka, constants, requant } => {
@@ -566,9 +609,7 @@ impl QuantModel {
                 }
                 10 => Op::MatMul { requant: get_requant(&mut r)? },
                 11 => {
-                    let exp = (0..TABLE_LEN)
-                        .map(|_| u16::try_from(r.u32()?).map_err(|_| Error::Format("exponential above 16 bits".into())))
-                        .collect::<Result<_>>()?;
+                    let exp = (0..TABLE_LEN).map(|_| r.u16()).collect::<Result<_>>()?;
                     let keep = r
                         .bytes(MAX_TENSOR_LEN)?
                         .iter()
@@ -578,6 +619,14 @@ impl QuantModel {
                         })
                         .collect::<Result<_>>()?;
                     Op::Softmax { exp, keep }
+                }
+                12 => {
+                    let n = r.len_prefix(MAX_LAYER_NORM_ROW, 4)?;
+                    let gamma = (0..n).map(|_| r.i32()).collect::<Result<_>>()?;
+                    let n = r.len_prefix(MAX_LAYER_NORM_ROW, 8)?;
+                    let beta = (0..n).map(|_| r.i64()).collect::<Result<_>>()?;
+                    let eps = r.i64()? as u64;
+                    Op::LayerNorm { gamma, beta, eps, requant: get_requant(&mut r)? }
                 }
                 tag => return Err(Error::Format(format!("unknown op tag {tag}"))),
             };

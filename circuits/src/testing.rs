@@ -300,3 +300,65 @@ pub fn attention_model(seed: u64, causal: bool) -> QuantModel {
     model.validate().expect("attention model is valid");
     model
 }
+
+/// LayerNorm parameters for `n` channels with output scale `s_out`, the integer form of
+/// `γ_i = 1 + 0.1·i`, `β_i = 0.05·i − 0.1` (requantization multiplier 1, shift 40).
+pub fn layer_norm_op(n: usize, input: QParams, s_out: f64) -> Op {
+    let fraction = (1u64 << (40 - crate::model::INV_SQRT_BITS)) as f64;
+    let gamma =
+        (0..n).map(|i| ((1.0 + 0.1 * i as f64) * (n as f64).sqrt() / s_out * fraction).round() as i32).collect();
+    let beta = (0..n).map(|i| ((0.05 * i as f64 - 0.1) / s_out * 2f64.powi(40)).round() as i64).collect();
+    let eps = ((n as f64).powi(3) * 1e-5 / f64::from(input.scale).powi(2)).round().max(1.0) as u64;
+    Op::LayerNorm { gamma, beta, eps, requant: crate::Requant { multiplier: 1, shift: 40 } }
+}
+
+/// LayerNorm over `[3 rows, 8]` → a per-row Dense to `[3, 4]` → LayerNorm → a Dense to 2
+/// outputs, with weights drawn from `seed`.
+pub fn layer_norm_model(seed: u64) -> QuantModel {
+    let mut rng = SplitMix64(seed);
+    let rq = |m: f64, bound: u128| requant_for(m, bound).expect("multiplier fits");
+    let input_q = q(1.0 / 32.0, -5);
+    let nodes = vec![
+        Node {
+            name: "ln1".into(),
+            op: layer_norm_op(8, input_q, 0.03),
+            inputs: vec![0],
+            shape: vec![3, 8],
+            q: q(0.03, 0),
+        },
+        Node {
+            name: "dense".into(),
+            op: Op::Dense {
+                weights: weights(&mut rng, 4 * 8),
+                bias: vec![50, -50, 20, 0],
+                requant: (0..4).map(|_| rq(0.004, 300_000)).collect(),
+                relu: false,
+            },
+            inputs: vec![1],
+            shape: vec![3, 4],
+            q: q(0.05, 7),
+        },
+        Node {
+            name: "ln2".into(),
+            op: layer_norm_op(4, q(0.05, 7), 0.04),
+            inputs: vec![2],
+            shape: vec![3, 4],
+            q: q(0.04, -3),
+        },
+        Node {
+            name: "head".into(),
+            op: Op::Dense {
+                weights: weights(&mut rng, 2 * 12),
+                bias: vec![0, 0],
+                requant: (0..2).map(|_| rq(0.01, 600_000)).collect(),
+                relu: false,
+            },
+            inputs: vec![3],
+            shape: vec![2],
+            q: q(0.1, 0),
+        },
+    ];
+    let model = QuantModel { name: "layer-norm".into(), input_shape: vec![3, 8], input_q, nodes };
+    model.validate().expect("layer norm model is valid");
+    model
+}

@@ -179,3 +179,47 @@ fn a_wrong_sum_of_products_is_rejected_by_the_verifier() {
     }
     assert_fault_rejected(&model, 6, 3, Fault::RemainderOverflow);
 }
+
+#[test]
+fn layer_norm_is_proven_exactly_and_normalizes() {
+    let model = crate::testing::layer_norm_model(21);
+    let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
+    let mut rng = StdRng::seed_from_u64(22);
+    let mut inputs: Vec<Vec<i8>> = (0..3).map(|_| random_input(&mut rng, model.input_len())).collect();
+    // Constant rows (variance 0: V = eps) and extremes.
+    inputs.extend([i8::MIN, 0, i8::MAX].map(|v| vec![v; model.input_len()]));
+    for x in &inputs {
+        let trace = infer::run(&model, x).unwrap();
+        assert_eq!(prover.circuit_trace(x).unwrap(), trace);
+    }
+    // Against the real LayerNorm (γ_i = 1 + 0.1i, β_i = 0.05i − 0.1): within two output steps.
+    let x = &inputs[0];
+    let trace = infer::run(&model, x).unwrap();
+    let real = infer::dequantize(x, model.input_q);
+    for (r, row) in real.chunks(8).enumerate() {
+        let mean = row.iter().sum::<f32>() / 8.0;
+        let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / 8.0;
+        for (i, v) in row.iter().enumerate() {
+            let expected = (v - mean) / (var + 1e-5).sqrt() * (1.0 + 0.1 * i as f32) + 0.05 * i as f32 - 0.1;
+            let got = 0.03 * f32::from(trace.tensors[1][r * 8 + i]);
+            assert!((got - expected).abs() <= 0.06 + 1e-4, "row {r} cell {i}: {got} vs {expected}");
+        }
+    }
+    let (proof, trace, _) = prover.prove(&inputs[0], TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+    let publics = TaskVerifier::new(&model, &SegmentPlan::default()).unwrap().verify(&proof).unwrap();
+    assert_eq!(publics.output_commitment, commit(trace.output()));
+}
+
+#[test]
+fn layer_norm_constraints_reject_a_wrong_inverse_square_root_or_output() {
+    let model = crate::testing::layer_norm_model(23);
+    // Node 0 has rows of 8 (rows start at hinted 0, 8, 16), node 2 rows of 4.
+    for (node, start) in [(0, 0), (0, 8), (2, 4)] {
+        assert_fault_rejected(&model, node, start, Fault::InvSqrtHigh);
+        assert_fault_rejected(&model, node, start, Fault::InvSqrtLow);
+    }
+    for (node, which) in [(0, 3), (2, 10)] {
+        assert_fault_rejected(&model, node, which, Fault::ClampOffByOne);
+        assert_fault_rejected(&model, node, which, Fault::WrongOutput);
+    }
+}

@@ -81,6 +81,15 @@ pub enum FloatOp {
         /// Kept cells of the last two axes.
         keep: Vec<bool>,
     },
+    /// LayerNorm over the last axis: `(x − mean)/√(var + eps)·gamma + beta`.
+    LayerNorm {
+        /// Per channel.
+        gamma: Vec<f32>,
+        /// Per channel.
+        beta: Vec<f32>,
+        /// Added to the variance.
+        eps: f32,
+    },
     /// `y = f(x)` elementwise (tabulated when quantized).
     Elementwise {
         /// The function.
@@ -223,6 +232,19 @@ impl FloatGraph {
                         let total: f64 = e.iter().sum();
                         for j in 0..n_ {
                             y[start + j] = (e[j] / total) as f32;
+                        }
+                    }
+                    y
+                }
+                FloatOp::LayerNorm { gamma, beta, eps } => {
+                    let mut y = Vec::with_capacity(x.len());
+                    for row in x.chunks(gamma.len()) {
+                        let n = row.len() as f64;
+                        let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+                        let var = row.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / n;
+                        let inv = 1.0 / (var + f64::from(*eps)).sqrt();
+                        for (i, &v) in row.iter().enumerate() {
+                            y.push(((f64::from(v) - mean) * inv * f64::from(gamma[i]) + f64::from(beta[i])) as f32);
                         }
                     }
                     y

@@ -88,7 +88,7 @@ pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Resul
             im.alias(out, x);
             Ok(())
         }
-        "LayerNormalization" => Err(cx.unsupported("LayerNormalization is not supported yet")),
+        "LayerNormalization" => layer_norm(im, cx),
         "Mul" | "Div" | "Sub" | "Pow" => Err(cx.unsupported(
             "only by a constant with one value, or of one tensor with a function of itself (elementwise); \
              products of two computed tensors are not supported yet",
@@ -145,6 +145,43 @@ fn dense(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
         }
     }
     let t = im.push(cx.name(), FloatOp::Dense { weights, bias, out, relu: false }, vec![x], out_full);
+    im.alias(&cx.node.output[0], t);
+    Ok(())
+}
+
+/// LayerNormalization over the last axis, with constant scale and bias.
+fn layer_norm(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+    let x = im.data_in(cx, 0)?;
+    let full = im.full[x].clone();
+    let rank = full.len() as i64;
+    let a = cx.int("axis", -1);
+    if a != -1 && a != rank - 1 {
+        return Err(cx.unsupported(format!("LayerNormalization over axis {a} of {full:?}: only the last axis")));
+    }
+    if cx.node.output.iter().skip(1).any(|o| !o.is_empty()) {
+        return Err(cx.unsupported("the Mean and InvStdDev outputs of LayerNormalization"));
+    }
+    let n = *full.last().expect("rank >= 1");
+    let per_channel = |k: usize, default: f32| -> Result<Vec<f32>> {
+        match cx.node.input.get(k).filter(|i| !i.is_empty()) {
+            None => Ok(vec![default; n]),
+            Some(_) => {
+                let c = im.konst(cx, k)?;
+                let v = c.floats();
+                match v.len() {
+                    1 => Ok(vec![v[0]; n]),
+                    len if len == n => Ok(v),
+                    len => Err(cx.invalid(format!("{len} values for {n} channels"))),
+                }
+            }
+        }
+    };
+    let (gamma, beta) = (per_channel(1, 1.0)?, per_channel(2, 0.0)?);
+    let eps = cx.float("epsilon", 1e-5);
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(cx.invalid(format!("epsilon {eps}")));
+    }
+    let t = im.push(cx.name(), FloatOp::LayerNorm { gamma, beta, eps }, vec![x], full);
     im.alias(&cx.node.output[0], t);
     Ok(())
 }

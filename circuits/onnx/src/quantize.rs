@@ -136,6 +136,42 @@ fn tabulate(f: &Expr, in_q: QParams, out_q: QParams) -> std::result::Result<Vec<
         .collect()
 }
 
+/// The integer LayerNorm (docs/quantization.md): `eps` as `n³·ε/s_in²`, `gamma` as
+/// `γ·√n/s_out·2^(shift−31)`, `beta` as `β/s_out·2^shift`, with the finest shift the circuit's
+/// bounds allow.
+fn quantize_layer_norm(
+    gamma: &[f32],
+    beta: &[f32],
+    eps: f32,
+    in_q: QParams,
+    out_q: QParams,
+) -> std::result::Result<Op, String> {
+    let n = gamma.len() as f64;
+    let eps = (n.powi(3) * f64::from(eps) / f64::from(in_q.scale).powi(2)).round().max(1.0);
+    if eps > tgrid_circuits::MAX_LAYER_NORM_EPS as f64 {
+        return Err(format!("epsilon {eps} is too large for the input scale {}", in_q.scale));
+    }
+    let s_out = f64::from(out_q.scale);
+    let mut last = String::new();
+    for shift in [48u8, 40, 32] {
+        let fraction = 2f64.powi(i32::from(shift) - tgrid_circuits::INV_SQRT_BITS as i32);
+        let g: Vec<f64> = gamma.iter().map(|&v| (f64::from(v) * n.sqrt() / s_out * fraction).round()).collect();
+        let b: Vec<f64> = beta.iter().map(|&v| (f64::from(v) / s_out * 2f64.powi(shift.into())).round()).collect();
+        if g.iter().any(|v| v.abs() >= 2f64.powi(31)) || b.iter().any(|v| v.abs() >= 2f64.powi(62)) {
+            last = format!("gamma or beta out of range at shift {shift}");
+            continue;
+        }
+        let gamma: Vec<i32> = g.iter().map(|&v| v as i32).collect();
+        let beta: Vec<i64> = b.iter().map(|&v| v as i64).collect();
+        let requant = Requant { multiplier: 1, shift };
+        match tgrid_circuits::check_layer_norm(&gamma, &beta, requant) {
+            Ok(()) => return Ok(Op::LayerNorm { gamma, beta, eps: eps as u64, requant }),
+            Err(why) => last = why,
+        }
+    }
+    Err(last)
+}
+
 /// Quantizes `graph` with ranges observed on the calibration samples.
 pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<QuantModel> {
     let input_len: usize = graph.input_shape.iter().product();
@@ -222,6 +258,12 @@ pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<Qu
             FloatOp::Relu => (Op::Relu, in_q),
             FloatOp::Reshape => (Op::Reshape, in_q),
             FloatOp::Gather { source } => (Op::Gather { source: source.clone() }, in_q),
+            FloatOp::LayerNorm { gamma, beta, eps } => {
+                let op = quantize_layer_norm(gamma, beta, *eps, in_q, observed).map_err(|reason| {
+                    Error::InvalidNode { op: "LayerNormalization".into(), node: n.name.clone(), reason }
+                })?;
+                (op, observed)
+            }
             FloatOp::Softmax { keep } => {
                 let exp = (0..256)
                     .map(|d| (65535.0 * (-f64::from(in_q.scale) * f64::from(d)).exp()).round() as u16)
