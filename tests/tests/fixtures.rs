@@ -96,10 +96,35 @@ fn mixer_exports_compile_to_the_same_int8_computation_within_two_points_of_float
 }
 
 #[test]
+fn vit_exports_compile_to_the_same_int8_computation_within_two_points_of_float() {
+    let [torchscript, dynamo] = MIXER_EXPORTS.map(|file| compile_file("vit", file));
+    let kinds = |m: &QuantModel| m.nodes.iter().map(|n| n.op.kind()).collect::<Vec<_>>();
+    assert_eq!(kinds(&torchscript), kinds(&dynamo));
+    for op in ["LayerNorm", "MatMul", "Softmax", "Table", "Gather", "AddConst"] {
+        assert!(kinds(&torchscript).contains(&op), "the vit exercises {op}: {:?}", kinds(&torchscript));
+    }
+    int8_accuracy_of_model_within_two_points("vit", &torchscript);
+    for x in test_set("vit").inputs.iter().take(60) {
+        let run = |m: &QuantModel| infer::run(m, &infer::quantize_input(m, x).unwrap()).unwrap().output().to_vec();
+        assert_eq!(run(&torchscript), run(&dynamo), "the two exports compute different int8 outputs");
+    }
+}
+
+#[test]
+fn vit_circuit_witness_is_bit_exact_and_its_proof_verifies() {
+    proof_verifies_and_commits_to_the_inference("vit");
+}
+
+#[test]
 fn mixer_circuit_witness_is_bit_exact_and_its_proof_verifies() {
-    circuit_witness_is_bit_exact("mixer", |_| SegmentPlan::default());
-    let model = compile("mixer");
-    let x = infer::quantize_input(&model, &test_set("mixer").inputs[3]).unwrap();
+    proof_verifies_and_commits_to_the_inference("mixer");
+}
+
+/// The three-way check: the integer inference, the circuit witness and the verifier agree.
+fn proof_verifies_and_commits_to_the_inference(name: &str) {
+    circuit_witness_is_bit_exact(name, |_| SegmentPlan::default());
+    let model = compile(name);
+    let x = infer::quantize_input(&model, &test_set(name).inputs[3]).unwrap();
     let plan = SegmentPlan::default();
     let prover = TaskProver::new(model.clone(), plan.clone()).unwrap();
     let (proof, trace, _) = prover.prove(&x, [7; 32], [9; 20], &mut |_, _, _| {}).unwrap();
