@@ -333,6 +333,9 @@ impl SegmentCircuit {
                         let acc = builder.mul_const_add(field_of(gamma), scaled, beta);
                         gadgets.requantize(&mut builder, acc, requant, zero_point, i8::MIN, layout)
                     }
+                    Element::Embedding { tensor, index, channel, dim, table } => {
+                        gadgets.embedding(&mut builder, values[&tensor][index], channel, dim, table)
+                    }
                     Element::Softmax { at: None, .. } => ByteTarget(builder.zero()),
                     Element::Softmax { tensor, kept, at: Some(p), exp } => {
                         if softmax_row.as_ref().map(|r| r.0) != Some(kept[0]) {

@@ -73,6 +73,8 @@ pub(crate) struct Gadgets {
     /// Lookup table index of each distinct [`crate::Op::Table`] (offset form), so that layers
     /// with the same function share one table.
     function_tables: BTreeMap<[u8; 256], usize>,
+    /// Lookup table index of each distinct embedding table (keyed by its values and width).
+    embedding_tables: BTreeMap<(Vec<i8>, usize), usize>,
     /// Lookup table index of each distinct Softmax exponential table.
     exp_tables: BTreeMap<Vec<u16>, usize>,
     #[cfg(test)]
@@ -98,6 +100,7 @@ impl Gadgets {
             byte_table,
             function_tables: BTreeMap::new(),
             exp_tables: BTreeMap::new(),
+            embedding_tables: BTreeMap::new(),
             #[cfg(test)]
             fault: None,
             #[cfg(test)]
@@ -126,6 +129,28 @@ impl Gadgets {
             builder.add_lookup_table_from_pairs(Arc::new(pairs))
         });
         ByteTarget(builder.add_lookup_from_index(u.0, index))
+    }
+
+    /// `table[u·dim + channel]` by a lookup of the key `u·dim + channel` into the table of the
+    /// pairs `(id·dim + c, table[id·dim + c] + 128)` for ids below the vocabulary: a token id
+    /// outside it has no row, and each key names one (id, channel).
+    pub(crate) fn embedding(
+        &mut self,
+        builder: &mut CircuitBuilder<F, D>,
+        u: ByteTarget,
+        channel: usize,
+        dim: usize,
+        table: &[i8],
+    ) -> ByteTarget {
+        let index = *self.embedding_tables.entry((table.to_vec(), dim)).or_insert_with(|| {
+            let pairs: Vec<(u16, u16)> =
+                table.iter().enumerate().map(|(k, &v)| (k as u16, u16::from((v as u8) ^ 0x80))).collect();
+            builder.add_lookup_table_from_pairs(Arc::new(pairs))
+        });
+        let one = builder.one();
+        let offset = builder.constant(F::from_canonical_usize(channel));
+        let key = builder.arithmetic(F::from_canonical_usize(dim), F::ONE, u.0, one, offset);
+        ByteTarget(builder.add_lookup_from_index(key, index))
     }
 
     #[cfg(test)]

@@ -68,6 +68,12 @@ pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
     // Offset representation u = x + 128, as the lowering expects.
     let mut u: Vec<Vec<u8>> = vec![input.iter().map(|&x| (x as u8) ^ 0x80).collect()];
     for i in 0..model.nodes.len() {
+        if let crate::model::Op::Embedding { table, dim } = &model.nodes[i].op {
+            let vocab = table.len() / dim;
+            if let Some(&id) = u[model.nodes[i].inputs[0]].iter().find(|&&id| usize::from(id) >= vocab) {
+                return Err(Error::InvalidInput(format!("token id {id} is outside the vocabulary of {vocab}")));
+            }
+        }
         let mut out = vec![0u8; crate::model::numel(&model.nodes[i].shape)];
         // The last softmax row computed, by its first kept cell; the last LayerNorm row.
         let mut row: Option<(usize, Vec<u8>)> = None;
@@ -96,6 +102,9 @@ pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
                     }
                     let acc = norm.as_ref().expect("just computed").1[at] * gamma + beta;
                     (requantize(acc, requant, zero_point, i8::MIN) as u8) ^ 0x80
+                }
+                Element::Embedding { tensor, index, channel, dim, table } => {
+                    (table[usize::from(u[tensor][index]) * dim + channel] as u8) ^ 0x80
                 }
                 Element::Softmax { at: None, .. } => 0,
                 Element::Softmax { tensor, kept, at: Some(p), exp } => {

@@ -44,6 +44,9 @@ pub(crate) enum Element<'a> {
         requant: Requant,
         zero_point: i8,
     },
+    /// `y = table[u[tensor][index]·dim + channel]` (offset form), a token embedding; `u` must be
+    /// below `table.len() / dim`.
+    Embedding { tensor: usize, index: usize, channel: usize, dim: usize, table: &'a [i8] },
     /// `y = table[u[tensor][index]]`, the table in offset form too.
     Table { tensor: usize, index: usize, table: &'a [u8; 256] },
 }
@@ -207,6 +210,13 @@ pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: imp
                             Element::Product { a: input, b, offsets, pairs: &pairs, requant: *requant, zero_point: zp };
                         f((g * m + row) * n + col, element);
                     }
+                }
+            }
+        }
+        Op::Embedding { table, dim } => {
+            for index in 0..numel(in_shape) {
+                for channel in 0..*dim {
+                    f(index * dim + channel, Element::Embedding { tensor: input, index, channel, dim: *dim, table });
                 }
             }
         }

@@ -166,6 +166,15 @@ pub enum Op {
         /// Requantization of every output (multiplier 1).
         requant: Requant,
     },
+    /// `y[.., c] = table[u·dim + c]` for `u = x + 128` the token id at each input position: a
+    /// token embedding (a model whose input is token ids takes them at scale 1, zero point −128,
+    /// so `u` is the id). An id of `vocab = table.len() / dim` or more is invalid.
+    Embedding {
+        /// `vocab × dim` values, row `u` the embedding of token `u`.
+        table: Vec<i8>,
+        /// Channels per token.
+        dim: usize,
+    },
     /// `y = table[x + 128]`: an elementwise function of one int8 input (GELU, Erf, Tanh, Exp,
     /// scaling by a constant...), tabulated over the 256 input values at compile time.
     Table {
@@ -205,6 +214,7 @@ impl Op {
             Op::Gather { .. } => "Gather",
             Op::MatMul { .. } => "MatMul",
             Op::Softmax { .. } => "Softmax",
+            Op::Embedding { .. } => "Embedding",
             Op::LayerNorm { .. } => "LayerNorm",
             Op::Table { .. } => "Table",
         }
@@ -448,6 +458,23 @@ impl QuantModel {
                     }
                     check_requant(*requant).map_err(|e| bad(name, e))?;
                 }
+                Op::Embedding { table, dim } => {
+                    let vocab = if *dim == 0 { 0 } else { table.len() / dim };
+                    if vocab == 0 || vocab * dim != table.len() || vocab > TABLE_LEN || table.len() > 1 << 16 {
+                        return Err(bad(
+                            name,
+                            format!(
+                                "an embedding of {} values in rows of {dim}: at most 256 tokens and 65536 values",
+                                table.len()
+                            ),
+                        ));
+                    }
+                    let mut expected = in_shape.to_vec();
+                    expected.push(*dim);
+                    if n.shape != expected {
+                        return Err(bad(name, format!("output shape {:?} should be {expected:?}", n.shape)));
+                    }
+                }
                 Op::Table { table } => {
                     if table.len() != TABLE_LEN || n.shape != in_shape {
                         return Err(bad(name, format!("Table needs {TABLE_LEN} entries and keeps the shape")));
@@ -527,6 +554,11 @@ impl QuantModel {
                     beta.iter().for_each(|&b| w.i64(b));
                     w.i64(*eps as i64);
                     put_requant(&mut w, *requant);
+                }
+                Op::Embedding { table, dim } => {
+                    w.u8(13);
+                    w.u32(*dim as u32);
+                    w.bytes(&table.iter().map(|&v| v as u8).collect::<Vec<_>>());
                 }
                 Op::Softmax { exp, keep } => {
                     w.u8(11);
@@ -619,6 +651,11 @@ impl QuantModel {
                         })
                         .collect::<Result<_>>()?;
                     Op::Softmax { exp, keep }
+                }
+                13 => {
+                    let dim = r.u32()? as usize;
+                    let table = r.bytes(1 << 16)?.iter().map(|&b| b as i8).collect();
+                    Op::Embedding { table, dim }
                 }
                 12 => {
                     let n = r.len_prefix(MAX_LAYER_NORM_ROW, 4)?;

@@ -362,3 +362,112 @@ pub fn layer_norm_model(seed: u64) -> QuantModel {
     model.validate().expect("layer norm model is valid");
     model
 }
+
+/// A one-block causal language model over a vocabulary of 10 tokens and a context of 6, with
+/// weights drawn from `seed`: token embedding (dim 4) + position constants → LayerNorm → one
+/// causal attention head → per-token logits `[6, 10]` → the last position's logits `[10]`.
+/// Its input is token ids (scale 1, zero point −128: the offset form is the id).
+pub fn language_model(seed: u64) -> QuantModel {
+    let mut rng = SplitMix64(seed);
+    let rq = |m: f64, bound: u128| requant_for(m, bound).expect("multiplier fits");
+    let (t, d, vocab) = (6usize, 4usize, 10usize);
+    let mut projection = |name: &str, input: usize, q: QParams| Node {
+        name: name.into(),
+        op: Op::Dense {
+            weights: weights(&mut rng, d * d),
+            bias: vec![20, -20, 10, 0],
+            requant: (0..d).map(|_| rq(0.004, 200_000)).collect(),
+            relu: false,
+        },
+        inputs: vec![input],
+        shape: vec![t, d],
+        q,
+    };
+    let (query, key, value) =
+        (projection("q", 3, q(0.05, 0)), projection("k", 3, q(0.05, 1)), projection("v", 3, q(0.05, -1)));
+    let transpose: Vec<u32> = (0..d as u32).flat_map(|c| (0..t as u32).map(move |p| p * d as u32 + c)).collect();
+    let mut embedding_rng = SplitMix64(seed ^ 0x5eed);
+    let nodes = vec![
+        Node {
+            name: "embed".into(),
+            op: Op::Embedding { table: weights(&mut embedding_rng, vocab * d), dim: d },
+            inputs: vec![0],
+            shape: vec![t, d],
+            q: q(0.04, 0),
+        },
+        Node {
+            name: "position".into(),
+            op: Op::AddConst {
+                ka: 60_000,
+                constants: (0..t * d).map(|i| (i as i32 * 7919) % 200_000 - 100_000).collect(),
+                requant: crate::Requant { multiplier: 1, shift: 16 },
+            },
+            inputs: vec![1],
+            shape: vec![t, d],
+            q: q(0.045, 2),
+        },
+        Node {
+            name: "ln".into(),
+            op: layer_norm_op(d, q(0.045, 2), 0.03),
+            inputs: vec![2],
+            shape: vec![t, d],
+            q: q(0.03, 0),
+        },
+        query,
+        key,
+        Node {
+            name: "kT".into(),
+            op: Op::Gather { source: transpose },
+            inputs: vec![5],
+            shape: vec![d, t],
+            q: q(0.05, 1),
+        },
+        Node {
+            name: "scores".into(),
+            op: Op::MatMul { requant: rq(0.05 * 0.05 / 0.2, d as u128 * 65025) },
+            inputs: vec![4, 6],
+            shape: vec![t, t],
+            q: q(0.2, 0),
+        },
+        Node {
+            name: "softmax".into(),
+            op: Op::Softmax {
+                exp: (0..256).map(|x| (65535.0 * (-0.2 * f64::from(x)).exp()).round() as u16).collect(),
+                keep: (0..t * t).map(|i| i % t <= i / t).collect(),
+            },
+            inputs: vec![7],
+            shape: vec![t, t],
+            q: crate::SOFTMAX_Q,
+        },
+        value,
+        Node {
+            name: "attend".into(),
+            op: Op::MatMul { requant: rq(0.05 / 255.0 / 0.05, t as u128 * 65025) },
+            inputs: vec![8, 9],
+            shape: vec![t, d],
+            q: q(0.05, 0),
+        },
+        Node {
+            name: "logits".into(),
+            op: Op::Dense {
+                weights: weights(&mut rng, vocab * d),
+                bias: vec![0; vocab],
+                requant: (0..vocab).map(|_| rq(0.003, 200_000)).collect(),
+                relu: false,
+            },
+            inputs: vec![10],
+            shape: vec![t, vocab],
+            q: q(0.08, 0),
+        },
+        Node {
+            name: "last".into(),
+            op: Op::Gather { source: ((t - 1) * vocab..t * vocab).map(|i| i as u32).collect() },
+            inputs: vec![11],
+            shape: vec![vocab],
+            q: q(0.08, 0),
+        },
+    ];
+    let model = QuantModel { name: "language".into(), input_shape: vec![t], input_q: q(1.0, -128), nodes };
+    model.validate().expect("language model is valid");
+    model
+}

@@ -160,7 +160,10 @@ fn hinted_indices(model: &QuantModel, node: usize) -> std::ops::Range<usize> {
         for_each_element(model, i, |_, e| {
             c += usize::from(!matches!(
                 e,
-                Element::Copy { .. } | Element::Table { .. } | Element::Softmax { at: None, .. }
+                Element::Copy { .. }
+                    | Element::Table { .. }
+                    | Element::Embedding { .. }
+                    | Element::Softmax { at: None, .. }
             ))
         });
         if i < node {

@@ -223,3 +223,38 @@ fn layer_norm_constraints_reject_a_wrong_inverse_square_root_or_output() {
         assert_fault_rejected(&model, node, which, Fault::WrongOutput);
     }
 }
+
+#[test]
+fn a_causal_language_model_is_proven_exactly() {
+    let model = crate::testing::language_model(31);
+    let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
+    // Token ids 0..10 in offset form are the int8 values id − 128.
+    let tokens = |ids: &[u8]| -> Vec<i8> { ids.iter().map(|&id| (id ^ 0x80) as i8).collect() };
+    for ids in [[1u8, 2, 3, 4, 5, 6], [0, 0, 0, 0, 0, 0], [9, 9, 9, 9, 9, 9], [3, 1, 4, 1, 5, 9]] {
+        let x = tokens(&ids);
+        assert_eq!(prover.circuit_trace(&x).unwrap(), infer::run(&model, &x).unwrap());
+    }
+    // Causality: the first position's logits depend only on the first token.
+    let first_logits = |ids: &[u8]| infer::run(&model, &tokens(ids)).unwrap().tensors[11][..10].to_vec();
+    assert_eq!(first_logits(&[7, 1, 2, 3, 4, 5]), first_logits(&[7, 9, 9, 9, 9, 9]));
+    let x = tokens(&[3, 1, 4, 1, 5, 9]);
+    let (proof, trace, _) = prover.prove(&x, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+    let publics = TaskVerifier::new(&model, &SegmentPlan::default()).unwrap().verify(&proof).unwrap();
+    assert_eq!(publics.output_commitment, commit(trace.output()));
+}
+
+#[test]
+fn a_token_outside_the_vocabulary_is_refused_and_cannot_be_proven() {
+    let model = crate::testing::language_model(33);
+    let mut x: Vec<i8> = [1u8, 2, 3, 4, 5, 6].iter().map(|&id| (id ^ 0x80) as i8).collect();
+    x[2] = (10u8 ^ 0x80) as i8; // id 10 with a vocabulary of 10
+    let err = infer::run(&model, &x).unwrap_err().to_string();
+    assert!(err.contains("token id 10") && err.contains("vocabulary of 10"), "{err}");
+    // The malicious prover admits the lookup of an unknown key: the verifier must refuse it.
+    let segment = Segment::new(&model, 0..model.nodes.len());
+    let mut circuit = SegmentCircuit::build(&model, segment, BuildOptions::binding(true, Privacy::Public)).unwrap();
+    let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER)), None).unwrap();
+    let proof =
+        crate::malicious::prove_admitting_any_lookup(&mut circuit.data, pw).expect("a proof reaches the verifier");
+    assert!(circuit.data.verify(proof).is_err(), "an out-of-vocabulary token produced a valid proof");
+}

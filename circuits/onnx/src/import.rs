@@ -249,6 +249,15 @@ impl<'a> Importer<'a> {
             .ok_or_else(|| cx.unsupported(format!("input '{name}' must be an initializer (constant)")))
     }
 
+    /// Constant input `k` as floats, every one finite (weights, biases, norms).
+    pub fn finite(&self, cx: &Ctx<'_>, k: usize) -> Result<Vec<f32>> {
+        let values = self.konst(cx, k)?.floats();
+        match values.iter().position(|v| !v.is_finite()) {
+            Some(i) => Err(cx.invalid(format!("input {k} holds {} at {i}", values[i]))),
+            None => Ok(values),
+        }
+    }
+
     pub fn is_const(&self, cx: &Ctx<'_>, k: usize) -> bool {
         cx.node.input.get(k).is_some_and(|n| self.consts.contains_key(n.as_str()))
     }

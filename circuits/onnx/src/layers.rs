@@ -105,8 +105,8 @@ fn dense(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     let x = im.data_in(cx, 0)?;
     let (full, stored) = (im.full[x].clone(), im.g.shape(x).to_vec());
     let in_len: usize = stored.iter().product();
-    let w = im.konst(cx, 1)?;
-    let (w_dims, w_values) = (w.dims().to_vec(), w.floats());
+    let w_dims = im.konst(cx, 1)?.dims().to_vec();
+    let w_values = im.finite(cx, 1)?;
     if w_dims.len() != 2 {
         return Err(cx.unsupported(format!("weights of shape {w_dims:?}: only 2-D weights are supported")));
     }
@@ -135,7 +135,7 @@ fn dense(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     }
     let mut bias = vec![0f32; out];
     if op == "Gemm" && cx.node.input.get(2).is_some_and(|n| !n.is_empty()) {
-        let c = im.konst(cx, 2)?.floats();
+        let c = im.finite(cx, 2)?;
         if c.len() == out {
             bias.iter_mut().zip(&c).for_each(|(b, &v)| *b = beta * v);
         } else if c.len() == 1 {
@@ -166,8 +166,7 @@ fn layer_norm(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
         match cx.node.input.get(k).filter(|i| !i.is_empty()) {
             None => Ok(vec![default; n]),
             Some(_) => {
-                let c = im.konst(cx, k)?;
-                let v = c.floats();
+                let v = im.finite(cx, k)?;
                 match v.len() {
                     1 => Ok(vec![v[0]; n]),
                     len if len == n => Ok(v),
@@ -236,14 +235,13 @@ fn conv(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     if w_dims.len() != 4 || w_dims[1] != s[0] {
         return Err(cx.invalid(format!("weights {w_dims:?} do not fit input {s:?}")));
     }
-    let weights = w.floats();
+    let weights = im.finite(cx, 1)?;
     let c_out = w_dims[0];
     let kernel = cx.pair("kernel_shape", [w_dims[2], w_dims[3]])?;
     let stride = cx.pair("strides", [1, 1])?;
     let pads = cx.pads()?;
     let [oh, ow] = out_hw(cx, s, kernel, stride, pads)?;
-    let bias =
-        if cx.node.input.get(2).is_some_and(|n| !n.is_empty()) { im.konst(cx, 2)?.floats() } else { vec![0.0; c_out] };
+    let bias = if cx.node.input.get(2).is_some_and(|n| !n.is_empty()) { im.finite(cx, 2)? } else { vec![0.0; c_out] };
     if bias.len() != c_out {
         return Err(cx.invalid("bias length differs from the output channels"));
     }
@@ -255,7 +253,7 @@ fn conv(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
 
 fn batch_norm(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     let x = im.data_in(cx, 0)?;
-    let [scale, b, mean, var] = [1, 2, 3, 4].map(|k| im.konst(cx, k).map(|c| c.floats()));
+    let [scale, b, mean, var] = [1, 2, 3, 4].map(|k| im.finite(cx, k));
     let (scale, b, mean, var) = (scale?, b?, mean?, var?);
     let eps = cx.float("epsilon", 1e-5);
     if !im.foldable(x, &cx.node.input[0]) {

@@ -119,8 +119,9 @@ pub(crate) fn read_tensor(t: &TensorProto) -> Result<Const, String> {
                 (_, false) => t.double_data.iter().map(|&v| v as f32).collect(),
             };
             check(floats.len())?;
-            if floats.iter().any(|v| !v.is_finite()) {
-                return Err(format!("tensor '{}' holds non-finite values", t.name));
+            // Infinities are allowed (a −∞ attention mask); layers refuse them where they compute.
+            if floats.iter().any(|v| v.is_nan()) {
+                return Err(format!("tensor '{}' holds NaN", t.name));
             }
             Const::Floats(Tensor { dims, data: floats })
         }
