@@ -228,7 +228,7 @@ fn run(command: Command, out: &Output) -> Result<()> {
             }
             let cal = InputData::from_path(&calibration).map_err(bad_input)?;
             let quant = quantize_model(&graph, &cal.input_data).map_err(bad_input)?;
-            let reference = tract_reference(&model, &quant.input_shape, &cal.input_data)?;
+            let reference = tract_reference(&model, &graph, &cal.input_data)?;
             let report = CalibrationReport::compare(&quant, &cal.input_data, &reference)?;
             let plan = SegmentPlan::auto(&quant, max_segment_rows);
             let bar = out.spinner("building the circuit");

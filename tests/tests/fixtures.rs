@@ -27,6 +27,16 @@ fn compile_file(name: &str, file: &str) -> QuantModel {
     quantize_model(&graph, &cal.input_data).unwrap()
 }
 
+/// The held-out inputs of any fixture's test set.
+fn test_set_inputs(name: &str) -> Vec<Vec<f32>> {
+    #[derive(serde::Deserialize)]
+    struct Inputs {
+        inputs: Vec<Vec<f32>>,
+    }
+    let text = std::fs::read_to_string(fixture(name).join("test_set.json")).unwrap();
+    serde_json::from_str::<Inputs>(&text).unwrap().inputs
+}
+
 fn test_set(name: &str) -> TestSet {
     serde_json::from_str(&std::fs::read_to_string(fixture(name).join("test_set.json")).unwrap()).unwrap()
 }
@@ -78,11 +88,11 @@ fn gap_residual_int8_accuracy_is_within_two_points_of_float() {
 /// The PyTorch fixture as both of PyTorch's exporters write it: TorchScript (opset 17, one
 /// file, shape arithmetic on `Shape`/`Constant` nodes) and torch.export (opset 18, weights in an
 /// external data file).
-const MIXER_EXPORTS: [&str; 2] = ["model.onnx", "model_dynamo.onnx"];
+const EXPORT_FORMS: [&str; 2] = ["model.onnx", "model_dynamo.onnx"];
 
 #[test]
 fn mixer_exports_compile_to_the_same_int8_computation_within_two_points_of_float() {
-    let [torchscript, dynamo] = MIXER_EXPORTS.map(|file| compile_file("mixer", file));
+    let [torchscript, dynamo] = EXPORT_FORMS.map(|file| compile_file("mixer", file));
     let kinds = |m: &QuantModel| m.nodes.iter().map(|n| n.op.kind()).collect::<Vec<_>>();
     assert_eq!(kinds(&torchscript), kinds(&dynamo));
     for op in ["Gather", "Table", "AddConst", "Dense"] {
@@ -97,7 +107,7 @@ fn mixer_exports_compile_to_the_same_int8_computation_within_two_points_of_float
 
 #[test]
 fn vit_exports_compile_to_the_same_int8_computation_within_two_points_of_float() {
-    let [torchscript, dynamo] = MIXER_EXPORTS.map(|file| compile_file("vit", file));
+    let [torchscript, dynamo] = EXPORT_FORMS.map(|file| compile_file("vit", file));
     let kinds = |m: &QuantModel| m.nodes.iter().map(|n| n.op.kind()).collect::<Vec<_>>();
     assert_eq!(kinds(&torchscript), kinds(&dynamo));
     for op in ["LayerNorm", "MatMul", "Softmax", "Table", "Gather", "AddConst"] {
@@ -120,13 +130,76 @@ fn mixer_circuit_witness_is_bit_exact_and_its_proof_verifies() {
     proof_verifies_and_commits_to_the_inference("mixer");
 }
 
+#[derive(serde::Deserialize)]
+struct TextTestSet {
+    inputs: Vec<Vec<f32>>,
+    labels: Vec<usize>,
+    float_outputs: Vec<Vec<f32>>,
+    float_perplexity: f64,
+}
+
+/// Perplexity of next-token logits against the labels.
+fn perplexity(logits: &[Vec<f32>], labels: &[usize]) -> f64 {
+    let nll: f64 = logits
+        .iter()
+        .zip(labels)
+        .map(|(z, &label)| {
+            let m = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let log_sum = z.iter().map(|&v| f64::from(v - m).exp()).sum::<f64>().ln();
+            log_sum - f64::from(z[label] - m)
+        })
+        .sum();
+    (nll / labels.len() as f64).exp()
+}
+
+/// The character GPT (PyTorch, both export forms): its int8 next-character prediction agrees
+/// with the float model on ≥ 95 % of held-out windows and its perplexity is within 5 %.
+#[test]
+fn gpt_int8_predictions_agree_with_float_and_keep_the_perplexity() {
+    let [torchscript, dynamo] = EXPORT_FORMS.map(|file| compile_file("gpt", file));
+    let kinds = |m: &QuantModel| m.nodes.iter().map(|n| n.op.kind()).collect::<Vec<_>>();
+    assert_eq!(kinds(&torchscript), kinds(&dynamo));
+    for op in ["Embedding", "LayerNorm", "MatMul", "Softmax", "Table", "AddConst"] {
+        assert!(kinds(&torchscript).contains(&op), "the gpt exercises {op}: {:?}", kinds(&torchscript));
+    }
+    let set: TextTestSet =
+        serde_json::from_str(&std::fs::read_to_string(fixture("gpt").join("test_set.json")).unwrap()).unwrap();
+    let q = torchscript.tensor_q(torchscript.output_tensor());
+    let int8: Vec<Vec<f32>> = set
+        .inputs
+        .iter()
+        .map(|x| {
+            infer::dequantize(
+                infer::run(&torchscript, &infer::quantize_input(&torchscript, x).unwrap()).unwrap().output(),
+                q,
+            )
+        })
+        .collect();
+    let agree = int8.iter().zip(&set.float_outputs).filter(|(a, f)| argmax(a) == argmax(f)).count() as f64
+        / set.inputs.len() as f64;
+    let (float_ppl, int8_ppl) = (perplexity(&set.float_outputs, &set.labels), perplexity(&int8, &set.labels));
+    eprintln!("gpt: argmax agreement {:.2}%, perplexity float {float_ppl:.3} int8 {int8_ppl:.3}", 100.0 * agree);
+    assert!((float_ppl - set.float_perplexity).abs() < 1e-3, "the test set's float perplexity");
+    assert!(agree >= 0.95, "int8 agrees with float on {agree} of the windows");
+    assert!(int8_ppl <= float_ppl * 1.05, "int8 perplexity {int8_ppl} vs float {float_ppl}");
+    for x in set.inputs.iter().take(20) {
+        let run = |m: &QuantModel| infer::run(m, &infer::quantize_input(m, x).unwrap()).unwrap().output().to_vec();
+        assert_eq!(run(&torchscript), run(&dynamo), "the two exports compute different int8 outputs");
+    }
+}
+
+#[test]
+fn gpt_forward_pass_is_proven_across_segments_and_commits_to_the_inference() {
+    proof_verifies_and_commits_to_the_inference("gpt");
+}
+
 /// The three-way check: the integer inference, the circuit witness and the verifier agree.
 fn proof_verifies_and_commits_to_the_inference(name: &str) {
-    circuit_witness_is_bit_exact(name, |_| SegmentPlan::default());
     let model = compile(name);
-    let x = infer::quantize_input(&model, &test_set(name).inputs[3]).unwrap();
-    let plan = SegmentPlan::default();
+    let plan = SegmentPlan::auto(&model, 1 << 16);
     let prover = TaskProver::new(model.clone(), plan.clone()).unwrap();
+    let x = infer::quantize_input(&model, &test_set_inputs(name)[3]).unwrap();
+    assert_eq!(prover.circuit_trace(&x).unwrap(), infer::run(&model, &x).unwrap(), "{name}");
     let (proof, trace, _) = prover.prove(&x, [7; 32], [9; 20], &mut |_, _, _| {}).unwrap();
     assert_eq!(trace, infer::run(&model, &x).unwrap());
     let publics = tgrid_circuits::TaskVerifier::new(&model, &plan).unwrap().verify(&proof).unwrap();
@@ -137,11 +210,12 @@ fn proof_verifies_and_commits_to_the_inference(name: &str) {
 #[test]
 fn folded_float_graph_matches_tract() {
     let files = ["mlp", "cnn", "lenet", "gap"].map(|name| (name, "model.onnx"));
-    for (name, file) in files.into_iter().chain(MIXER_EXPORTS.map(|file| ("mixer", file))) {
+    let torch = ["mixer", "vit", "gpt"].into_iter().flat_map(|name| EXPORT_FORMS.map(|file| (name, file)));
+    for (name, file) in files.into_iter().chain(torch) {
         let path = fixture(name).join(file);
         let (graph, _) = import_onnx(&path).unwrap();
-        let samples: Vec<Vec<f32>> = test_set(name).inputs.into_iter().take(5).collect();
-        let reference = tract_reference(&path, &graph.input_shape, &samples).unwrap();
+        let samples: Vec<Vec<f32>> = test_set_inputs(name).into_iter().take(5).collect();
+        let reference = tract_reference(&path, &graph, &samples).unwrap();
         for (x, r) in samples.iter().zip(&reference) {
             let ours = graph.run(x).pop().unwrap();
             // lenet's file ends in Softmax, which the import drops: compare argmax there.
@@ -149,7 +223,7 @@ fn folded_float_graph_matches_tract() {
                 assert_eq!(argmax(&ours), argmax(r));
             } else {
                 let diff = ours.iter().zip(r).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-                assert!(diff < 1e-4, "{name}: float graph differs from tract by {diff}");
+                assert!(diff < 1e-4, "{name} ({file}): float graph differs from tract by {diff}");
             }
         }
     }

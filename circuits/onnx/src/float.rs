@@ -90,6 +90,13 @@ pub enum FloatOp {
         /// Added to the variance.
         eps: f32,
     },
+    /// `y[.., c] = table[id·dim + c]` for each token id of the input.
+    Embedding {
+        /// `vocab × dim` values.
+        table: Vec<f32>,
+        /// Channels per token.
+        dim: usize,
+    },
     /// `y = f(x)` elementwise (tabulated when quantized).
     Elementwise {
         /// The function.
@@ -122,6 +129,8 @@ pub struct FloatGraph {
     pub name: String,
     /// Input shape without the batch dimension.
     pub input_shape: Vec<usize>,
+    /// The input is token ids (an integer ONNX input read by an embedding), not real values.
+    pub tokens: bool,
     /// Nodes in topological order.
     pub nodes: Vec<FloatNode>,
 }
@@ -249,6 +258,13 @@ impl FloatGraph {
                     }
                     y
                 }
+                FloatOp::Embedding { table, dim } => x
+                    .iter()
+                    .flat_map(|&id| {
+                        let row = (id >= 0.0 && id.fract() == 0.0).then(|| id as usize * dim);
+                        (0..*dim).map(move |c| row.and_then(|r| table.get(r + c).copied()).unwrap_or(f32::NAN))
+                    })
+                    .collect(),
                 FloatOp::Gather { source } => source.iter().map(|&i| x[i as usize]).collect(),
                 FloatOp::Elementwise { f } => x.iter().map(|&v| f.eval(f64::from(v)) as f32).collect(),
                 FloatOp::AddConst { values } => x.iter().zip(values).map(|(&a, &c)| a + c).collect(),

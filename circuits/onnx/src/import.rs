@@ -57,6 +57,9 @@ pub(crate) struct Importer<'a> {
     consumers: HashMap<&'a str, usize>,
     pub outputs: Vec<&'a str>,
     pub warnings: Vec<String>,
+    /// Tensors a −∞ mask was applied to, waiting for the Softmax that reads them: the tensor
+    /// and which of its cells are kept.
+    pub masks: HashMap<String, (usize, Vec<bool>)>,
 }
 
 /// The graph's shape of a tensor of ONNX shape `full`: without the batch dimension.
@@ -113,6 +116,13 @@ fn with_external_data(t: &pb::TensorProto, dir: &Path) -> Result<pb::TensorProto
 /// Largest external tensor read (bytes): 64 Mi float32 values.
 const MAX_EXTERNAL_BYTES: u64 = 1 << 28;
 
+/// The ONNX element type of a graph input (1 float, 6 int32, 7 int64...).
+fn input_elem_type(vi: &pb::ValueInfoProto) -> Option<i32> {
+    use tract_onnx::pb::type_proto::Value;
+    let Some(Value::TensorType(tt)) = vi.r#type.as_ref()?.value.as_ref() else { return None };
+    Some(tt.elem_type)
+}
+
 fn dims_of(vi: &pb::ValueInfoProto) -> Option<Vec<usize>> {
     use tract_onnx::pb::tensor_shape_proto::dimension::Value as Dim;
     use tract_onnx::pb::type_proto::Value;
@@ -168,8 +178,9 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         }
     }
 
+    let tokens = matches!(input_elem_type(input), Some(6 | 7));
     let mut im = Importer {
-        g: FloatGraph { name, input_shape: strip_batch(&input_full), nodes: Vec::new() },
+        g: FloatGraph { name, input_shape: strip_batch(&input_full), tokens, nodes: Vec::new() },
         full: vec![input_full],
         tensor_of: HashMap::from([(input.name.clone(), 0)]),
         pending: HashMap::new(),
@@ -177,6 +188,7 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         consumers,
         outputs: outputs.clone(),
         warnings: Vec::new(),
+        masks: HashMap::new(),
     };
     for (ni, node) in graph.node.iter().enumerate() {
         let cx = Ctx { node };
@@ -233,7 +245,11 @@ impl<'a> Importer<'a> {
     pub fn data_in(&self, cx: &Ctx<'_>, k: usize) -> Result<usize> {
         let name = cx.node.input.get(k).ok_or_else(|| cx.invalid(format!("missing input {k}")))?;
         self.tensor_of.get(name).copied().ok_or_else(|| {
-            if self.consts.contains_key(name) {
+            if self.masks.contains_key(name) {
+                cx.unsupported(format!(
+                    "input '{name}' carries a −∞ mask, which is supported only right before a Softmax"
+                ))
+            } else if self.consts.contains_key(name) {
                 cx.unsupported(format!("input '{name}' must be computed from the model input, not a constant"))
             } else {
                 cx.invalid(format!("input '{name}' is not produced before this node"))
@@ -319,6 +335,9 @@ impl<'a> Importer<'a> {
         }
         for name in &node.input {
             self.materialize(name);
+        }
+        if op == "Gather" && self.is_const(cx, 0) {
+            return crate::layers::embedding(self, cx);
         }
         if DATA_MOVEMENT.contains(&op) {
             return self.move_data(cx);

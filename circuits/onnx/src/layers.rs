@@ -59,6 +59,9 @@ pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Resul
         }
         "ReduceMean" => reduce_mean(im, cx),
         "Softmax" => {
+            if let Some((x, keep)) = im.masks.remove(&input_name) {
+                return masked_softmax(im, cx, x, keep);
+            }
             let x = im.data_in(cx, 0)?;
             if !(is_last && im.outputs.contains(&out)) {
                 let full = im.full[x].clone();
@@ -89,6 +92,7 @@ pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Resul
             Ok(())
         }
         "LayerNormalization" => layer_norm(im, cx),
+        "Where" => masked(im, cx),
         "Mul" | "Div" | "Sub" | "Pow" => Err(cx.unsupported(
             "only by a constant with one value, or of one tensor with a function of itself (elementwise); \
              products of two computed tensors are not supported yet",
@@ -145,6 +149,92 @@ fn dense(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
         }
     }
     let t = im.push(cx.name(), FloatOp::Dense { weights, bias, out, relu: false }, vec![x], out_full);
+    im.alias(&cx.node.output[0], t);
+    Ok(())
+}
+
+/// A token embedding: `Gather` of rows of a constant table `[vocab, dim]` by the model's token
+/// ids (its integer input).
+pub(crate) fn embedding(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+    let ids = im.data_in(cx, 1)?;
+    if ids != 0 || !im.g.tokens {
+        return Err(
+            cx.unsupported("a Gather of a constant table is supported only by the model's integer input (token ids)")
+        );
+    }
+    if cx.int("axis", 0) != 0 {
+        return Err(cx.unsupported("an embedding Gather along an axis other than 0"));
+    }
+    let dims = im.konst(cx, 0)?.dims().to_vec();
+    let [vocab, dim] = dims[..] else {
+        return Err(cx.unsupported(format!("an embedding table of shape {dims:?}: [vocab, dim] is supported")));
+    };
+    if vocab == 0 || vocab > 256 || vocab * dim > 1 << 16 {
+        return Err(
+            cx.unsupported(format!("an embedding of {vocab} tokens of {dim}: at most 256 tokens and 65536 values"))
+        );
+    }
+    let table = im.finite(cx, 0)?;
+    let mut full = im.full[ids].clone();
+    full.push(dim);
+    let t = im.push(cx.name(), FloatOp::Embedding { table, dim }, vec![ids], full);
+    im.alias(&cx.node.output[0], t);
+    Ok(())
+}
+
+/// `Where(cond, a, b)` with a constant condition and −∞ (or the lowest float) on one side: an
+/// attention mask (PyTorch's `masked_fill(mask == 0, -inf)`), recorded for the next Softmax.
+fn masked(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+    let cond = im
+        .konst(cx, 0)
+        .map_err(|_| cx.unsupported("Where is supported only as an attention mask with a constant condition"))?;
+    let cond = Tensor { dims: cond.dims().to_vec(), data: cond.floats().iter().map(|&v| v != 0.0).collect() };
+    let is_minus_infinity = |k: usize| {
+        im.is_const(cx, k)
+            && im.konst(cx, k).is_ok_and(|c| c.floats().iter().all(|&v| v == f32::NEG_INFINITY || v <= f32::MIN / 2.0))
+    };
+    let (x, keep_where) = if is_minus_infinity(1) && !im.is_const(cx, 2) {
+        (im.data_in(cx, 2)?, false)
+    } else if is_minus_infinity(2) && !im.is_const(cx, 1) {
+        (im.data_in(cx, 1)?, true)
+    } else {
+        return Err(
+            cx.unsupported("Where is supported only as an attention mask: a constant condition, −∞ on one side")
+        );
+    };
+    let keep = Tensor { dims: cond.dims, data: cond.data.iter().map(|&c| c == keep_where).collect() };
+    record_mask(im, cx, x, keep)
+}
+
+/// Records that output 0 of `cx` is tensor `x` with the cells `keep` (broadcast) kept.
+fn record_mask(im: &mut Importer<'_>, cx: &Ctx<'_>, x: usize, keep: Tensor<bool>) -> Result<()> {
+    let full = im.full[x].clone();
+    let keep =
+        broadcast_to(&keep, &full).map_err(|e| cx.unsupported(format!("a mask that does not fit {full:?}: {e}")))?;
+    im.masks.insert(cx.node.output[0].clone(), (x, keep.data));
+    Ok(())
+}
+
+/// A Softmax over the last axis of a masked tensor: the mask must repeat over the leading axes
+/// (it covers the last two) and keep a cell of every row.
+fn masked_softmax(im: &mut Importer<'_>, cx: &Ctx<'_>, x: usize, keep: Vec<bool>) -> Result<()> {
+    let full = im.full[x].clone();
+    let last = full.len() as i64 - 1;
+    let axis_ = cx.int("axis", -1);
+    if axis_ != -1 && axis_ != last {
+        return Err(cx.unsupported(format!("Softmax over axis {axis_} of {full:?}: only the last axis")));
+    }
+    let n = *full.last().expect("rank >= 1");
+    let pattern = if full.len() >= 2 { n * full[full.len() - 2] } else { n };
+    if keep.iter().enumerate().any(|(i, &k)| k != keep[i % pattern]) {
+        return Err(cx.unsupported("a mask that differs between heads or batch entries"));
+    }
+    let keep: Vec<bool> = keep[..pattern].to_vec();
+    if keep.chunks(n).any(|row| !row.contains(&true)) {
+        return Err(cx.invalid("the mask hides every cell of a row"));
+    }
+    let keep = if keep.iter().all(|&k| k) { Vec::new() } else { keep };
+    let t = im.push(cx.name(), FloatOp::Softmax { keep }, vec![x], full);
     im.alias(&cx.node.output[0], t);
     Ok(())
 }
@@ -302,6 +392,17 @@ fn add(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     let c = im.konst(cx, ck)?.clone();
     let name = cx.node.input[xk].clone();
     let values = c.floats();
+    // An additive attention mask: 0 where a cell is kept, −∞ where it is not.
+    if values.contains(&f32::NEG_INFINITY) {
+        if values.iter().any(|&v| v != 0.0 && v != f32::NEG_INFINITY) {
+            return Err(cx.unsupported("an added constant mixing −∞ with values other than 0"));
+        }
+        let keep = Tensor { dims: c.dims().to_vec(), data: values.iter().map(|&v| v == 0.0).collect() };
+        return record_mask(im, cx, x, keep);
+    }
+    if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+        return Err(cx.invalid(format!("the added constant holds {} at {i}", values[i])));
+    }
     // A bias right after a layer: per output channel (or one value).
     if im.foldable(x, &name) {
         match &mut im.g.nodes.last_mut().expect("foldable implies a producer").op {

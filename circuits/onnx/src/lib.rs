@@ -103,16 +103,18 @@ impl InputData {
     }
 }
 
-/// Runs the original ONNX file with tract (the float reference) on each sample.
-pub fn tract_reference(path: &Path, input_shape: &[usize], samples: &[Vec<f32>]) -> Result<Vec<Vec<f32>>> {
+/// Runs the original ONNX file with tract (the float reference) on each sample; a token model
+/// gets its samples as int64 ids.
+pub fn tract_reference(path: &Path, graph: &FloatGraph, samples: &[Vec<f32>]) -> Result<Vec<Vec<f32>>> {
     use tract_onnx::prelude::*;
     let err = |e: TractError| Error::Reference(format!("{e:#}"));
     let mut shape = vec![1usize];
-    shape.extend_from_slice(input_shape);
+    shape.extend_from_slice(&graph.input_shape);
+    let fact: InferenceFact = if graph.tokens { i64::fact(&shape).into() } else { f32::fact(&shape).into() };
     let model = tract_onnx::onnx()
         .model_for_path(path)
         .map_err(err)?
-        .with_input_fact(0, f32::fact(&shape).into())
+        .with_input_fact(0, fact)
         .map_err(err)?
         .into_optimized()
         .map_err(err)?
@@ -121,9 +123,15 @@ pub fn tract_reference(path: &Path, input_shape: &[usize], samples: &[Vec<f32>])
     samples
         .iter()
         .map(|s| {
-            let t = tract_ndarray::ArrayD::from_shape_vec(shape.clone(), s.clone())
-                .map_err(|e| Error::Data(format!("sample does not fit shape {shape:?}: {e}")))?;
-            let out = model.run(tvec!(Tensor::from(t).into())).map_err(err)?;
+            let shape_error =
+                |e: tract_ndarray::ShapeError| Error::Data(format!("sample does not fit shape {shape:?}: {e}"));
+            let input: Tensor = if graph.tokens {
+                let ids: Vec<i64> = s.iter().map(|&v| v as i64).collect();
+                tract_ndarray::ArrayD::from_shape_vec(shape.clone(), ids).map_err(shape_error)?.into()
+            } else {
+                tract_ndarray::ArrayD::from_shape_vec(shape.clone(), s.clone()).map_err(shape_error)?.into()
+            };
+            let out = model.run(tvec!(input.into())).map_err(err)?;
             let view = out[0].to_plain_array_view::<f32>().map_err(err)?;
             Ok(view.iter().copied().collect())
         })

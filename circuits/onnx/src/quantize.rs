@@ -187,6 +187,14 @@ pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<Qu
                 sample.len()
             )));
         }
+        if graph.tokens {
+            if let Some(j) = sample.iter().position(|&v| !(0.0..256.0).contains(&v) || v.fract() != 0.0) {
+                return Err(Error::Data(format!(
+                    "calibration sample {i} value {j} is {}: the model takes token ids 0..=255",
+                    sample[j]
+                )));
+            }
+        }
         for (t, values) in graph.run(sample).iter().enumerate() {
             for &v in values {
                 lo[t] = lo[t].min(v);
@@ -194,7 +202,9 @@ pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<Qu
             }
         }
     }
-    let mut qs: Vec<QParams> = vec![qparams(lo[0], hi[0])];
+    // Token ids are carried exactly: at scale 1 and zero point −128 the offset form is the id.
+    let input_q = if graph.tokens { QParams { scale: 1.0, zero_point: -128 } } else { qparams(lo[0], hi[0]) };
+    let mut qs: Vec<QParams> = vec![input_q];
     let mut nodes = Vec::with_capacity(graph.nodes.len());
     for (i, n) in graph.nodes.iter().enumerate() {
         let in_q = qs[n.inputs[0]];
@@ -258,6 +268,14 @@ pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<Qu
             FloatOp::Relu => (Op::Relu, in_q),
             FloatOp::Reshape => (Op::Reshape, in_q),
             FloatOp::Gather { source } => (Op::Gather { source: source.clone() }, in_q),
+            FloatOp::Embedding { table, dim } => {
+                let table = tgrid_circuits::infer::quantize(table, observed).map_err(|e| Error::InvalidNode {
+                    op: "Gather".into(),
+                    node: n.name.clone(),
+                    reason: e.to_string(),
+                })?;
+                (Op::Embedding { table, dim: *dim }, observed)
+            }
             FloatOp::LayerNorm { gamma, beta, eps } => {
                 let op = quantize_layer_norm(gamma, beta, *eps, in_q, observed).map_err(|reason| {
                     Error::InvalidNode { op: "LayerNormalization".into(), node: n.name.clone(), reason }
