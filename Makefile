@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: demo demo-offline test test-rust test-contracts setup-nats bench bench-aggregation bench-queue bench-wrap bench-sequencer bench-self-settle bench-ezkl setup-contracts fmt
+.PHONY: demo demo-offline test test-rust test-contracts setup-nats bench bench-transformers bench-aggregation bench-queue bench-wrap bench-sequencer bench-self-settle bench-ezkl setup-contracts fmt
 
 ## Every role end to end on a local devnet: compile the bundled models, deploy, register them by a
 ## DAO vote, stake a provider, post 8 tasks, prove, batch, wrap, settle one batch on-chain, check
@@ -37,6 +37,12 @@ test-contracts: setup-contracts
 bench:
 	$(CARGO) build --release --locked -p tgrid-prover
 	target/release/tgrid-prover bench fixtures/mlp fixtures/cnn fixtures/lenet
+
+## Transformer benchmarks: the PyTorch fixtures (MLP-Mixer, vision transformer, character GPT
+## with 32 characters of context), release profile, one JSON line each.
+bench-transformers:
+	$(CARGO) build --release --locked -p tgrid-prover
+	target/release/tgrid-prover bench fixtures/mixer fixtures/vit fixtures/gpt
 
 ## Aggregation benchmark: normalization, leaf and merge proofs alone, then a 64-task batch
 ## end to end (about 13 minutes on 2 cores, release build). One JSON object.

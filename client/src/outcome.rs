@@ -29,12 +29,34 @@ pub(crate) struct ResultArgs {
     /// The model, to print the dequantized output and its argmax.
     #[arg(long)]
     model: Option<PathBuf>,
+    /// A language model's vocabulary (JSON `{"tokens": [...]}`, the text of each token id), to
+    /// print the most likely next token of its output logits.
+    #[arg(long)]
+    vocab: Option<PathBuf>,
     /// Write the checked output here (JSON).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Wait up to this many seconds for the order to settle.
     #[arg(long, default_value_t = 0)]
     wait: u64,
+}
+
+/// A vocabulary file: `{"tokens": ["a", "b", ...]}`, at most 256 tokens.
+fn load_vocab(path: &std::path::Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let not_vocab = |why: String| bad_input(anyhow!("{}: not a vocabulary ({{\"tokens\": [...]}}): {why}", path.display()));
+    let value: Value = serde_json::from_str(&text).map_err(|e| not_vocab(e.to_string()))?;
+    let tokens: Vec<String> = value
+        .get("tokens")
+        .and_then(Value::as_array)
+        .ok_or_else(|| not_vocab("no \"tokens\" array".into()))?
+        .iter()
+        .map(|t| t.as_str().map(str::to_string).ok_or_else(|| not_vocab(format!("token {t} is not a string"))))
+        .collect::<Result<_>>()?;
+    if tokens.is_empty() || tokens.len() > 256 {
+        return Err(bad_input(anyhow!("{}: {} tokens; 1 to 256 are supported", path.display(), tokens.len())));
+    }
+    Ok(tokens)
 }
 
 /// One word for an outcome.
@@ -252,6 +274,7 @@ fn open_sealed_output(
 pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()> {
     let arg = OrderArg::read(&a.order)?;
     let model = a.model.as_deref().map(load_model).transpose()?;
+    let vocab = a.vocab.as_deref().map(load_vocab).transpose()?;
     let local_output = a.output_file.as_deref().map(read_output_file).transpose()?;
     let (o, ctx) = order_and_ctx(&arg, &a.relay, g).await?;
     let order = &o.signed.order;
@@ -356,6 +379,14 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
         result["argmax"] = json!(tgrid_onnx::argmax(&real));
         result["output"] = json!(real);
     }
+    if let Some(tokens) = &vocab {
+        if tokens.len() != output.len() {
+            bail!("the vocabulary has {} tokens, the output {} logits", tokens.len(), output.len());
+        }
+        // The int8 logits share one scale: their argmax is the real logits' argmax.
+        let best = (0..output.len()).fold(0, |best, i| if output[i] > output[best] { i } else { best });
+        result["next_token"] = json!(tokens[best]);
+    }
     if let Some(p) = &a.out {
         std::fs::write(p, serde_json::to_vec_pretty(&result)?)
             .with_context(|| format!("cannot write {}", p.display()))?;
@@ -368,6 +399,9 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
         );
         if let Some(a) = result.get("argmax").and_then(Value::as_u64) {
             text += &format!("\n  argmax {a}");
+        }
+        if let Some(t) = result.get("next_token").and_then(Value::as_str) {
+            text += &format!("\n  next token {t:?}");
         }
         text
     })

@@ -53,7 +53,7 @@ fn one(dir: &Path, max_segment_rows: usize, privacy: Privacy) -> Result<String> 
     let prover = TaskProver::with_privacy(model.clone(), plan.clone(), privacy)?;
     let build_seconds = started.elapsed().as_secs_f64();
     let salts = TaskSalts { input: Salt::random(), output: Salt::random() };
-    let (proof, _trace, stats) = match privacy {
+    let (proof, trace, stats) = match privacy {
         Privacy::Public => prover.prove(&input, [7; 32], [9; 20], &mut |_, _, _| {})?,
         Privacy::Private => prover.prove_private(&input, &salts, [7; 32], [9; 20], &mut |_, _, _| {})?,
     };
@@ -74,6 +74,12 @@ fn one(dir: &Path, max_segment_rows: usize, privacy: Privacy) -> Result<String> 
             Privacy::Private => commit_salted(&input, &salts.input),
         };
         anyhow::ensure!(publics.input_commitment == expected, "verified commitment mismatch");
+        if privacy == Privacy::Public {
+            // The proven output is the integer inference's.
+            let inferred = tgrid_circuits::infer::run(&model, &input)?;
+            anyhow::ensure!(inferred == trace, "the proven trace differs from the integer inference");
+            anyhow::ensure!(publics.output_commitment == commit(inferred.output()), "verified output mismatch");
+        }
     }
     verify_ms.sort_by(f64::total_cmp);
 
