@@ -44,7 +44,8 @@ pub(crate) struct ResultArgs {
 /// A vocabulary file: `{"tokens": ["a", "b", ...]}`, at most 256 tokens.
 fn load_vocab(path: &std::path::Path) -> Result<Vec<String>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let not_vocab = |why: String| bad_input(anyhow!("{}: not a vocabulary ({{\"tokens\": [...]}}): {why}", path.display()));
+    let not_vocab =
+        |why: String| bad_input(anyhow!("{}: not a vocabulary ({{\"tokens\": [...]}}): {why}", path.display()));
     let value: Value = serde_json::from_str(&text).map_err(|e| not_vocab(e.to_string()))?;
     let tokens: Vec<String> = value
         .get("tokens")
