@@ -56,10 +56,14 @@ pub(crate) enum Fault {
     WeightedSumOffByOne,
     /// A product element's accumulator is claimed one more than its sum of products.
     ProductSumOffByOne,
-    /// LayerNorm: the inverse square root one above its floor (`R²·V` exceeds 2^62).
+    /// LayerNorm: the inverse square root one above its floor (`s·R` exceeds 2^31).
     InvSqrtHigh,
-    /// LayerNorm: the inverse square root one below its floor (`(R+1)²·V` stays within 2^62).
+    /// LayerNorm: the inverse square root one below its floor (`s·(R+1)` stays within 2^31).
     InvSqrtLow,
+    /// LayerNorm: the integer square root one above its floor (`s²` exceeds `V`).
+    IsqrtHigh,
+    /// LayerNorm: the integer square root one below its floor (`(s+1)²` stays within `V`).
+    IsqrtLow,
     /// Softmax: a probability one above the rounded quotient (the remainder goes negative).
     SoftmaxQuotientHigh,
     /// Softmax: a probability one below the rounded quotient (the remainder reaches 2·Σe).
@@ -396,9 +400,11 @@ impl Gadgets {
     }
 
     /// `D_i · R` for a LayerNorm row over the bytes `u` (centered by `offset`):
-    /// `D_i = n·c_i − Σc`, `V = Σ D_i² + eps`, and a witnessed `R ∈ [0, 2^32)` with
-    /// `R²·V ≤ 2^62 < (R+1)²·V`, both gaps proven in `[0, 2^62)`: `R = floor(2^31/√V)`.
-    /// Field arithmetic is integer arithmetic here: `V < 2^50`, `(R+1)²·V < 2^63`.
+    /// `D_i = n·c_i − Σc`, `V = Σ D_i² + eps`; a witnessed `s ∈ [0, 2^26)` with
+    /// `s² ≤ V < (s+1)²` and a witnessed `R ∈ [0, 2^32)` with `s·R ≤ 2^31 < s·(R+1)`, every gap
+    /// proven in `[0, 2^62)`: `s = isqrt(V)`, `R = floor(2^31 / s)`. Every product stays below
+    /// 2^58 (`V < 2^50` by the model's bounds), so field identities are integer identities; a
+    /// single check `R²·V ≤ 2^62` would not be (`R²·V` could wrap around the field).
     pub(crate) fn layer_norm_row(
         &mut self,
         builder: &mut CircuitBuilder<F, D>,
@@ -409,7 +415,10 @@ impl Gadgets {
         #[cfg(test)]
         let fault = self
             .fault
-            .filter(|(at, f)| *at == self.hinted && matches!(f, Fault::InvSqrtHigh | Fault::InvSqrtLow))
+            .filter(|(at, f)| {
+                *at == self.hinted
+                    && matches!(f, Fault::InvSqrtHigh | Fault::InvSqrtLow | Fault::IsqrtHigh | Fault::IsqrtLow)
+            })
             .map(|(_, f)| f);
         let n = F::from_canonical_usize(u.len());
         let centered: Vec<Target> = u.iter().map(|b| builder.add_const(b.0, field_of(-offset))).collect();
@@ -421,41 +430,49 @@ impl Gadgets {
             squares = builder.mul_add(x, x, squares);
         }
         let v = builder.add_const(squares, F::from_canonical_u64(eps));
-        let r = builder.add_virtual_target();
+        let (s, r) = (builder.add_virtual_target(), builder.add_virtual_target());
         builder.add_simple_generator(InvSqrtHint {
             v,
+            s,
             r,
             #[cfg(test)]
             fault,
         });
-        let r_bytes = builder.add_virtual_targets(4);
-        builder.add_simple_generator(BytesHint { value: r, bytes: r_bytes.clone() });
-        let r_checked: Vec<ByteTarget> = r_bytes.iter().map(|&t| self.range_check_byte(builder, t)).collect();
-        let r_packed = pack_bytes(builder, &r_checked);
-        builder.connect(r_packed, r);
-        let limit = 1u64 << (2 * crate::model::INV_SQRT_BITS);
-        let r_squared = builder.mul(r, r);
-        let q = builder.mul(r_squared, v);
-        let limit_target = builder.constant(F::from_canonical_u64(limit));
-        let below = builder.sub(limit_target, q);
-        self.range_check_62_bits(builder, below);
-        // (R+1)²·V − 2^62 − 1 = R²·V + (2R+1)·V − 2^62 − 1
-        let two_r_one = builder.mul_const_add(F::TWO, r, one);
-        let extra = builder.mul(two_r_one, v);
-        let next = builder.add(q, extra);
-        let above = builder.add_const(next, -F::from_canonical_u64(limit + 1));
-        self.range_check_62_bits(builder, above);
+        self.range_check_bits(builder, s, 26);
+        self.range_check_bits(builder, r, 32);
+        // s² ≤ V < (s+1)²
+        let s_squared = builder.mul(s, s);
+        let below = builder.sub(v, s_squared);
+        self.range_check_bits(builder, below, 62);
+        let two_s_one = builder.mul_const_add(F::TWO, s, one);
+        let next_square = builder.add(s_squared, two_s_one);
+        let next_minus_v = builder.sub(next_square, v);
+        let above = builder.sub(next_minus_v, one);
+        self.range_check_bits(builder, above, 62);
+        // s·R ≤ 2^31 < s·(R+1)
+        let limit = builder.constant(F::from_canonical_u64(1 << crate::model::INV_SQRT_BITS));
+        let s_r = builder.mul(s, r);
+        let room = builder.sub(limit, s_r);
+        self.range_check_bits(builder, room, 62);
+        let s_r_s = builder.add(s_r, s);
+        let past = builder.sub(s_r_s, limit);
+        let past = builder.sub(past, one);
+        self.range_check_bits(builder, past, 62);
         d.iter().map(|&x| builder.mul(x, r)).collect()
     }
 
-    /// Proves `v ∈ [0, 2^62)`: eight bytes that pack to `v`, the top one below 64 (4× it is a
-    /// byte too).
-    fn range_check_62_bits(&mut self, builder: &mut CircuitBuilder<F, D>, v: Target) {
-        let bytes = builder.add_virtual_targets(8);
+    /// Proves `v ∈ [0, 2^bits)` (`bits ≤ 62`): bytes that pack to `v`, the top one scaled so
+    /// that it is a byte only below its bit budget.
+    fn range_check_bits(&mut self, builder: &mut CircuitBuilder<F, D>, v: Target, bits: usize) {
+        let count = bits.div_ceil(8);
+        let bytes = builder.add_virtual_targets(count);
         builder.add_simple_generator(BytesHint { value: v, bytes: bytes.clone() });
         let checked: Vec<ByteTarget> = bytes.iter().map(|&b| self.range_check_byte(builder, b)).collect();
-        let top_times_four = builder.mul_const(F::from_canonical_u64(4), bytes[7]);
-        self.range_check_byte(builder, top_times_four);
+        let spare = 8 * count - bits;
+        if spare > 0 {
+            let scaled = builder.mul_const(F::from_canonical_u64(1 << spare), bytes[count - 1]);
+            self.range_check_byte(builder, scaled);
+        }
         let packed = pack_bytes(builder, &checked);
         builder.connect(packed, v);
     }
@@ -684,10 +701,11 @@ fn write_bytes(out: &mut GeneratedValues<F>, targets: &[Target], mut value: u128
     Ok(())
 }
 
-/// Writes `R = floor(2^31 / √V)` for a LayerNorm row.
+/// Writes `s = isqrt(V)` and `R = floor(2^31 / s)` for a LayerNorm row.
 #[derive(Debug, Clone)]
 struct InvSqrtHint {
     v: Target,
+    s: Target,
     r: Target,
     #[cfg(test)]
     fault: Option<Fault>,
@@ -705,24 +723,35 @@ impl SimpleGenerator<F, D> for InvSqrtHint {
     fn run_once(&self, witness: &PartitionWitness<'_, F>, out: &mut GeneratedValues<F>) -> anyhow::Result<()> {
         let v = witness.get_target(self.v).to_canonical_u64().max(1);
         #[allow(unused_mut)]
-        let mut r = crate::infer::inv_sqrt(v);
+        let mut s = crate::infer::isqrt(v);
+        #[cfg(test)]
+        match self.fault {
+            Some(Fault::IsqrtHigh) => s += 1,
+            Some(Fault::IsqrtLow) => s -= 1,
+            _ => {}
+        }
+        #[allow(unused_mut)]
+        let mut r = (1u64 << crate::model::INV_SQRT_BITS) / s.max(1);
         #[cfg(test)]
         match self.fault {
             Some(Fault::InvSqrtHigh) => r += 1,
             Some(Fault::InvSqrtLow) => r -= 1,
             _ => {}
         }
+        out.set_target(self.s, F::from_canonical_u64(s))?;
         out.set_target(self.r, F::from_canonical_u64(r))
     }
 
     fn serialize(&self, dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {
         dst.write_target(self.v)?;
+        dst.write_target(self.s)?;
         dst.write_target(self.r)
     }
 
     fn deserialize(src: &mut Buffer<'_>, _common: &CommonCircuitData<F, D>) -> IoResult<Self> {
         Ok(Self {
             v: src.read_target()?,
+            s: src.read_target()?,
             r: src.read_target()?,
             #[cfg(test)]
             fault: None,

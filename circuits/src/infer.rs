@@ -35,18 +35,21 @@ pub(crate) fn softmax_row(u: &[u8], exp: &[u16]) -> Vec<u8> {
     e.iter().map(|&e| ((510 * e + s) / (2 * s)) as u8).collect()
 }
 
-/// `R = floor(2^31 / √v)`: the largest `R` with `R²·v ≤ 2^62` (`v ≥ 1`).
+/// `floor(√v)`, exactly.
+pub(crate) fn isqrt(v: u64) -> u64 {
+    let mut s = (v as f64).sqrt() as u64;
+    while s * s > v {
+        s -= 1;
+    }
+    while (s + 1) * (s + 1) <= v {
+        s += 1;
+    }
+    s
+}
+
+/// `R = floor(2^31 / isqrt(v))` (`v ≥ 1`): the LayerNorm's inverse square root.
 pub(crate) fn inv_sqrt(v: u64) -> u64 {
-    let limit = 1u128 << (2 * crate::model::INV_SQRT_BITS);
-    let fits = |r: u64| u128::from(r) * u128::from(r) * u128::from(v) <= limit;
-    let mut r = ((limit as f64).sqrt() / (v as f64).sqrt()) as u64;
-    while !fits(r) {
-        r -= 1;
-    }
-    while fits(r + 1) {
-        r += 1;
-    }
-    r
+    (1u64 << crate::model::INV_SQRT_BITS) / isqrt(v).max(1)
 }
 
 /// `D_i · R` for every cell of a LayerNorm row of centered values `c`: `D_i = n·c_i − Σc`,

@@ -343,7 +343,8 @@ pub(crate) fn product_layout(k: usize, requant: Requant) -> Result<AffineLayout,
     affine_layout(bound, &[], requant)
 }
 
-/// The layout of a LayerNorm element: `|D_i · R| ≤ 2^31` (as `D_i² ≤ V`), so the accumulator
+/// The layout of a LayerNorm element: `|D_i · R| ≤ 2^31` (`D_i² ≤ V`, so `|D_i| ≤ isqrt(V) = s`,
+/// and `s·R ≤ 2^31`), so the accumulator
 /// `D_i·R·gamma + beta` is bounded by `2^31·|gamma| + |beta|`.
 pub(crate) fn layer_norm_layout(gamma: i64, beta: i64, requant: Requant) -> Result<AffineLayout, String> {
     let bound =

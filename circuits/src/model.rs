@@ -155,7 +155,7 @@ pub enum Op {
     },
     /// LayerNorm over the last axis, exact in integers (docs/quantization.md): per row of `n`
     /// centered values `c_i`, `D_i = n·c_i − Σc`, `V = Σ D_i² + eps`, the proven inverse square
-    /// root `R = floor(2^31 / √V)`, and `y_i = requant(D_i · R · gamma[i] + beta[i])`.
+    /// root `R = floor(2^31 / isqrt(V))`, and `y_i = requant(D_i · R · gamma[i] + beta[i])`.
     LayerNorm {
         /// Per channel (the last axis): `γ·√n / s_out` in fixed point.
         gamma: Vec<i32>,
@@ -193,7 +193,7 @@ pub const SOFTMAX_Q: QParams = QParams { scale: 1.0 / 255.0, zero_point: -128 };
 pub const MAX_LAYER_NORM_ROW: usize = 1024;
 /// Largest LayerNorm `eps` (integer form).
 pub const MAX_LAYER_NORM_EPS: u64 = 1 << 49;
-/// Bits of the LayerNorm inverse square root: `R = floor(2^31 / √V)`, so `R²·V ≤ 2^62`.
+/// Bits of the LayerNorm inverse square root: `R = floor(2^31 / isqrt(V))`, so `|D_i·R| ≤ 2^31`.
 pub const INV_SQRT_BITS: u32 = 31;
 
 /// Longest Softmax row: keeps the row sum of 16-bit exponentials and twice it below 2^32.

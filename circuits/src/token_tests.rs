@@ -215,8 +215,9 @@ fn layer_norm_constraints_reject_a_wrong_inverse_square_root_or_output() {
     let model = crate::testing::layer_norm_model(23);
     // Node 0 has rows of 8 (rows start at hinted 0, 8, 16), node 2 rows of 4.
     for (node, start) in [(0, 0), (0, 8), (2, 4)] {
-        assert_fault_rejected(&model, node, start, Fault::InvSqrtHigh);
-        assert_fault_rejected(&model, node, start, Fault::InvSqrtLow);
+        for fault in [Fault::InvSqrtHigh, Fault::InvSqrtLow, Fault::IsqrtHigh, Fault::IsqrtLow] {
+            assert_fault_rejected(&model, node, start, fault);
+        }
     }
     for (node, which) in [(0, 3), (2, 10)] {
         assert_fault_rejected(&model, node, which, Fault::ClampOffByOne);
