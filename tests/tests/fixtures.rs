@@ -350,3 +350,38 @@ fn external_data_must_stay_in_the_model_directory_and_in_range() {
     std::fs::write(dir.path().join("model_dynamo.onnx.data"), &data).unwrap();
     import_onnx(&dir.path().join("model_dynamo.onnx")).unwrap();
 }
+
+/// Hostile or damaged exports: every single-byte change of the PyTorch files imports (and, when
+/// it imports, quantizes) to a model or a clear error, never a panic.
+#[test]
+fn damaged_torch_exports_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = tgrid_circuits::testing::SplitMix64(0xbad);
+    for (name, file) in
+        [("mixer", "model.onnx"), ("vit", "model.onnx"), ("gpt", "model.onnx"), ("vit", "model_dynamo.onnx")]
+    {
+        let original = std::fs::read(fixture(name).join(file)).unwrap();
+        let cal = InputData::from_path(&fixture(name).join("calibration.json")).unwrap();
+        let samples = &cal.input_data[..2];
+        if file == "model_dynamo.onnx" {
+            std::fs::copy(fixture(name).join("model_dynamo.onnx.data"), dir.path().join("model_dynamo.onnx.data"))
+                .unwrap();
+        }
+        let (mut imported, mut quantized) = (0, 0);
+        for _ in 0..150 {
+            let mut bytes = original.clone();
+            let at = (rng.next_u64() % bytes.len() as u64) as usize;
+            bytes[at] = rng.next_u64() as u8;
+            let path = dir.path().join(file);
+            std::fs::write(&path, &bytes).unwrap();
+            let outcome = std::panic::catch_unwind(|| {
+                let Ok((graph, _)) = import_onnx(&path) else { return (false, false) };
+                (true, quantize_model(&graph, samples).is_ok())
+            });
+            let (i, q) = outcome.unwrap_or_else(|_| panic!("{name}/{file} with byte {at} changed: a panic"));
+            imported += usize::from(i);
+            quantized += usize::from(q);
+        }
+        eprintln!("{name}/{file}: 150 damaged copies, {imported} imported, {quantized} quantized");
+    }
+}

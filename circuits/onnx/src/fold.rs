@@ -107,9 +107,14 @@ pub(crate) fn fold(cx: &Ctx<'_>, inputs: &[Option<&Const>]) -> Result<Vec<Const>
             let (start, limit, delta) = (scalar(0)?, scalar(1)?, scalar(2)?);
             match (start.ints(), limit.ints(), delta.ints()) {
                 (Some([s]), Some([l]), Some([d])) if *d != 0 => {
-                    let n = ((l - s) as f64 / *d as f64).ceil().max(0.0) as usize;
+                    let span = l.checked_sub(*s).ok_or_else(|| cx.invalid("Range bounds overflow"))?;
+                    let n = (span as f64 / *d as f64).ceil().max(0.0) as usize;
                     count(&[n]).map_err(bad)?;
-                    Const::Ints(Tensor { dims: vec![n], data: (0..n as i64).map(|i| s + i * d).collect() })
+                    let values = (0..n as i64)
+                        .map(|i| i.checked_mul(*d).and_then(|x| s.checked_add(x)))
+                        .collect::<Option<Vec<i64>>>()
+                        .ok_or_else(|| cx.invalid("Range values overflow"))?;
+                    Const::Ints(Tensor { dims: vec![n], data: values })
                 }
                 _ => return Err(cx.unsupported("Range of anything but integer scalars")),
             }
