@@ -60,7 +60,12 @@ pub(crate) struct Importer<'a> {
     /// Tensors a −∞ mask was applied to, waiting for the Softmax that reads them: the tensor
     /// and which of its cells are kept.
     pub masks: HashMap<String, (usize, Vec<bool>)>,
+    /// Version of the default ONNX operator set the model imports.
+    pub opset: i64,
 }
+
+/// The operator set assumed when a model names none.
+const DEFAULT_OPSET: i64 = 13;
 
 /// The graph's shape of a tensor of ONNX shape `full`: without the batch dimension.
 pub(crate) fn strip_batch(full: &[usize]) -> Vec<usize> {
@@ -179,6 +184,12 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
     }
 
     let tokens = matches!(input_elem_type(input), Some(6 | 7));
+    // The default opset's version decides a few attribute defaults (Softmax's axis).
+    let opset = proto
+        .opset_import
+        .iter()
+        .find(|o| o.domain.is_empty() || o.domain == "ai.onnx")
+        .map_or(DEFAULT_OPSET, |o| o.version);
     let mut im = Importer {
         g: FloatGraph { name, input_shape: strip_batch(&input_full), tokens, nodes: Vec::new() },
         full: vec![input_full],
@@ -189,6 +200,7 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         outputs: outputs.clone(),
         warnings: Vec::new(),
         masks: HashMap::new(),
+        opset,
     };
     for (ni, node) in graph.node.iter().enumerate() {
         let cx = Ctx { node };
@@ -216,6 +228,18 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
 }
 
 impl<'a> Importer<'a> {
+    /// Softmax's axis: opset 13 and later default to the last axis; before, to axis 1, over which
+    /// the input was flattened — the same thing only when axis 1 is the last.
+    pub fn softmax_axis(&self, cx: &Ctx<'_>, rank: usize) -> Result<usize> {
+        let last = rank as i64 - 1;
+        let axis = cx.int("axis", if self.opset >= 13 { -1 } else { 1 });
+        let axis = if axis < 0 { axis + rank as i64 } else { axis };
+        if axis != last {
+            return Err(cx.unsupported(format!("Softmax over axis {axis} of a rank-{rank} tensor: only the last axis")));
+        }
+        Ok(axis as usize)
+    }
+
     /// Appends a node with ONNX shape `full`; returns its tensor.
     pub fn push(&mut self, name: String, op: FloatOp, inputs: Vec<usize>, full: Vec<usize>) -> usize {
         let shape = strip_batch(&full);

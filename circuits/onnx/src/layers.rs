@@ -65,13 +65,7 @@ pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Resul
             let x = im.data_in(cx, 0)?;
             if !(is_last && im.outputs.contains(&out)) {
                 let full = im.full[x].clone();
-                // Opset 13+: one axis (default last); before, it flattened from `axis` (default 1).
-                let last = full.len() as i64 - 1;
-                let axis_ = cx.int("axis", -1);
-                let ok = axis_ == -1 || axis_ == last;
-                if !ok {
-                    return Err(cx.unsupported(format!("Softmax over axis {axis_} of {full:?}: only the last axis")));
-                }
+                im.softmax_axis(cx, full.len())?;
                 let t = im.push(cx.name(), FloatOp::Softmax { keep: Vec::new() }, vec![x], full);
                 im.alias(out, t);
                 return Ok(());
@@ -219,11 +213,7 @@ fn record_mask(im: &mut Importer<'_>, cx: &Ctx<'_>, x: usize, keep: Tensor<bool>
 /// (it covers the last two) and keep a cell of every row.
 fn masked_softmax(im: &mut Importer<'_>, cx: &Ctx<'_>, x: usize, keep: Vec<bool>) -> Result<()> {
     let full = im.full[x].clone();
-    let last = full.len() as i64 - 1;
-    let axis_ = cx.int("axis", -1);
-    if axis_ != -1 && axis_ != last {
-        return Err(cx.unsupported(format!("Softmax over axis {axis_} of {full:?}: only the last axis")));
-    }
+    im.softmax_axis(cx, full.len())?;
     let n = *full.last().expect("rank >= 1");
     let pattern = if full.len() >= 2 { n * full[full.len() - 2] } else { n };
     if keep.iter().enumerate().any(|(i, &k)| k != keep[i % pattern]) {
