@@ -1,0 +1,170 @@
+//! A Softmax row: a proven maximum, exponentials by table lookup, and rounded division by
+//! their sum (docs/quantization.md).
+
+use std::sync::Arc;
+
+use plonky2::field::types::{Field, PrimeField64};
+use plonky2::iop::generator::{GeneratedValues, SimpleGenerator};
+use plonky2::iop::target::Target;
+use plonky2::iop::witness::{PartitionWitness, Witness, WitnessWrite};
+use plonky2::plonk::circuit_builder::CircuitBuilder;
+use plonky2::plonk::circuit_data::CommonCircuitData;
+use plonky2::util::serialization::{Buffer, IoResult, Read, Write};
+
+#[cfg(test)]
+use super::Fault;
+use super::MaxHint;
+use super::{field_of, pack_bytes, write_bytes, ByteTarget, Gadgets};
+use crate::{D, F};
+
+impl Gadgets {
+    /// The outputs (offset-form probabilities) of a softmax row over the bytes `u`:
+    /// - a witnessed maximum `m` with `d_j = m − u_j` a row of the exponential table (so
+    ///   `d_j ∈ [0, 255]`, `m ≥ u_j`) and `Π d_j = 0` (`m` is one of the `u_j`);
+    /// - `e_j = exp[d_j]` by that lookup, `S = Σ e_j`;
+    /// - per cell a witnessed `q_j` (a byte) and remainder `r_j` with
+    ///   `510·e_j + S = 2S·q_j + r_j` and `r_j`, `2S − 1 − r_j` both in 4 bytes, i.e.
+    ///   `q_j = floor((510·e_j + S) / 2S)`, the rounded `255·e_j/S`.
+    pub(crate) fn softmax_row(
+        &mut self,
+        builder: &mut CircuitBuilder<F, D>,
+        u: &[ByteTarget],
+        exp: &[u16],
+    ) -> Vec<ByteTarget> {
+        let table = *self.exp_tables.entry(exp.to_vec()).or_insert_with(|| {
+            let pairs: Vec<(u16, u16)> = (0..256u16).map(|d| (d, exp[usize::from(d)])).collect();
+            builder.add_lookup_table_from_pairs(Arc::new(pairs))
+        });
+        // A fault aimed at the row's first cell may also hit the maximum.
+        #[cfg(test)]
+        let max_fault = self.fault.filter(|(at, _)| *at == self.hinted).map(|(_, f)| f);
+        #[cfg(test)]
+        let row_cut = self.cut && matches!(max_fault, Some(Fault::MaxTooLarge | Fault::MaxTooSmall));
+        #[cfg(not(test))]
+        let row_cut = false;
+        let m = builder.add_virtual_target();
+        let inputs: Vec<Target> = u.iter().map(|b| b.0).collect();
+        builder.add_simple_generator(MaxHint {
+            inputs: inputs.clone(),
+            output: m,
+            #[cfg(test)]
+            fault: max_fault.filter(|f| matches!(f, Fault::MaxTooLarge | Fault::MaxTooSmall)),
+        });
+        let mut product = builder.one();
+        let mut e = Vec::with_capacity(u.len());
+        for &x in &inputs {
+            let d = builder.sub(m, x);
+            e.push(builder.add_lookup_from_index(d, table));
+            product = builder.mul(product, d);
+        }
+        if !row_cut {
+            let zero = builder.zero();
+            builder.connect(product, zero);
+        }
+        let sum = builder.add_many(&e);
+        let two_sum = builder.add(sum, sum);
+        let one = builder.one();
+        e.iter()
+            .map(|&e_j| {
+                let fault = self.take_fault();
+                let q = builder.add_virtual_target();
+                let r_bytes = builder.add_virtual_targets(4);
+                let t_bytes = builder.add_virtual_targets(4);
+                builder.add_simple_generator(SoftmaxHint {
+                    e: e_j,
+                    sum,
+                    q,
+                    r_bytes: r_bytes.clone(),
+                    t_bytes: t_bytes.clone(),
+                    #[cfg(test)]
+                    fault,
+                });
+                let _ = fault;
+                let r_checked: Vec<ByteTarget> = r_bytes.iter().map(|&t| self.range_check_byte(builder, t)).collect();
+                let t_checked: Vec<ByteTarget> = t_bytes.iter().map(|&t| self.range_check_byte(builder, t)).collect();
+                let r = pack_bytes(builder, &r_checked);
+                let t = pack_bytes(builder, &t_checked);
+                let lhs = builder.mul_const_add(F::from_canonical_u64(510), e_j, sum);
+                let rhs = builder.mul_add(two_sum, q, r);
+                // r + t + 1 = 2S: with both in [0, 2^32), r < 2S.
+                let r_t = builder.add(r, t);
+                let total = builder.add(r_t, one);
+                // A wrong maximum can leave the row sum at 0, where no quotient is consistent:
+                // the malicious prover then ignores the whole row's quotient identities too.
+                #[cfg(test)]
+                let cut = row_cut
+                    || self.cut && matches!(fault, Some(Fault::SoftmaxQuotientHigh | Fault::SoftmaxQuotientLow));
+                #[cfg(not(test))]
+                let cut = row_cut;
+                if !cut {
+                    builder.connect(lhs, rhs);
+                    builder.connect(total, two_sum);
+                }
+                self.range_check_byte(builder, q)
+            })
+            .collect()
+    }
+}
+
+/// Writes a softmax cell's rounded quotient `q = floor((510·e + S) / 2S)`, its remainder
+/// `r` and `2S − 1 − r` as bytes.
+#[derive(Debug, Clone)]
+struct SoftmaxHint {
+    e: Target,
+    sum: Target,
+    q: Target,
+    r_bytes: Vec<Target>,
+    t_bytes: Vec<Target>,
+    #[cfg(test)]
+    fault: Option<Fault>,
+}
+
+impl SimpleGenerator<F, D> for SoftmaxHint {
+    fn id(&self) -> String {
+        "tgrid::SoftmaxHint".into()
+    }
+
+    fn dependencies(&self) -> Vec<Target> {
+        vec![self.e, self.sum]
+    }
+
+    fn run_once(&self, witness: &PartitionWitness<'_, F>, out: &mut GeneratedValues<F>) -> anyhow::Result<()> {
+        let e = i128::from(witness.get_target(self.e).to_canonical_u64());
+        let s = i128::from(witness.get_target(self.sum).to_canonical_u64()).max(1);
+        let numerator = 510 * e + s;
+        #[allow(unused_mut)]
+        let (mut q, mut r) = (numerator / (2 * s), numerator % (2 * s));
+        #[cfg(test)]
+        match self.fault {
+            Some(Fault::SoftmaxQuotientHigh) => (q, r) = (q + 1, r - 2 * s),
+            Some(Fault::SoftmaxQuotientLow) => (q, r) = (q - 1, r + 2 * s),
+            _ => {}
+        }
+        let t = 2 * s - 1 - r;
+        // A faulty remainder outside [0, 2^32) is written as its low 32 bits: the identities
+        // above then fail, which is what the fault tests show.
+        out.set_target(self.q, field_of(q as i64))?;
+        write_bytes(out, &self.r_bytes, (r as u128) & 0xffff_ffff)?;
+        write_bytes(out, &self.t_bytes, (t as u128) & 0xffff_ffff)
+    }
+
+    fn serialize(&self, dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {
+        dst.write_target(self.e)?;
+        dst.write_target(self.sum)?;
+        dst.write_target(self.q)?;
+        dst.write_target_vec(&self.r_bytes)?;
+        dst.write_target_vec(&self.t_bytes)
+    }
+
+    fn deserialize(src: &mut Buffer<'_>, _common: &CommonCircuitData<F, D>) -> IoResult<Self> {
+        Ok(Self {
+            e: src.read_target()?,
+            sum: src.read_target()?,
+            q: src.read_target()?,
+            r_bytes: src.read_target_vec()?,
+            t_bytes: src.read_target_vec()?,
+            #[cfg(test)]
+            fault: None,
+        })
+    }
+}
