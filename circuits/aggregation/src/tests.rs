@@ -205,6 +205,27 @@ fn normalized_circuits_share_one_shape_and_differ_in_digest() {
     assert_ne!(s.normalizers[0].digest(), s.normalizers[1].digest());
 }
 
+/// A transformer-style task proof (token embedding, LayerNorm, causal attention with Softmax,
+/// function tables: several lookup tables) normalizes to the one standard shape and becomes a
+/// leaf of a registry that lists it.
+#[test]
+fn a_language_model_task_normalizes_to_the_standard_shape_and_proves_a_leaf() {
+    let model = tgrid_circuits::testing::language_model(3);
+    let plan = SegmentPlan::default();
+    let prover = TaskProver::new(model.clone(), plan.clone()).unwrap();
+    let tokens: Vec<i8> = [4u8, 8, 1, 5, 9, 2].iter().map(|&id| (id ^ 0x80) as i8).collect();
+    let (proof, _, _) = prover.prove(&tokens, task_id(40), [0x42; 20], &mut |_, _, _| {}).unwrap();
+    let normalizer = Normalizer::new(TaskVerifier::new(&model, &plan).unwrap()).unwrap();
+    assert_eq!(&normalizer.verifier_data().common, crate::shape::NORMALIZED.common());
+    let (publics, norm) = normalizer.normalize(&proof).unwrap();
+    let registry =
+        Registry::new([RegistryEntry { model_id: normalizer.model_id(), normalized_digest: normalizer.digest() }])
+            .unwrap();
+    let leaf = setup().circuits.prove_leaf(&norm, &registry).unwrap();
+    let p = leaf.public_inputs().unwrap();
+    assert_eq!((p.root, p.count), (TaskLeaf::from_publics(&publics).hash(), 1));
+}
+
 #[test]
 fn a_three_task_batch_of_a_public_and_a_private_model_proves_the_contract_root() {
     let s = setup();
