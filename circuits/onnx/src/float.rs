@@ -73,8 +73,12 @@ pub enum FloatOp {
         /// Flat input index of each output element.
         source: Vec<u32>,
     },
-    /// `y = a · b` of two computed tensors `[.., m, k]` and `[.., k, n]`.
-    MatMul,
+    /// `y = alpha · (a · b)` of two computed tensors `[.., m, k]` and `[.., k, n]` (`alpha`: a
+    /// folded scaling, such as attention's `1/√d`).
+    MatMul {
+        /// Constant factor.
+        alpha: f32,
+    },
     /// Softmax over the last axis; `keep` (over the last two axes, empty for all) masks cells
     /// out (probability 0).
     Softmax {
@@ -210,7 +214,7 @@ impl FloatGraph {
                 }
                 FloatOp::Relu => x.iter().map(|&v| v.max(0.0)).collect(),
                 FloatOp::Reshape => x.clone(),
-                FloatOp::MatMul => {
+                FloatOp::MatMul { alpha } => {
                     let (a_shape, b) = (in_shape, &ts[n.inputs[1]]);
                     let rank = a_shape.len();
                     let (m, k) = (a_shape[rank - 2], a_shape[rank - 1]);
@@ -222,7 +226,7 @@ impl FloatGraph {
                                 let s: f64 = (0..k)
                                     .map(|j| f64::from(x[(g * m + r) * k + j]) * f64::from(b[(g * k + j) * cols + c]))
                                     .sum();
-                                y[(g * m + r) * cols + c] = s as f32;
+                                y[(g * m + r) * cols + c] = (s * f64::from(*alpha)) as f32;
                             }
                         }
                     }

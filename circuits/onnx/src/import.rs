@@ -400,6 +400,18 @@ impl<'a> Importer<'a> {
             _ => None,
         };
         let Some((base, f)) = fused else { return Ok(false) };
+        // A positive scaling right after a product of two tensors folds into its requantization
+        // (one rounding instead of two).
+        if let Some(factor) = Self::positive_scaling(&f) {
+            let name = if self.is_const(cx, 0) { input(1) } else { input(0) };
+            let on_layer =
+                self.tensor_of.get(name).is_some_and(|&t| self.foldable(t, name)) && base == self.g.nodes.len();
+            if let (true, FloatOp::MatMul { alpha }) = (on_layer, &mut self.g.nodes[base - 1].op) {
+                *alpha *= factor as f32;
+                self.alias(&out, base);
+                return Ok(true);
+            }
+        }
         // A bias added right after a layer folds into the layer (layers.rs), not into a table.
         if b == Binary::Add {
             let operand_name = if self.is_const(cx, 0) { input(1) } else { input(0) };
@@ -410,6 +422,22 @@ impl<'a> Importer<'a> {
         }
         self.pending.insert(out, Pending { base, f, name: cx.name() });
         Ok(true)
+    }
+
+    /// The factor of `x · c` or `x / c` with a positive finite result, if `f` is one.
+    fn positive_scaling(f: &Expr) -> Option<f64> {
+        let factor = match f {
+            Expr::Binary(Binary::Mul, a, b) => match (a.as_ref(), b.as_ref()) {
+                (Expr::Input, Expr::Const(c)) | (Expr::Const(c), Expr::Input) => *c,
+                _ => return None,
+            },
+            Expr::Binary(Binary::Div, a, b) => match (a.as_ref(), b.as_ref()) {
+                (Expr::Input, Expr::Const(c)) => 1.0 / c,
+                _ => return None,
+            },
+            _ => return None,
+        };
+        (factor.is_finite() && factor > 0.0).then_some(factor)
     }
 
     /// A data-movement op on an activation: the identity keeps the tensor, a pure reshape

@@ -280,7 +280,7 @@ fn product(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     if crate::import::strip_batch(&fa).len() < 2 {
         return Err(cx.unsupported(format!("MatMul of {fa:?}: the batch axis cannot be a matrix axis")));
     }
-    let t = im.push(cx.name(), FloatOp::MatMul, vec![a, b], out);
+    let t = im.push(cx.name(), FloatOp::MatMul { alpha: 1.0 }, vec![a, b], out);
     im.alias(&cx.node.output[0], t);
     Ok(())
 }

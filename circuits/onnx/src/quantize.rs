@@ -288,11 +288,18 @@ pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<Qu
                     .collect();
                 (Op::Softmax { exp, keep: keep.clone() }, tgrid_circuits::SOFTMAX_Q)
             }
-            FloatOp::MatMul => {
+            FloatOp::MatMul { alpha } => {
                 let qb = qs[n.inputs[1]];
                 let a_shape = graph.shape(n.inputs[0]);
                 let k = a_shape[a_shape.len() - 1] as u128;
-                let m = f64::from(in_q.scale) * f64::from(qb.scale) / f64::from(observed.scale);
+                let m = f64::from(in_q.scale) * f64::from(qb.scale) * f64::from(*alpha) / f64::from(observed.scale);
+                if !(m.is_finite() && m > 0.0) {
+                    return Err(Error::InvalidNode {
+                        op: "MatMul".into(),
+                        node: n.name.clone(),
+                        reason: format!("scaling by {alpha} is not a positive finite factor"),
+                    });
+                }
                 let requant = requant_for(m, k * 255 * 255).map_err(|why| Error::InvalidNode {
                     op: "MatMul".into(),
                     node: n.name.clone(),
