@@ -385,3 +385,72 @@ fn damaged_torch_exports_never_panic() {
         eprintln!("{name}/{file}: 150 damaged copies, {imported} imported, {quantized} quantized");
     }
 }
+
+/// A graph written here: `output = Gemm(input · 0.5, W, b)`, the scaling applied to the model
+/// input itself (no layer before it to fold into): it becomes a table, and the model works.
+#[test]
+fn a_scaling_of_the_model_input_imports_as_a_table() {
+    use prost::Message;
+    use tract_onnx::pb;
+    let tensor = |name: &str, dims: Vec<i64>, values: Vec<f32>| pb::TensorProto {
+        name: name.into(),
+        dims,
+        data_type: 1,
+        float_data: values,
+        ..Default::default()
+    };
+    let float_value = |name: &str, dims: &[i64]| {
+        use pb::tensor_shape_proto::{dimension::Value as Dim, Dimension};
+        let shape = pb::TensorShapeProto {
+            dim: dims.iter().map(|&d| Dimension { value: Some(Dim::DimValue(d)), ..Default::default() }).collect(),
+        };
+        pb::ValueInfoProto {
+            name: name.into(),
+            r#type: Some(pb::TypeProto {
+                value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
+                    elem_type: 1,
+                    shape: Some(shape),
+                })),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    };
+    let node = |op: &str, inputs: &[&str], output: &str| pb::NodeProto {
+        op_type: op.into(),
+        name: format!("{op}_0"),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![output.into()],
+        ..Default::default()
+    };
+    let graph = pb::GraphProto {
+        name: "scaled".into(),
+        node: vec![node("Mul", &["input", "half"], "scaled"), node("Gemm", &["scaled", "w", "b"], "output")],
+        initializer: vec![
+            tensor("half", vec![], vec![0.5]),
+            tensor("w", vec![4, 3], (0..12).map(|i| i as f32 / 10.0 - 0.5).collect()),
+            tensor("b", vec![3], vec![0.1, -0.2, 0.3]),
+        ],
+        input: vec![float_value("input", &[1, 4])],
+        output: vec![float_value("output", &[1, 3])],
+        ..Default::default()
+    };
+    let model = pb::ModelProto {
+        ir_version: 8,
+        opset_import: vec![pb::OperatorSetIdProto { domain: String::new(), version: 17 }],
+        graph: Some(graph),
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scaled.onnx");
+    std::fs::write(&path, model.encode_to_vec()).unwrap();
+    let (graph, _) = import_onnx(&path).unwrap();
+    let samples: Vec<Vec<f32>> = (0..8).map(|i| (0..4).map(|j| (i * 4 + j) as f32 / 32.0).collect()).collect();
+    let quant = quantize_model(&graph, &samples).unwrap();
+    assert_eq!(quant.nodes.iter().map(|n| n.op.kind()).collect::<Vec<_>>(), ["Table", "Dense"]);
+    let reference = tract_reference(&path, &graph, &samples).unwrap();
+    for (x, r) in samples.iter().zip(&reference) {
+        let ours = graph.run(x).pop().unwrap();
+        assert!(ours.iter().zip(r).all(|(a, b)| (a - b).abs() < 1e-5), "{ours:?} vs {r:?}");
+    }
+}

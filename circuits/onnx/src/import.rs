@@ -404,12 +404,15 @@ impl<'a> Importer<'a> {
         // (one rounding instead of two).
         if let Some(factor) = Self::positive_scaling(&f) {
             let name = if self.is_const(cx, 0) { input(1) } else { input(0) };
+            // `foldable` implies `base > 0`: the model input has no producer to fold into.
             let on_layer =
                 self.tensor_of.get(name).is_some_and(|&t| self.foldable(t, name)) && base == self.g.nodes.len();
-            if let (true, FloatOp::MatMul { alpha }) = (on_layer, &mut self.g.nodes[base - 1].op) {
-                *alpha *= factor as f32;
-                self.alias(&out, base);
-                return Ok(true);
+            if on_layer {
+                if let FloatOp::MatMul { alpha } = &mut self.g.nodes[base - 1].op {
+                    *alpha *= factor as f32;
+                    self.alias(&out, base);
+                    return Ok(true);
+                }
             }
         }
         // A bias added right after a layer folds into the layer (layers.rs), not into a table.
