@@ -400,13 +400,14 @@ impl<'a> Importer<'a> {
             _ => None,
         };
         let Some((base, f)) = fused else { return Ok(false) };
+        // The computed operand is the last layer's own output, read only here (`foldable` implies
+        // `base > 0`: the model input has no producer to fold into).
+        let operand = if self.is_const(cx, 0) { input(1) } else { input(0) };
+        let on_layer =
+            self.tensor_of.get(operand).is_some_and(|&t| self.foldable(t, operand)) && base == self.g.nodes.len();
         // A positive scaling right after a product of two tensors folds into its requantization
         // (one rounding instead of two).
         if let Some(factor) = Self::positive_scaling(&f) {
-            let name = if self.is_const(cx, 0) { input(1) } else { input(0) };
-            // `foldable` implies `base > 0`: the model input has no producer to fold into.
-            let on_layer =
-                self.tensor_of.get(name).is_some_and(|&t| self.foldable(t, name)) && base == self.g.nodes.len();
             if on_layer {
                 if let FloatOp::MatMul { alpha } = &mut self.g.nodes[base - 1].op {
                     *alpha *= factor as f32;
@@ -416,12 +417,8 @@ impl<'a> Importer<'a> {
             }
         }
         // A bias added right after a layer folds into the layer (layers.rs), not into a table.
-        if b == Binary::Add {
-            let operand_name = if self.is_const(cx, 0) { input(1) } else { input(0) };
-            let on_layer = self.tensor_of.get(operand_name).is_some_and(|&t| self.foldable(t, operand_name));
-            if on_layer && crate::layers::takes_bias(&self.g.nodes[base - 1].op) && base == self.g.nodes.len() {
-                return Ok(false);
-            }
+        if b == Binary::Add && on_layer && crate::layers::takes_bias(&self.g.nodes[base - 1].op) {
+            return Ok(false);
         }
         self.pending.insert(out, Pending { base, f, name: cx.name() });
         Ok(true)
