@@ -224,7 +224,7 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
     if out != im.g.nodes.len() || out == 0 {
         return Err(read_err("the graph output must be the last computed tensor".into()));
     }
-    Ok((im.g, im.warnings))
+    Ok((crate::prune::prune_rows(im.g), im.warnings))
 }
 
 impl<'a> Importer<'a> {

@@ -15,12 +15,14 @@ mod import;
 mod layers;
 mod layout;
 mod node;
+mod prune;
 mod quantize;
 mod tensor;
 
 pub use elementwise::{Binary, Expr, Unary};
 pub use float::{FloatGraph, FloatNode, FloatOp};
 pub use import::import_onnx;
+pub use prune::prune_rows;
 pub use quantize::{argmax, quantize_model, CalibrationReport};
 
 use std::path::Path;
