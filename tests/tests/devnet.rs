@@ -19,11 +19,8 @@ mod fault_proxy;
 // The sequencer tests' NATS broker, for the aggregation workers.
 #[path = "../../rollup-sequencer/tests/nats/mod.rs"]
 mod nats;
+mod support;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use alloy::primitives::{Address, B256, U256};
@@ -33,134 +30,7 @@ use tgrid_chain::bindings::IERC20;
 use tgrid_chain::market::{Acceptance, Market, MarketDomain, RelayClient, SignedOrder, SignedReceipt};
 use tgrid_chain::{Devnet, DevnetConfig};
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-/// A workspace binary; `cargo test --workspace` (what `make test` runs) builds them all first.
-async fn http_get(url: &str) -> String {
-    alloy::transports::http::reqwest::get(url).await.unwrap().text().await.unwrap()
-}
-
-fn bin(name: &str) -> PathBuf {
-    let dir = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf();
-    let path = dir.join(name);
-    assert!(path.exists(), "{} is missing: run the tests with `cargo test --workspace`", path.display());
-    path
-}
-
-/// Runs a command to completion.
-fn run(program: &str, args: &[&str], env: &[(&str, String)]) -> Output {
-    Command::new(bin(program))
-        .args(args)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .current_dir(repo_root())
-        .output()
-        .unwrap()
-}
-
-/// Runs a command that must succeed with `--json`; returns its last stdout line as JSON.
-fn json(program: &str, args: &[&str], env: &[(&str, String)]) -> Value {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    let out = run(program, &all, env);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{program} {args:?} failed ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
-}
-
-/// The test-FRI devnet key: its id and verifying-key words.
-fn wrap_key(keys: &Path) -> (String, String) {
-    let v = json(
-        "tgrid-sequencer",
-        &["key", "--insecure-devnet-key", "--fri", "insecure-test", "--keys-dir", keys.to_str().unwrap()],
-        &[],
-    );
-    assert_eq!(v["insecure"], true);
-    let words: Vec<&str> = v["verifying_key_words"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
-    (v["id"].as_str().unwrap().into(), words.join(","))
-}
-
-/// A long-running child, killed when dropped; its stdout lines arrive on a channel.
-struct Service {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Service {
-    fn start(program: &str, args: &[&str], env: &[(String, String)], log: &Path) -> Self {
-        let mut child = Command::new(bin(program))
-            .args(args)
-            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .env("RUST_LOG", "info")
-            .current_dir(repo_root())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(log).unwrap())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self { child, lines }
-    }
-
-    /// The next stdout line parsed as JSON, within `limit`.
-    fn next_json(&self, limit: Duration, what: &str) -> Value {
-        let line = self.lines.recv_timeout(limit).unwrap_or_else(|e| panic!("no {what} within {limit:?}: {e}"));
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{what}: {e}: {line:?}"))
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Proposes with `tgrid`, then votes, queues and executes, moving anvil's clock as needed.
-fn pass_proposal(env: &[(&str, String)], propose: &[&str]) -> Value {
-    let mut args = vec!["dao", "propose"];
-    args.extend_from_slice(propose);
-    let proposal = json("tgrid", &args, env);
-    let id = proposal["proposal_id"].as_str().unwrap().to_string();
-    json("tgrid", &["devnet", "advance-time", "--voting-open", &id], env);
-    json("tgrid", &["dao", "vote", &id], env);
-    json("tgrid", &["devnet", "advance-time", "--past-voting", &id], env);
-    json("tgrid", &["dao", "queue", &id], env);
-    json("tgrid", &["devnet", "advance-time", "--past-timelock", &id], env);
-    json("tgrid", &["dao", "execute", &id], env);
-    let status = json("tgrid", &["dao", "status", &id], env);
-    assert_eq!(status["state"], "executed", "{status}");
-    proposal
-}
-
-/// Waits for the daemon's events until `done` says enough; returns them all.
-fn events_until(service: &Service, limit: Duration, what: &str, mut done: impl FnMut(&[Value]) -> bool) -> Vec<Value> {
-    let started = Instant::now();
-    let mut events = Vec::new();
-    while !done(&events) {
-        let left = limit.saturating_sub(started.elapsed());
-        assert!(!left.is_zero(), "{what}: not within {limit:?}; events so far: {events:?}");
-        events.push(service.next_json(left, what));
-    }
-    events
-}
-
-fn count(events: &[Value], kind: &str) -> usize {
-    events.iter().filter(|e| e["event"] == kind).count()
-}
+use support::{chain_now, count, events_until, http_get, json, pass_proposal, repo_root, run, wrap_key, Service};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_task_market_end_to_end_on_anvil() {
@@ -618,8 +488,4 @@ fn order_input_commitment(work: &tempfile::TempDir, order: &str) -> B256 {
     let file = work.path().join("poster-state/orders").join(format!("{order}.json"));
     let signed: SignedOrder = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
     signed.order.input_commitment
-}
-
-async fn chain_now(provider: &alloy::providers::DynProvider) -> u64 {
-    tgrid_chain::chain_now(provider).await.unwrap()
 }
