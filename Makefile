@@ -77,7 +77,8 @@ bench-self-settle: setup-contracts
 	bash scripts/bench-self-settle.sh
 
 ## EZKL 23 (installed from PyPI into .tgrid/ezkl-venv) and a one-shot `tgrid-prover prove` on
-## the same ONNX (digits cnn) and input, interleaved in one run. One JSON object; a few minutes.
+## the same ONNX and input, interleaved in one run. One JSON object per fixture: the digits cnn by
+## default (a few minutes), `FIXTURES="vit gpt"` for the transformers.
 bench-ezkl:
 	bash scripts/bench-ezkl.sh
 

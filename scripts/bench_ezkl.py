@@ -7,6 +7,9 @@ public one; the prover's work is the same), keys set up, the witness generated o
 timed as a one-shot `tgrid-prover prove` (a cold process that builds the circuit), interleaved
 with EZKL's runs so both see the same machine state. Prints one JSON object.
 
+If EZKL fails at a step (an unsupported operator, memory), `ezkl_error` names the step and the
+message, and tgrid-prover is still timed.
+
 Usage: python bench_ezkl.py MODEL.onnx CALIBRATION.json MODEL.tgm TGRID_PROVER [--runs N]
 """
 
@@ -51,22 +54,36 @@ def main():
     args.output_visibility = "public"
     args.param_visibility = "fixed"
     started = time.perf_counter()
-    call(ezkl.gen_settings, a.onnx, path("settings.json"), py_run_args=args)
-    call(ezkl.calibrate_settings, a.calibration, a.onnx, path("settings.json"), "resources")
-    call(ezkl.compile_circuit, a.onnx, path("model.compiled"), path("settings.json"))
-    with open(path("settings.json")) as f:
-        settings = json.load(f)
-    logrows = settings["run_args"]["logrows"]
-    call(ezkl.gen_srs, path("kzg.srs"), logrows)
-    call(ezkl.gen_witness, path("input.json"), path("model.compiled"), path("witness.json"))
-    call(ezkl.setup, path("model.compiled"), path("vk.key"), path("pk.key"), path("kzg.srs"))
+    # EZKL may refuse a model (an operator, memory): the step and its message are the result.
+    step, logrows, ezkl_error = "gen_settings", None, None
+    try:
+        call(ezkl.gen_settings, a.onnx, path("settings.json"), py_run_args=args)
+        step = "calibrate_settings"
+        call(ezkl.calibrate_settings, a.calibration, a.onnx, path("settings.json"), "resources")
+        step = "compile_circuit"
+        call(ezkl.compile_circuit, a.onnx, path("model.compiled"), path("settings.json"))
+        with open(path("settings.json")) as f:
+            settings = json.load(f)
+        logrows = settings["run_args"]["logrows"]
+        step = "gen_srs"
+        call(ezkl.gen_srs, path("kzg.srs"), logrows)
+        step = "gen_witness"
+        call(ezkl.gen_witness, path("input.json"), path("model.compiled"), path("witness.json"))
+        step = "setup"
+        call(ezkl.setup, path("model.compiled"), path("vk.key"), path("pk.key"), path("kzg.srs"))
+    except Exception as e:  # noqa: BLE001 - any EZKL failure is reported, not raised
+        ezkl_error = f"{step}: {type(e).__name__}: {e}"
     ezkl_setup_s = time.perf_counter() - started
 
     ezkl_prove, tgrid_prove = [], []
     for i in range(a.runs):
-        t = time.perf_counter()
-        call(ezkl.prove, path("witness.json"), path("model.compiled"), path("pk.key"), path("proof.json"), path("kzg.srs"))
-        ezkl_prove.append(time.perf_counter() - t)
+        if ezkl_error is None:
+            t = time.perf_counter()
+            try:
+                call(ezkl.prove, path("witness.json"), path("model.compiled"), path("pk.key"), path("proof.json"), path("kzg.srs"))
+                ezkl_prove.append(time.perf_counter() - t)
+            except Exception as e:  # noqa: BLE001
+                ezkl_error = f"prove: {type(e).__name__}: {e}"
         t = time.perf_counter()
         subprocess.run(
             [
@@ -87,13 +104,17 @@ def main():
             stdout=subprocess.DEVNULL,
         )
         tgrid_prove.append(time.perf_counter() - t)
-    ok = call(ezkl.verify, path("proof.json"), path("settings.json"), path("vk.key"), path("kzg.srs"))
-    proof_bytes = os.path.getsize(path("proof.json"))
+    ok, proof_bytes = False, None
+    if ezkl_error is None:
+        ok = call(ezkl.verify, path("proof.json"), path("settings.json"), path("vk.key"), path("kzg.srs"))
+        proof_bytes = os.path.getsize(path("proof.json"))
+    speedup = round(statistics.median(ezkl_prove) / statistics.median(tgrid_prove), 1) if ezkl_prove else None
     print(
         json.dumps(
             {
                 "model": a.onnx,
                 "ezkl_version": getattr(ezkl, "__version__", "?"),
+                "ezkl_error": ezkl_error,
                 "ezkl_logrows": logrows,
                 "ezkl_setup_seconds": round(ezkl_setup_s, 2),
                 "ezkl_prove_seconds": [round(x, 3) for x in ezkl_prove],
@@ -101,7 +122,7 @@ def main():
                 "ezkl_proof_json_bytes": proof_bytes,
                 "tgrid_one_shot_prove_seconds": [round(x, 3) for x in tgrid_prove],
                 "tgrid_proof_bytes": os.path.getsize(path("task.tgp")),
-                "speedup_median": round(statistics.median(ezkl_prove) / statistics.median(tgrid_prove), 1),
+                "speedup_median": speedup,
                 "runs": a.runs,
             }
         )

@@ -396,6 +396,8 @@ impl SegmentCircuit {
         builder.register_public_inputs(&input_commitment.elements);
         builder.register_public_inputs(&output_commitment.elements);
 
+        // Rows per gate kind at debug level (`RUST_LOG=plonky2=debug`): where a segment's rows go.
+        builder.print_gate_counts(0);
         let data = builder.build::<C>();
         let tensors = values
             .into_iter()

@@ -89,6 +89,7 @@ fn one(dir: &Path, max_segment_rows: usize, privacy: Privacy) -> Result<String> 
         "macs": model.macs(),
         "segments": stats.segments,
         "circuit_rows": stats.total_rows,
+        "estimated_segment_rows": plan.estimated_rows(&model),
         "max_segment_rows": stats.max_segment_rows,
         "build_seconds": build_seconds,
         "prove_seconds": prove_seconds,

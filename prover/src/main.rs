@@ -45,8 +45,9 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
         /// Largest estimated segment, in gate rows; larger models are cut into segments joined
-        /// by recursion, so proving memory depends on this, not on the model depth.
-        #[arg(long, default_value_t = 1 << 17)]
+        /// by recursion, so proving memory depends on this, not on the model depth. Each
+        /// segment's circuit has the next power of two of its rows (2^16 rows: about 2.4 GB).
+        #[arg(long, default_value_t = 1 << 16)]
         max_segment_rows: usize,
     },
     /// Run the exact int8 inference on an input.
@@ -173,7 +174,7 @@ enum Command {
         #[arg(default_values_t = ["fixtures/mlp".to_string(), "fixtures/cnn".to_string(), "fixtures/lenet".to_string()])]
         fixtures: Vec<String>,
         /// Largest segment in rows (as for compile).
-        #[arg(long, default_value_t = 1 << 17)]
+        #[arg(long, default_value_t = 1 << 16)]
         max_segment_rows: usize,
         /// Benchmark private tasks (zero-knowledge, salted commitments) instead of public ones.
         #[arg(long)]
