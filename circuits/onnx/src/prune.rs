@@ -33,8 +33,12 @@ fn row_wise(op: &FloatOp, in_shape: &[usize], out_shape: &[usize]) -> bool {
 }
 
 fn rows_axis(shape: &[usize]) -> Option<(usize, usize)> {
-    // (rows, elements per row) of a shape [.., rows, cols]; rank < 2 has no row axis.
-    (shape.len() >= 2).then(|| (shape[shape.len() - 2], shape[shape.len() - 1]))
+    // (rows, elements per row) of a shape [.., rows, cols]; rank < 2 (or an empty axis) has no
+    // row axis to prune.
+    match shape {
+        [.., rows, cols] if *rows > 0 && *cols > 0 => Some((*rows, *cols)),
+        _ => None,
+    }
 }
 
 /// The row of flat index `i` in `shape` (rank ≥ 2).
@@ -200,7 +204,8 @@ fn rebuild(graph: FloatGraph, needed: &[Option<std::collections::BTreeSet<usize>
             FloatOp::AddConst { values } => {
                 FloatOp::AddConst { values: kept_elements(&n.shape, out_rows).into_iter().map(|e| values[e]).collect() }
             }
-            FloatOp::Softmax { keep } if !keep.is_empty() => {
+            // A mask covers the last two axes (one row for a rank-1 input): keep its kept rows.
+            FloatOp::Softmax { keep } if !keep.is_empty() && !is_full(&n.shape, out_rows) => {
                 let cols = n.shape[n.shape.len() - 1];
                 let rows = keep.len() / cols;
                 let keep = kept_elements(&[rows, cols], out_rows).into_iter().map(|e| keep[e]).collect();
@@ -338,6 +343,21 @@ mod tests {
         assert_eq!(shape_of("head"), vec![1, 2]);
         // The residual reads the input's last row through an index map.
         assert!(pruned.nodes.iter().any(|n| n.name == "residual/rows"));
+    }
+
+    #[test]
+    fn a_masked_softmax_of_the_last_row_keeps_its_mask() {
+        let mut g = last_token_model();
+        g.nodes.truncate(9);
+        // ln (tensor 9) → its last row → a masked softmax over it.
+        g.nodes.push(node("last", FloatOp::Gather { source: vec![9, 10, 11] }, vec![9], vec![3]));
+        g.nodes.push(node("softmax1", FloatOp::Softmax { keep: vec![true, false, true] }, vec![10], vec![3]));
+        let pruned = prune_rows(g.clone());
+        assert_ne!(pruned, g, "the layer norm computes one row");
+        let input: Vec<f32> = (0..12).map(|i| (i as f32 * 0.3).sin()).collect();
+        let out = pruned.run(&input).pop().unwrap();
+        assert_eq!(g.run(&input).last(), Some(&out));
+        assert_eq!(out[1], 0.0, "the masked cell stays masked");
     }
 
     #[test]
