@@ -2,8 +2,8 @@
 # `make bench-ezkl`: EZKL 23 (PyPI) and tgrid-prover prove the same ONNX file and input,
 # interleaved in one run (scripts/bench_ezkl.py), one JSON object per fixture. The bundled digits
 # cnn by default; `FIXTURES="vit gpt" make bench-ezkl` for the transformers (EZKL's failure, if
-# any, is reported with its step and message). EZKL is installed in a virtualenv under
-# .tgrid/ezkl-venv (a benchmark dependency only).
+# any, is reported with its step and message; EZKL_SCALE=BITS sets its input and parameter scale).
+# EZKL is installed in a virtualenv under .tgrid/ezkl-venv (a benchmark dependency only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.tgrid/ezkl-venv
@@ -18,5 +18,5 @@ for name in $FIXTURES; do
   target/release/tgrid-prover --json compile "$dir/model.onnx" --calibration "$dir/calibration.json" \
     --out ".tgrid/bench/$name.tgm" > /dev/null
   "$VENV/bin/python" scripts/bench_ezkl.py "$dir/model.onnx" "$dir/calibration.json" ".tgrid/bench/$name.tgm" \
-    target/release/tgrid-prover --runs "$RUNS"
+    target/release/tgrid-prover --runs "$RUNS" ${EZKL_SCALE:+--scale "$EZKL_SCALE"}
 done

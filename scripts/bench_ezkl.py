@@ -10,7 +10,7 @@ with EZKL's runs so both see the same machine state. Prints one JSON object.
 If EZKL fails at a step (an unsupported operator, memory), `ezkl_error` names the step and the
 message, and tgrid-prover is still timed.
 
-Usage: python bench_ezkl.py MODEL.onnx CALIBRATION.json MODEL.tgm TGRID_PROVER [--runs N]
+Usage: python bench_ezkl.py MODEL.onnx CALIBRATION.json MODEL.tgm TGRID_PROVER [--runs N] [--scale BITS]
 """
 
 import argparse
@@ -39,6 +39,7 @@ def main():
     p.add_argument("tgm")
     p.add_argument("tgrid_prover")
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--scale", type=int, help="EZKL's input and parameter scale (bits) instead of its default")
     a = p.parse_args()
 
     work = tempfile.mkdtemp(prefix="tgrid-ezkl-")
@@ -53,6 +54,9 @@ def main():
     args.input_visibility = "public"
     args.output_visibility = "public"
     args.param_visibility = "fixed"
+    if a.scale is not None:
+        args.input_scale = a.scale
+        args.param_scale = a.scale
     started = time.perf_counter()
     # EZKL may refuse a model (an operator, memory): the step and its message are the result.
     step, logrows, ezkl_error = "gen_settings", None, None
