@@ -30,7 +30,10 @@ use tgrid_chain::bindings::IERC20;
 use tgrid_chain::market::{Acceptance, Market, MarketDomain, RelayClient, SignedOrder, SignedReceipt};
 use tgrid_chain::{Devnet, DevnetConfig};
 
-use support::{chain_now, count, events_until, http_get, json, pass_proposal, repo_root, run, wrap_key, Service};
+use support::{
+    chain_now, count, events_until, http_get, json, pass_proposal, provider_env, repo_root, run, sequencer_env,
+    wrap_key, Service,
+};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_task_market_end_to_end_on_anvil() {
@@ -124,49 +127,35 @@ async fn the_task_market_end_to_end_on_anvil() {
         &[],
         &work.path().join("worker.log"),
     );
-    let seq_env: Vec<(String, String)> = [
-        ("RPC_URL", rpc.clone()),
-        ("DEPLOYMENT", deployment.clone()),
-        ("REGISTRY", w("registry.json")),
-        ("DATA_DIR", w("sequencer")),
-        ("LISTEN", "127.0.0.1:0".into()),
-        ("MAX_BATCH_TASKS", "5".into()),
-        ("MAX_BATCH_AGE_SECS", "3600".into()),
-        ("DEADLINE_MARGIN_SECS", "60".into()),
-        ("WRAP_FRI", "insecure-test".into()),
-        ("INSECURE_DEVNET_KEY", "true".into()),
-        ("INSECURE_DEVNET_KEYS_DIR", keys.display().to_string()),
-        ("POLL_INTERVAL_MS", "200".into()),
-        ("JOB_QUEUE", broker.url.clone()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (format!("TGRID_SEQUENCER_{k}"), v))
-    .collect();
+    let seq_env = sequencer_env(
+        &keys,
+        vec![
+            ("RPC_URL", rpc.clone()),
+            ("DEPLOYMENT", deployment.clone()),
+            ("REGISTRY", w("registry.json")),
+            ("DATA_DIR", w("sequencer")),
+            ("MAX_BATCH_TASKS", "5".into()),
+            ("JOB_QUEUE", broker.url.clone()),
+        ],
+    );
     let sequencer = Service::start("tgrid-sequencer", &["run"], &seq_env, &work.path().join("sequencer.log"));
     let ready = sequencer.next_json(Duration::from_secs(120), "the sequencer's ready line");
     let seq_url = format!("http://{}", ready["listening"].as_str().unwrap());
     // Provider 1 reaches the node through a proxy that fails chosen calls on demand.
     let proxy = fault_proxy::FaultProxy::start(&rpc);
     let daemon = |i: usize| {
-        let env: Vec<(String, String)> = [
-            ("RPC_URL", if i == 1 { proxy.url.clone() } else { rpc.clone() }),
-            ("DEPLOYMENT", deployment.clone()),
-            ("PRIVATE_KEY", B256::from(devnet.signer(i).to_bytes()).to_string()),
-            ("MODELS", w("mlp.tgm")),
-            ("INPUTS_DIR", w("inputs")),
-            ("SEQUENCER_URL", seq_url.clone()),
-            ("DATA_DIR", w(&format!("provider-{i}"))),
-            ("STAKE_TGRID", "1000".into()),
-            ("SETTLE_MARGIN_SECS", "1200".into()),
-            ("SELF_SETTLE_BEFORE_SECS", "900".into()),
-            ("WRAP_FRI", "insecure-test".into()),
-            ("WRAP_KEY", "insecure-devnet".into()),
-            ("INSECURE_DEVNET_KEYS_DIR", keys.display().to_string()),
-            ("POLL_INTERVAL_MS", "300".into()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (format!("TGRID_PROVIDER_{k}"), v))
-        .collect::<Vec<_>>();
+        let env = provider_env(
+            &keys,
+            vec![
+                ("RPC_URL", if i == 1 { proxy.url.clone() } else { rpc.clone() }),
+                ("DEPLOYMENT", deployment.clone()),
+                ("PRIVATE_KEY", B256::from(devnet.signer(i).to_bytes()).to_string()),
+                ("MODELS", w("mlp.tgm")),
+                ("INPUTS_DIR", w("inputs")),
+                ("SEQUENCER_URL", seq_url.clone()),
+                ("DATA_DIR", w(&format!("provider-{i}"))),
+            ],
+        );
         let service =
             Service::start("tgrid-prover", &["--json", "run"], &env, &work.path().join(format!("provider-{i}.log")));
         let staked = service.next_json(Duration::from_secs(120), "the provider's first line");

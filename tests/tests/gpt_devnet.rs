@@ -17,7 +17,7 @@ use alloy::primitives::B256;
 use serde_json::Value;
 use tgrid_chain::{Devnet, DevnetConfig};
 
-use support::{count, events_until, json, pass_proposal, repo_root, wrap_key, Service};
+use support::{count, events_until, json, pass_proposal, provider_env, repo_root, sequencer_env, wrap_key, Service};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_gpt_order_is_proven_settled_and_decoded_on_anvil() {
@@ -65,46 +65,32 @@ async fn a_gpt_order_is_proven_settled_and_decoded_on_anvil() {
 
     // The sequencer runs its aggregation in-process (the embedded default) and closes a batch
     // at one task.
-    let seq_env: Vec<(String, String)> = [
-        ("RPC_URL", rpc.clone()),
-        ("DEPLOYMENT", deployment.clone()),
-        ("REGISTRY", w("registry.json")),
-        ("DATA_DIR", w("sequencer")),
-        ("LISTEN", "127.0.0.1:0".into()),
-        ("MAX_BATCH_TASKS", "1".into()),
-        ("MAX_BATCH_AGE_SECS", "3600".into()),
-        ("DEADLINE_MARGIN_SECS", "60".into()),
-        ("WRAP_FRI", "insecure-test".into()),
-        ("INSECURE_DEVNET_KEY", "true".into()),
-        ("INSECURE_DEVNET_KEYS_DIR", keys.display().to_string()),
-        ("POLL_INTERVAL_MS", "200".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (format!("TGRID_SEQUENCER_{k}"), v))
-    .collect();
+    let seq_env = sequencer_env(
+        &keys,
+        vec![
+            ("RPC_URL", rpc.clone()),
+            ("DEPLOYMENT", deployment.clone()),
+            ("REGISTRY", w("registry.json")),
+            ("DATA_DIR", w("sequencer")),
+            ("MAX_BATCH_TASKS", "1".into()),
+        ],
+    );
     let sequencer = Service::start("tgrid-sequencer", &["run"], &seq_env, &work.path().join("sequencer.log"));
     let ready = sequencer.next_json(Duration::from_secs(600), "the sequencer's ready line");
     let seq_url = format!("http://{}", ready["listening"].as_str().unwrap());
 
-    let daemon_env: Vec<(String, String)> = [
-        ("RPC_URL", rpc.clone()),
-        ("DEPLOYMENT", deployment.clone()),
-        ("PRIVATE_KEY", B256::from(devnet.signer(1).to_bytes()).to_string()),
-        ("MODELS", w("gpt.tgm")),
-        ("INPUTS_DIR", w("inputs")),
-        ("SEQUENCER_URL", seq_url.clone()),
-        ("DATA_DIR", w("provider")),
-        ("STAKE_TGRID", "1000".into()),
-        ("SETTLE_MARGIN_SECS", "1200".into()),
-        ("SELF_SETTLE_BEFORE_SECS", "900".into()),
-        ("WRAP_FRI", "insecure-test".into()),
-        ("WRAP_KEY", "insecure-devnet".into()),
-        ("INSECURE_DEVNET_KEYS_DIR", keys.display().to_string()),
-        ("POLL_INTERVAL_MS", "300".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (format!("TGRID_PROVIDER_{k}"), v))
-    .collect();
+    let daemon_env = provider_env(
+        &keys,
+        vec![
+            ("RPC_URL", rpc.clone()),
+            ("DEPLOYMENT", deployment.clone()),
+            ("PRIVATE_KEY", B256::from(devnet.signer(1).to_bytes()).to_string()),
+            ("MODELS", w("gpt.tgm")),
+            ("INPUTS_DIR", w("inputs")),
+            ("SEQUENCER_URL", seq_url.clone()),
+            ("DATA_DIR", w("provider")),
+        ],
+    );
     let daemon = Service::start("tgrid-prover", &["--json", "run"], &daemon_env, &work.path().join("provider.log"));
     let staked = daemon.next_json(Duration::from_secs(600), "the provider's first line");
     assert_eq!(staked["event"], "staked", "{staked}");

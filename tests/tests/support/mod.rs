@@ -127,6 +127,45 @@ pub fn pass_proposal(env: &[(&str, String)], propose: &[&str]) -> Value {
     proposal
 }
 
+/// `pairs` as environment variables named `prefix` + key.
+fn prefixed(prefix: &str, pairs: Vec<(&str, String)>) -> Vec<(String, String)> {
+    pairs.into_iter().map(|(k, v)| (format!("{prefix}{k}"), v)).collect()
+}
+
+/// A devnet `tgrid-sequencer run`'s environment: what every test's sequencer shares (the INSECURE
+/// test FRI parameters and devnet key cached in `keys`, an ephemeral port, a fast poll) and the
+/// test's own `specific` settings.
+pub fn sequencer_env(keys: &Path, specific: Vec<(&str, String)>) -> Vec<(String, String)> {
+    let mut all = vec![
+        ("LISTEN", "127.0.0.1:0".into()),
+        ("MAX_BATCH_AGE_SECS", "3600".into()),
+        ("DEADLINE_MARGIN_SECS", "60".into()),
+        ("WRAP_FRI", "insecure-test".into()),
+        ("INSECURE_DEVNET_KEY", "true".into()),
+        ("INSECURE_DEVNET_KEYS_DIR", keys.display().to_string()),
+        ("POLL_INTERVAL_MS", "200".into()),
+    ];
+    all.extend(specific);
+    prefixed("TGRID_SEQUENCER_", all)
+}
+
+/// A devnet provider daemon's (`tgrid-prover run`) environment: what every test's daemon shares
+/// (a 1,000 TGRID stake, the settlement margins, the INSECURE test wrap and devnet key cached in
+/// `keys`, a fast poll) and the test's own `specific` settings.
+pub fn provider_env(keys: &Path, specific: Vec<(&str, String)>) -> Vec<(String, String)> {
+    let mut all = vec![
+        ("STAKE_TGRID", "1000".into()),
+        ("SETTLE_MARGIN_SECS", "1200".into()),
+        ("SELF_SETTLE_BEFORE_SECS", "900".into()),
+        ("WRAP_FRI", "insecure-test".into()),
+        ("WRAP_KEY", "insecure-devnet".into()),
+        ("INSECURE_DEVNET_KEYS_DIR", keys.display().to_string()),
+        ("POLL_INTERVAL_MS", "300".into()),
+    ];
+    all.extend(specific);
+    prefixed("TGRID_PROVIDER_", all)
+}
+
 /// Waits for the daemon's events until `done` says enough; returns them all.
 pub fn events_until(
     service: &Service,
