@@ -397,7 +397,10 @@ impl SegmentCircuit {
         builder.register_public_inputs(&output_commitment.elements);
 
         // Rows per gate kind at debug level (`RUST_LOG=plonky2=debug`): where a segment's rows go.
-        builder.print_gate_counts(0);
+        // Counting walks every gate, so only when someone will read it.
+        if tracing::enabled!(target: "plonky2::plonk::circuit_builder", tracing::Level::DEBUG) {
+            builder.print_gate_counts(0);
+        }
         let data = builder.build::<C>();
         let tensors = values
             .into_iter()
