@@ -286,7 +286,6 @@ impl SegmentCircuit {
             inputs.push(targets);
         }
         // Centered factors `u − offset` of product elements, by (tensor, offset).
-        let mut centered: HashMap<(usize, i64), Vec<Target>> = HashMap::new();
         for i in segment.nodes.clone() {
             let mut out = vec![None; numel(&model.nodes[i].shape)];
             // The softmax row being built, by its first kept cell.
@@ -316,7 +315,7 @@ impl SegmentCircuit {
                     Element::Table { tensor, index, table } => {
                         gadgets.lookup(&mut builder, values[&tensor][index], table)
                     }
-                    Element::LayerNorm { tensor, row, at, offset, gamma, beta, eps, requant, zero_point } => {
+                    Element::LayerNorm { tensor, row, at, gamma, beta, eps, requant, zero_point, .. } => {
                         let layout = match layer_norm_layout(gamma, beta, requant) {
                             Ok(l) => l,
                             Err(why) => {
@@ -326,7 +325,7 @@ impl SegmentCircuit {
                         };
                         if norm_row.as_ref().map(|r| r.0) != Some(row[0]) {
                             let cells: Vec<ByteTarget> = row.iter().map(|&k| values[&tensor][k]).collect();
-                            norm_row = Some((row[0], gadgets.layer_norm_row(&mut builder, &cells, offset, eps)));
+                            norm_row = Some((row[0], gadgets.layer_norm_row(&mut builder, &cells, eps)));
                         }
                         let scaled = norm_row.as_ref().expect("just built").1[at];
                         let beta = builder.constant(field_of(beta));
@@ -352,15 +351,9 @@ impl SegmentCircuit {
                                 return;
                             }
                         };
-                        // Each factor centered once per tensor, not once per product.
-                        for (t, o) in [(a, offsets[0]), (b, offsets[1])] {
-                            centered.entry((t, o)).or_insert_with(|| {
-                                values[&t].iter().map(|u| builder.add_const(u.0, field_of(-o))).collect()
-                            });
-                        }
-                        let (ca, cb) = (&centered[&(a, offsets[0])], &centered[&(b, offsets[1])]);
-                        let factors: Vec<(Target, Target)> = pairs.iter().map(|&(i, j)| (ca[i], cb[j])).collect();
-                        let acc = gadgets.product_sum(&mut builder, &factors);
+                        let factors: Vec<(Target, Target)> =
+                            pairs.iter().map(|&(i, j)| (values[&a][i].0, values[&b][j].0)).collect();
+                        let acc = gadgets.product_sum(&mut builder, &factors, offsets);
                         gadgets.requantize(&mut builder, acc, requant, zero_point, i8::MIN, layout)
                     }
                 };

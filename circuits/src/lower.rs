@@ -387,16 +387,23 @@ pub(crate) fn check_bounds(model: &QuantModel) -> crate::error::Result<()> {
     Ok(())
 }
 
+/// Multipliers at least this large are precise to 2^-16 relative, far below an int8 output step.
+const PRECISE_MULTIPLIER: f64 = (1u64 << 15) as f64;
+
 /// Chooses the fixed-point form of a real multiplier for an element whose accumulator is
-/// bounded by `acc_bound` in absolute value: the largest shift (a multiple of 8) that keeps
-/// `M < 2^31` and the element inside the no-wrap bound.
+/// bounded by `acc_bound` in absolute value: the smallest shift (a multiple of 8) that makes
+/// `2^15 ≤ M < 2^31` and keeps the element inside the no-wrap bound, since every byte of shift is
+/// a remainder byte the circuit range checks per output; failing that, the largest shift with
+/// `1 ≤ M < 2^31`.
 pub fn requant_for(multiplier: f64, acc_bound: u128) -> Result<Requant, String> {
     if !(multiplier.is_finite() && multiplier > 0.0) {
         return Err(format!("invalid real multiplier {multiplier}"));
     }
-    for shift in (0..=56u8).rev().step_by(8) {
+    let precise = (0..=56u8).step_by(8).map(|s| (s, PRECISE_MULTIPLIER));
+    let coarse = (0..=56u8).rev().step_by(8).map(|s| (s, 1.0));
+    for (shift, min) in precise.chain(coarse) {
         let m = (multiplier * 2f64.powi(i32::from(shift))).round();
-        if !(1.0..(1u64 << 31) as f64).contains(&m) {
+        if !(min..(1u64 << 31) as f64).contains(&m) {
             continue;
         }
         let requant = Requant { multiplier: m as u32, shift };

@@ -32,7 +32,7 @@ pub struct SegmentPlan {
 
 /// Estimated gate rows of one node, used only to place cuts. The weights come from the gate
 /// counts of the transformer fixtures (`RUST_LOG=plonky2=debug` prints them): a weighted-sum row
-/// holds about 64 multiply-accumulates, an arithmetic row 20 products, and each requantized
+/// holds about 64 multiply-accumulates, a dot-product row 32–39 products, and each requantized
 /// output costs about a third of a row (its share of a requantization row and of the byte
 /// lookups of its remainder). The vit and gpt estimates land within 10 % of their real rows.
 fn estimated_rows(model: &QuantModel, node: usize) -> usize {
@@ -47,7 +47,8 @@ fn estimated_rows(model: &QuantModel, node: usize) -> usize {
         Op::MaxPool { kernel, .. } => out * kernel[0] * kernel[1] / 20 + out,
         Op::MatMul { .. } => {
             let k = model.tensor_shape(n.inputs[0]).last().copied().unwrap_or(1);
-            out * k / 20 + requantized
+            let (_, rows_per_sum) = crate::gates::DotProductGate::for_len(k, crate::segment_config(0).num_routed_wires);
+            (out as f64 * rows_per_sum).ceil() as usize + requantized
         }
         Op::LayerNorm { .. } | Op::Softmax { .. } => out / 2 + requantized,
         Op::Add { .. } | Op::AddConst { .. } | Op::Relu => out / 10 + requantized,

@@ -174,6 +174,7 @@ fn a_wrong_sum_of_products_is_rejected_by_the_verifier() {
     // Node 3 is q·kᵀ, node 6 softmax·v.
     for (node, which) in [(3, 0), (3, 9), (6, 15)] {
         assert_fault_rejected(&model, node, which, Fault::ProductSumOffByOne);
+        assert_fault_rejected(&model, node, which, Fault::DotProductOffByOne);
         assert_fault_rejected(&model, node, which, Fault::ClampOffByOne);
         assert_fault_rejected(&model, node, which, Fault::WrongOutput);
     }

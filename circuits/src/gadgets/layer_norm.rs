@@ -11,21 +11,20 @@ use plonky2::util::serialization::{Buffer, IoResult, Read, Write};
 
 #[cfg(test)]
 use super::Fault;
-use super::{field_of, pack_bytes, write_bytes, ByteTarget, Gadgets};
+use super::{pack_bytes, write_bytes, ByteTarget, Gadgets};
 use crate::{D, F};
 
 impl Gadgets {
-    /// `D_i · R` for a LayerNorm row over the bytes `u` (centered by `offset`):
-    /// `D_i = n·c_i − Σc`, `V = Σ D_i² + eps`; a witnessed `s ∈ [0, 2^26)` with
+    /// `D_i · R` for a LayerNorm row over the bytes `u`:
+    /// `D_i = n·u_i − Σu` (the centered `n·c_i − Σc`), `V = Σ D_i² + eps`; a witnessed `s ∈ [0, 2^26)` with
     /// `s² ≤ V < (s+1)²` and a witnessed `R ∈ [0, 2^32)` with `s·R ≤ 2^31 < s·(R+1)`, every gap
-    /// proven in `[0, 2^62)`: `s = isqrt(V)`, `R = floor(2^31 / s)`. Every product stays below
+    /// proven in `[0, 2^27)`: `s = isqrt(V)`, `R = floor(2^31 / s)`. Every product stays below
     /// 2^58 (`V < 2^50` by the model's bounds), so field identities are integer identities; a
     /// single check `R²·V ≤ 2^62` would not be (`R²·V` could wrap around the field).
     pub(crate) fn layer_norm_row(
         &mut self,
         builder: &mut CircuitBuilder<F, D>,
         u: &[ByteTarget],
-        offset: i64,
         eps: u64,
     ) -> Vec<Target> {
         #[cfg(test)]
@@ -36,11 +35,13 @@ impl Gadgets {
                     && matches!(f, Fault::InvSqrtHigh | Fault::InvSqrtLow | Fault::IsqrtHigh | Fault::IsqrtLow)
             })
             .map(|(_, f)| f);
+        // `n·c_i − Σc = n·u_i − Σu` for the centered `c = u − offset`: the offset cancels, so
+        // the bytes are not centered first.
         let n = F::from_canonical_usize(u.len());
-        let centered: Vec<Target> = u.iter().map(|b| builder.add_const(b.0, field_of(-offset))).collect();
-        let sum = builder.add_many(&centered);
+        let bytes: Vec<Target> = u.iter().map(|b| b.0).collect();
+        let sum = builder.add_many(&bytes);
         let one = builder.one();
-        let d: Vec<Target> = centered.iter().map(|&c| builder.arithmetic(n, F::NEG_ONE, c, one, sum)).collect();
+        let d: Vec<Target> = bytes.iter().map(|&c| builder.arithmetic(n, F::NEG_ONE, c, one, sum)).collect();
         let mut squares = builder.zero();
         for &x in &d {
             squares = builder.mul_add(x, x, squares);
@@ -56,24 +57,25 @@ impl Gadgets {
         });
         self.range_check_bits(builder, s, 26);
         self.range_check_bits(builder, r, 32);
-        // s² ≤ V < (s+1)²
+        // s² ≤ V < (s+1)². Each gap is below 2s + 1 ≤ 2^27 for the true root, and a field value
+        // in [0, 2^27) is that integer: V < 2^50 and s² < 2^52 keep a negative gap near p.
         let s_squared = builder.mul(s, s);
         let below = builder.sub(v, s_squared);
-        self.range_check_bits(builder, below, 62);
+        self.range_check_bits(builder, below, 27);
         let two_s_one = builder.mul_const_add(F::TWO, s, one);
         let next_square = builder.add(s_squared, two_s_one);
         let next_minus_v = builder.sub(next_square, v);
         let above = builder.sub(next_minus_v, one);
-        self.range_check_bits(builder, above, 62);
-        // s·R ≤ 2^31 < s·(R+1)
+        self.range_check_bits(builder, above, 27);
+        // s·R ≤ 2^31 < s·(R+1): both gaps below s < 2^26 for the true quotient; s·R < 2^58.
         let limit = builder.constant(F::from_canonical_u64(1 << crate::model::INV_SQRT_BITS));
         let s_r = builder.mul(s, r);
         let room = builder.sub(limit, s_r);
-        self.range_check_bits(builder, room, 62);
+        self.range_check_bits(builder, room, 26);
         let s_r_s = builder.add(s_r, s);
         let past = builder.sub(s_r_s, limit);
         let past = builder.sub(past, one);
-        self.range_check_bits(builder, past, 62);
+        self.range_check_bits(builder, past, 26);
         d.iter().map(|&x| builder.mul(x, r)).collect()
     }
 

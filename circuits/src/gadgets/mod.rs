@@ -20,7 +20,7 @@ use plonky2::plonk::circuit_data::CommonCircuitData;
 use plonky2::util::serialization::{Buffer, IoResult, Read, Write};
 
 use crate::commit::BYTES_PER_ELEMENT;
-use crate::gates::{RequantizeGate, WeightedSumGate};
+use crate::gates::{DotProductGate, RequantizeGate, WeightedSumGate};
 use crate::lower::AffineLayout;
 use crate::model::Requant;
 use crate::{TgridPoseidonHash, D, F};
@@ -61,6 +61,8 @@ pub(crate) enum Fault {
     WeightedSumOffByOne,
     /// A product element's accumulator is claimed one more than its sum of products.
     ProductSumOffByOne,
+    /// Every dot-product operation of the circuit outputs one more than its sum.
+    DotProductOffByOne,
     /// LayerNorm: the inverse square root one above its floor (`s·R` exceeds 2^31).
     InvSqrtHigh,
     /// LayerNorm: the inverse square root one below its floor (`s·(R+1)` stays within 2^31).
@@ -96,6 +98,8 @@ pub(crate) struct Gadgets {
     pub(crate) hinted: usize,
     /// Every [`RequantizeGate`] row: its parameters and how many operations are used.
     requantize_rows: BTreeMap<usize, RequantizeRow>,
+    /// Every [`DotProductGate`] row: its gate, offsets and how many operations are used.
+    dot_product_rows: BTreeMap<usize, (DotProductGate, [i64; 2], usize)>,
 }
 
 /// A [`RequantizeGate`] row's gate, parameters and used operations.
@@ -116,6 +120,7 @@ impl Gadgets {
             cut: false,
             hinted: 0,
             requantize_rows: BTreeMap::new(),
+            dot_product_rows: BTreeMap::new(),
         }
     }
 
@@ -236,7 +241,10 @@ impl Gadgets {
         let y_prime = wire(gate.wire_y_prime(op));
         let a_bytes: Vec<Target> = (0..gate.excess_bytes).map(|j| wire(gate.wire_excess(op, j))).collect();
         let r_bytes: Vec<Target> = (0..gate.remainder_bytes).map(|j| wire(gate.wire_remainder(op, j))).collect();
-        for &t in [y_prime].iter().chain(&a_bytes).chain(&r_bytes) {
+        // Without a folded ReLU (`lo = −128`) the gate makes `u = y'`, so the byte check of `u`
+        // below is also that of `y'`: one lookup per output fewer.
+        let y_prime_check = (lo != i8::MIN).then_some(y_prime);
+        for &t in y_prime_check.iter().chain(&a_bytes).chain(&r_bytes) {
             self.range_check_byte(builder, t);
         }
         builder.add_simple_generator(RequantHint {
@@ -287,14 +295,23 @@ impl Gadgets {
     /// Completes the circuit's partly used [`RequantizeGate`] rows. An unused operation's
     /// all-zero wires would not satisfy its constraints (the offset and `lo + 128` constants are
     /// not zero), so each free operation requantizes a constant zero; nothing reads its output.
+    ///
+    /// Likewise a [`DotProductGate`] row's free operations: all-zero wires give
+    /// `Σ (0 − o_a)(0 − o_b) ≠ 0`, so each sums padding pairs onto a zero accumulator.
     pub(crate) fn finish(&mut self, builder: &mut CircuitBuilder<F, D>) {
+        let zero = builder.zero();
+        let partial: Vec<_> = self.dot_product_rows.values().filter(|r| r.2 < r.0.num_ops).copied().collect();
+        for (gate, offsets, used) in partial {
+            for _ in used..gate.num_ops {
+                self.dot_product_op(builder, gate, offsets, &[], zero);
+            }
+        }
         let partial: Vec<_> = self
             .requantize_rows
             .values()
             .filter(|r| r.5 < r.0.num_ops)
             .map(|&(g, rq, zp, lo, l, used)| (g, rq, zp, lo, l, used))
             .collect();
-        let zero = builder.zero();
         for (gate, requant, zero_point, lo, layout, used) in partial {
             for _ in used..gate.num_ops {
                 let (gate, op, row) = self.requantize_slot(builder, requant, zero_point, lo, layout);
@@ -317,11 +334,21 @@ impl Gadgets {
         }
     }
 
-    /// `Σ x·y` over `pairs`, one plonky2 arithmetic operation (`acc ← x·y + acc`) per product.
-    pub(crate) fn product_sum(&mut self, builder: &mut CircuitBuilder<F, D>, pairs: &[(Target, Target)]) -> Target {
+    /// `Σ (x − o_a)·(y − o_b)` over `pairs` of bytes in offset form, in [`DotProductGate`]
+    /// operations (the width that takes the fewest rows for this length, chunks chained through
+    /// the accumulator) on rows shared by every product sum with the same offsets.
+    pub(crate) fn product_sum(
+        &mut self,
+        builder: &mut CircuitBuilder<F, D>,
+        pairs: &[(Target, Target)],
+        offsets: [i64; 2],
+    ) -> Target {
+        let (gate, _) = DotProductGate::for_len(pairs.len(), builder.config.num_routed_wires);
+        #[cfg(test)]
+        let gate = DotProductGate { faulty: matches!(self.fault, Some((_, Fault::DotProductOffByOne))), ..gate };
         let mut acc = builder.zero();
-        for &(x, y) in pairs {
-            acc = builder.mul_add(x, y, acc);
+        for chunk in pairs.chunks(gate.terms) {
+            acc = self.dot_product_op(builder, gate, offsets, chunk, acc);
         }
         // The fault is aimed at the element whose requantization comes next.
         #[cfg(test)]
@@ -334,6 +361,30 @@ impl Gadgets {
             return claimed;
         }
         acc
+    }
+
+    /// One [`DotProductGate`] operation `acc + Σ (x − o_a)·(y − o_b)` over `chunk` (at most
+    /// `gate.terms` pairs), on the next free operation of a row with these offsets.
+    fn dot_product_op(
+        &mut self,
+        builder: &mut CircuitBuilder<F, D>,
+        gate: DotProductGate,
+        offsets: [i64; 2],
+        chunk: &[(Target, Target)],
+        acc: Target,
+    ) -> Target {
+        let constants = offsets.map(field_of);
+        let (row, op) = builder.find_slot(gate, &constants, &constants);
+        self.dot_product_rows.entry(row).or_insert((gate, offsets, 0)).2 += 1;
+        // A short chunk is padded with the offsets themselves: (o_a − o_a)·(o_b − o_b) = 0.
+        let padding = constants.map(|c| builder.constant(c));
+        for j in 0..gate.terms {
+            let (x, y) = chunk.get(j).copied().unwrap_or((padding[0], padding[1]));
+            builder.connect(Target::wire(row, gate.wire_a(op, j)), x);
+            builder.connect(Target::wire(row, gate.wire_b(op, j)), y);
+        }
+        builder.connect(Target::wire(row, gate.wire_acc(op)), acc);
+        Target::wire(row, gate.wire_out(op))
     }
 
     /// `max(inputs)`: `max - x_i ∈ [0, 255]` for every i and `Π (max - x_i) = 0`.

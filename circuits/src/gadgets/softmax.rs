@@ -23,7 +23,8 @@ impl Gadgets {
     ///   `d_j ∈ [0, 255]`, `m ≥ u_j`) and `Π d_j = 0` (`m` is one of the `u_j`);
     /// - `e_j = exp[d_j]` by that lookup, `S = Σ e_j`;
     /// - per cell a witnessed `q_j` (a byte) and remainder `r_j` with
-    ///   `510·e_j + S = 2S·q_j + r_j` and `r_j`, `2S − 1 − r_j` both in 4 bytes, i.e.
+    ///   `510·e_j + S = 2S·q_j + r_j` and `r_j`, `2S − 1 − r_j` both in the bytes that
+    ///   `2·n·max(exp)` needs (3 up to 128 cells), i.e.
     ///   `q_j = floor((510·e_j + S) / 2S)`, the rounded `255·e_j/S`.
     pub(crate) fn softmax_row(
         &mut self,
@@ -63,13 +64,18 @@ impl Gadgets {
         }
         let sum = builder.add_many(&e);
         let two_sum = builder.add(sum, sum);
+        // r and t are below 2S ≤ 2·n·max(exp): as many bytes as that bound needs (3 for rows of
+        // up to 128 cells), at most 4 (rows of at most 2^14 cells, `exp` of 16 bits).
+        let max_exp = exp.iter().copied().max().map_or(1, u64::from);
+        let bound = 2 * u.len() as u64 * max_exp;
+        let gap_bytes = (u64::BITS - bound.leading_zeros()).div_ceil(8).max(1) as usize;
         let one = builder.one();
         e.iter()
             .map(|&e_j| {
                 let fault = self.take_fault();
                 let q = builder.add_virtual_target();
-                let r_bytes = builder.add_virtual_targets(4);
-                let t_bytes = builder.add_virtual_targets(4);
+                let r_bytes = builder.add_virtual_targets(gap_bytes);
+                let t_bytes = builder.add_virtual_targets(gap_bytes);
                 builder.add_simple_generator(SoftmaxHint {
                     e: e_j,
                     sum,
@@ -141,11 +147,12 @@ impl SimpleGenerator<F, D> for SoftmaxHint {
             _ => {}
         }
         let t = 2 * s - 1 - r;
-        // A faulty remainder outside [0, 2^32) is written as its low 32 bits: the identities
-        // above then fail, which is what the fault tests show.
+        // A faulty remainder outside the bytes' range is written as its low bytes: the
+        // identities above then fail, which is what the fault tests show.
+        let mask = (1u128 << (8 * self.r_bytes.len())) - 1;
         out.set_target(self.q, field_of(q as i64))?;
-        write_bytes(out, &self.r_bytes, (r as u128) & 0xffff_ffff)?;
-        write_bytes(out, &self.t_bytes, (t as u128) & 0xffff_ffff)
+        write_bytes(out, &self.r_bytes, (r as u128) & mask)?;
+        write_bytes(out, &self.t_bytes, (t as u128) & mask)
     }
 
     fn serialize(&self, dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {

@@ -9,7 +9,7 @@ use plonky2::gates::gate_testing::{test_eval_fns, test_low_degree};
 use plonky2::hash::hash_types::HashOut;
 use plonky2::plonk::vars::EvaluationVars;
 
-use super::{RequantizeGate, WeightedSumGate};
+use super::{DotProductGate, RequantizeGate, WeightedSumGate};
 use crate::{C, D, F};
 
 type FE = QuadraticExtension<F>;
@@ -24,6 +24,46 @@ fn weighted_sum_gate_is_low_degree_and_its_evaluations_agree() {
         let gate = WeightedSumGate::new(terms, 80);
         test_low_degree::<F, _, D>(gate);
         test_eval_fns::<F, C, _, D>(gate).unwrap();
+    }
+}
+
+#[test]
+fn dot_product_gate_is_low_degree_and_its_evaluations_agree() {
+    for terms in [1, 12, 19, 39] {
+        let gate = DotProductGate::new(terms, 80);
+        test_low_degree::<F, _, D>(gate);
+        test_eval_fns::<F, C, _, D>(gate).unwrap();
+    }
+}
+
+#[test]
+fn dot_product_constraint_rejects_a_wrong_output_in_any_operation() {
+    let gate = DotProductGate::new(12, 80);
+    let offsets = [ext(-128), ext(5)];
+    let mut wires = vec![FE::ZERO; Gate::<F, D>::num_wires(&gate)];
+    for op in 0..gate.num_ops {
+        let acc = ext(1000 + op as i64);
+        let mut sum = acc;
+        for j in 0..gate.terms {
+            let (a, b) = (ext((j * 7 + op) as i64 % 256), ext((j * 13) as i64 % 256));
+            wires[gate.wire_a(op, j)] = a;
+            wires[gate.wire_b(op, j)] = b;
+            sum += (a - offsets[0]) * (b - offsets[1]);
+        }
+        wires[gate.wire_acc(op)] = acc;
+        wires[gate.wire_out(op)] = sum;
+    }
+    assert!(eval(&gate, &wires, &offsets).iter().all(|c| *c == FE::ZERO));
+    for op in 0..gate.num_ops {
+        // A wrong output, or an uncentered factor: only that operation's constraint breaks.
+        for wire in [gate.wire_out(op), gate.wire_a(op, 3), gate.wire_b(op, gate.terms - 1)] {
+            let mut bad = wires.clone();
+            bad[wire] += FE::ONE;
+            let constraints = eval(&gate, &bad, &offsets);
+            for (i, c) in constraints.iter().enumerate() {
+                assert_eq!(*c == FE::ZERO, i != op, "operation {op}, wire {wire}, constraint {i}");
+            }
+        }
     }
 }
 
