@@ -128,8 +128,9 @@ const REQUANTIZE_CONSTANTS: usize = 5;
 /// Weighted-sum gate widths a layer may use: `terms` per operation such that `num_ops`
 /// operations fill 78–80 of the 80 routed wires. Not wider than 38: every constant column is
 /// hashed into each FRI query's leaf, and a verifier (the sequencer's ingest, every recursive
-/// normalization) pays for it whatever the layer.
-const WEIGHTED_SUM_TERMS: [usize; 6] = [8, 11, 14, 18, 24, 38];
+/// normalization) pays for it whatever the layer. Two terms fit a residual `Add` (`ka·a + kb·b`):
+/// 20 per row, where plonky2's arithmetic operations take two per element.
+const WEIGHTED_SUM_TERMS: [usize; 7] = [2, 8, 11, 14, 18, 24, 38];
 
 /// The cheapest layout of node `node`'s multiply-accumulates: rows of plonky2 arithmetic
 /// operations (20 per row), or rows of a [`WeightedSumGate`] whose operations are shared by

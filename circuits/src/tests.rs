@@ -271,8 +271,9 @@ fn weighted_sum_layouts_compute_the_integer_inference_and_prove() {
     let model = tiny_model(18);
     let x = random_input(&mut StdRng::seed_from_u64(19), model.input_len());
     let trace = infer::run(&model, &x).unwrap();
-    // 1 term per operation (every chunk short), 8 (a 3x3 kernel split in two), 38 (whole rows).
-    for terms in [1, 8, 38] {
+    // 1 term per operation (every chunk short), 2 (a residual Add's width), 8 (a 3x3 kernel split
+    // in two), 38 (whole rows).
+    for terms in [1, 2, 8, 38] {
         let gate = crate::gates::WeightedSumGate::new(terms, 80);
         let circuit = circuit_with_layout(&model, crate::gadgets::MacLayout::WeightedSum(gate), None);
         let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER)), None).unwrap();

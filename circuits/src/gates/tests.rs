@@ -20,7 +20,7 @@ fn ext(v: i64) -> FE {
 
 #[test]
 fn weighted_sum_gate_is_low_degree_and_its_evaluations_agree() {
-    for terms in [1, 8, 38] {
+    for terms in [1, 2, 8, 38] {
         let gate = WeightedSumGate::new(terms, 80);
         test_low_degree::<F, _, D>(gate);
         test_eval_fns::<F, C, _, D>(gate).unwrap();
