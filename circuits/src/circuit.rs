@@ -286,7 +286,6 @@ impl SegmentCircuit {
             values.insert(t, targets.iter().map(|&x| gadgets.range_check_byte(&mut builder, x)).collect());
             inputs.push(targets);
         }
-        // Centered factors `u − offset` of product elements, by (tensor, offset).
         for i in segment.nodes.clone() {
             let mut out = vec![None; numel(&model.nodes[i].shape)];
             // The softmax row being built, by its first kept cell.
