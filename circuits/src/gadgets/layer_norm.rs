@@ -15,10 +15,9 @@ use super::{pack_bytes, write_bytes, ByteTarget, Gadgets};
 use crate::{D, F};
 
 impl Gadgets {
-    /// `D_i · R` for a LayerNorm row over the bytes `u`:
-    /// `D_i = n·u_i − Σu` (the centered `n·c_i − Σc`), `V = Σ D_i² + eps`; a witnessed `s ∈ [0, 2^26)` with
-    /// `s² ≤ V < (s+1)²` and a witnessed `R ∈ [0, 2^32)` with `s·R ≤ 2^31 < s·(R+1)`, every gap
-    /// proven in `[0, 2^27)`: `s = isqrt(V)`, `R = floor(2^31 / s)`. Every product stays below
+    /// `D_i · R` for a LayerNorm row over the bytes `u`: `D_i = n·u_i − Σu` (the centered
+    /// `n·c_i − Σc`), `V = Σ D_i² + eps`; a witnessed `s ∈ [0, 2^26)` with `s² ≤ V < (s+1)²` and
+    /// a witnessed `R ∈ [0, 2^32)` with `s·R ≤ 2^31 < s·(R+1)`, every gap proven in `[0, 2^27)`: `s = isqrt(V)`, `R = floor(2^31 / s)`. Every product stays below
     /// 2^58 (`V < 2^50` by the model's bounds), so field identities are integer identities; a
     /// single check `R²·V ≤ 2^62` would not be (`R²·V` could wrap around the field).
     pub(crate) fn layer_norm_row(
