@@ -312,6 +312,7 @@ impl SegmentCircuit {
                         gadgets.max(&mut builder, &xs)
                     }
                     Element::Copy { tensor, index } => values[&tensor][index],
+                    Element::Constant { u } => ByteTarget(builder.constant(F::from_canonical_u8(u))),
                     Element::Table { tensor, index, table } => {
                         gadgets.lookup(&mut builder, values[&tensor][index], table)
                     }

@@ -91,6 +91,7 @@ pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
                     indices.iter().map(|&k| u[tensor][k]).max().expect("non-empty window")
                 }
                 Element::Copy { tensor, index } => u[tensor][index],
+                Element::Constant { u } => u,
                 Element::Table { tensor, index, table } => table[usize::from(u[tensor][index])],
                 Element::Product { a, b, offsets, pairs, requant, zero_point } => {
                     let acc = pairs.iter().fold(0i64, |acc, &(i, j)| {

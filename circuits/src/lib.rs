@@ -39,8 +39,8 @@ pub use gates::{PoseidonHeadGate, PoseidonTailGate};
 pub use hash::{TgridPoseidonConfig, TgridPoseidonHash};
 pub use lower::{check_layer_norm, requant_for, window_indices};
 pub use model::{
-    numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, INV_SQRT_BITS, MAX_LAYER_NORM_EPS,
-    MAX_LAYER_NORM_ROW, MAX_MACS, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q,
+    numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, INV_SQRT_BITS, MAX_CONCAT_INPUTS,
+    MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW, MAX_MACS, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q,
 };
 pub use privacy::{Privacy, TaskSalts};
 pub use task::{prove_circuit, CircuitStats, SegmentPlan, TaskProver, TaskVerifier};

@@ -22,8 +22,10 @@ pub(crate) enum Element<'a> {
     Affine { constant: i64, terms: &'a [Term], requant: Requant, zero_point: i8, lo: i8 },
     /// `y = max(u[tensor][i] for i in indices)`.
     Max { tensor: usize, indices: &'a [usize] },
-    /// `y = u[tensor][index]` (reshape, gather).
+    /// `y = u[tensor][index]` (reshape, gather, concat).
     Copy { tensor: usize, index: usize },
+    /// `y = u`, a constant (offset form) joined by a concat.
+    Constant { u: u8 },
     /// `acc = Σ (u[a][i] − offsets[0]) · (u[b][j] − offsets[1])` over `pairs` of `(i, j)`, then
     /// requantized as an affine element.
     Product { a: usize, b: usize, offsets: [i64; 2], pairs: &'a [(usize, usize)], requant: Requant, zero_point: i8 },
@@ -264,6 +266,26 @@ pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: imp
         Op::Gather { source } => {
             for (i, &index) in source.iter().enumerate() {
                 f(i, Element::Copy { tensor: input, index: index as usize });
+            }
+        }
+        Op::Concat { source, constants } => {
+            // The pool: each input's elements in turn, then the constants.
+            let mut starts = Vec::with_capacity(node.inputs.len());
+            let mut end = 0;
+            for &t in &node.inputs {
+                starts.push(end);
+                end += numel(model.tensor_shape(t));
+            }
+            for (i, &s) in source.iter().enumerate() {
+                let s = s as usize;
+                let element = if s < end {
+                    // The last input starting at or before `s` (every input holds values).
+                    let j = starts.partition_point(|&start| start <= s) - 1;
+                    Element::Copy { tensor: node.inputs[j], index: s - starts[j] }
+                } else {
+                    Element::Constant { u: (constants[s - end] as u8) ^ 0x80 }
+                };
+                f(i, element);
             }
         }
         Op::Table { table } => {

@@ -136,6 +136,16 @@ pub enum Op {
         /// For each output element, the flat index of the input element it copies.
         source: Vec<u32>,
     },
+    /// `y[i] = pool[source[i]]`, `pool` the inputs laid end to end followed by `constants`:
+    /// ONNX Concat of computed tensors and constants (a class token before the patches, two
+    /// branches joined), or any copy out of several tensors. Every input already has the
+    /// output's quantization (the compiler calibrates them together), so it is a copy of wires.
+    Concat {
+        /// For each output element, its flat index into the pool.
+        source: Vec<u32>,
+        /// Constant elements, at the output's quantization.
+        constants: Vec<i8>,
+    },
     /// `y[.., m, n] = requant(Σ_k (a[.., m, k] − zp_a) · (b[.., k, n] − zp_b))`: the product of
     /// two computed tensors (attention scores `Q·Kᵀ`, attention-weighted values), batched over
     /// the leading axes they share.
@@ -183,6 +193,9 @@ pub enum Op {
     },
 }
 
+/// Most inputs of an [`Op::Concat`].
+pub const MAX_CONCAT_INPUTS: usize = 64;
+
 /// Entries of an [`Op::Table`]: one per int8 input value.
 pub const TABLE_LEN: usize = 256;
 
@@ -212,6 +225,7 @@ impl Op {
             Op::Relu => "Relu",
             Op::Reshape => "Reshape",
             Op::Gather { .. } => "Gather",
+            Op::Concat { .. } => "Concat",
             Op::MatMul { .. } => "MatMul",
             Op::Softmax { .. } => "Softmax",
             Op::Embedding { .. } => "Embedding",
@@ -327,9 +341,13 @@ impl QuantModel {
             let name = n.name.as_str();
             check_shape(&n.shape).map_err(|e| bad(name, e))?;
             check_q(n.q).map_err(|e| bad(name, e))?;
-            let arity = if matches!(n.op, Op::Add { .. } | Op::MatMul { .. }) { 2 } else { 1 };
-            if n.inputs.len() != arity || n.inputs.iter().any(|&t| t >= own) {
-                return Err(bad(name, format!("expects {arity} earlier input tensor(s), has {:?}", n.inputs)));
+            let arity = match n.op {
+                Op::Add { .. } | Op::MatMul { .. } => 2..=2,
+                Op::Concat { .. } => 1..=MAX_CONCAT_INPUTS,
+                _ => 1..=1,
+            };
+            if !arity.contains(&n.inputs.len()) || n.inputs.iter().any(|&t| t >= own) {
+                return Err(bad(name, format!("expects {arity:?} earlier input tensor(s), has {:?}", n.inputs)));
             }
             let in_shape = self.tensor_shape(n.inputs[0]);
             let in_q = self.tensor_q(n.inputs[0]);
@@ -410,6 +428,18 @@ impl QuantModel {
                     }
                     if let Some(&i) = source.iter().find(|&&i| i as usize >= len) {
                         return Err(bad(name, format!("Gather source {i} is outside the input's {len} values")));
+                    }
+                }
+                Op::Concat { source, constants } => {
+                    if n.inputs.iter().any(|&t| self.tensor_q(t) != n.q) {
+                        return Err(bad(name, "every Concat input must have the output's quantization".into()));
+                    }
+                    let pool = n.inputs.iter().map(|&t| numel(self.tensor_shape(t))).sum::<usize>() + constants.len();
+                    if source.len() != numel(&n.shape) {
+                        return Err(bad(name, "Concat needs one source per output".into()));
+                    }
+                    if let Some(&i) = source.iter().find(|&&i| i as usize >= pool) {
+                        return Err(bad(name, format!("Concat source {i} is outside the {pool} values it joins")));
                     }
                 }
                 Op::MatMul { requant } => {
@@ -538,6 +568,12 @@ impl QuantModel {
                     w.u32(source.len() as u32);
                     source.iter().for_each(|&i| w.u32(i));
                 }
+                Op::Concat { source, constants } => {
+                    w.u8(14);
+                    w.u32(source.len() as u32);
+                    source.iter().for_each(|&i| w.u32(i));
+                    w.bytes(&constants.iter().map(|&v| v as u8).collect::<Vec<_>>());
+                }
                 Op::Table { table } => {
                     w.u8(8);
                     w.bytes(&table.iter().map(|&v| v as u8).collect::<Vec<_>>());
@@ -594,7 +630,7 @@ impl QuantModel {
         let mut nodes = Vec::with_capacity(count);
         for _ in 0..count {
             let name = r.str(MAX_NAME_LEN)?;
-            let inputs = r.usizes(2)?;
+            let inputs = r.usizes(MAX_CONCAT_INPUTS)?;
             let shape = r.usizes(MAX_RANK)?;
             let q = get_q(&mut r)?;
             let op = match r.u8()? {
@@ -631,6 +667,12 @@ impl QuantModel {
                 7 => {
                     let n = r.len_prefix(MAX_TENSOR_LEN, 4)?;
                     Op::Gather { source: (0..n).map(|_| r.u32()).collect::<Result<_>>()? }
+                }
+                14 => {
+                    let n = r.len_prefix(MAX_TENSOR_LEN, 4)?;
+                    let source = (0..n).map(|_| r.u32()).collect::<Result<_>>()?;
+                    let constants = r.bytes(MAX_TENSOR_LEN)?.iter().map(|&b| b as i8).collect();
+                    Op::Concat { source, constants }
                 }
                 8 => Op::Table { table: r.bytes(TABLE_LEN)?.iter().map(|&b| b as i8).collect() },
                 9 => {

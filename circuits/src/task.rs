@@ -54,7 +54,7 @@ fn estimated_rows(model: &QuantModel, node: usize) -> usize {
         Op::Add { .. } | Op::AddConst { .. } | Op::Relu => out / 10 + requantized,
         Op::Table { .. } => out / 40,
         Op::Embedding { .. } => out / 20 + out / 40,
-        Op::Gather { .. } | Op::Reshape => 0,
+        Op::Gather { .. } | Op::Concat { .. } | Op::Reshape => 0,
     }
 }
 

@@ -210,14 +210,23 @@ pub fn token_model(seed: u64) -> QuantModel {
             q: q(0.06, 3),
         },
         Node {
+            // The first row, two constants (a class token) and the last row of `tanh`: the
+            // pool is `first` (5 values), `tanh` (40), then the constants.
+            name: "join".into(),
+            op: Op::Concat { source: (0..5).chain([45, 46]).chain(40..45).collect(), constants: vec![-77, 101] },
+            inputs: vec![7, 6],
+            shape: vec![12],
+            q: q(0.06, 3),
+        },
+        Node {
             name: "head".into(),
             op: Op::Dense {
-                weights: weights(&mut rng, 3 * 5),
+                weights: weights(&mut rng, 3 * 12),
                 bias: vec![10, 20, 30],
-                requant: (0..3).map(|_| rq(0.01, 200_000)).collect(),
+                requant: (0..3).map(|_| rq(0.01, 300_000)).collect(),
                 relu: false,
             },
-            inputs: vec![7],
+            inputs: vec![8],
             shape: vec![3],
             q: q(0.1, 0),
         },

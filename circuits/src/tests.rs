@@ -161,6 +161,7 @@ fn hinted_indices(model: &QuantModel, node: usize) -> std::ops::Range<usize> {
             c += usize::from(!matches!(
                 e,
                 Element::Copy { .. }
+                    | Element::Constant { .. }
                     | Element::Table { .. }
                     | Element::Embedding { .. }
                     | Element::Softmax { at: None, .. }

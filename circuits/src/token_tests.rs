@@ -91,6 +91,16 @@ fn new_ops_round_trip_and_every_field_is_bound_by_the_id() {
                 constants[3] += 1
             }
         }),
+        changed(&|op| {
+            if let Op::Concat { constants, .. } = op {
+                constants[1] += 1
+            }
+        }),
+        changed(&|op| {
+            if let Op::Concat { source, .. } = op {
+                source.swap(5, 7)
+            }
+        }),
     ];
     for other in variants {
         other.validate().unwrap();
@@ -121,6 +131,23 @@ fn malformed_new_ops_are_refused() {
     });
     let rows = broken(4, &|n| n.shape = vec![4, 5]);
     assert!(rows.contains("leading axes") || rows.contains("count"), "{rows}");
+    // The Concat (node 7): a source past its pool, a part of another quantization, one source
+    // missing, more inputs than allowed.
+    let past = broken(7, &|n| {
+        if let Op::Concat { source, .. } = &mut n.op {
+            source[6] = 47;
+        }
+    });
+    assert!(past.contains("outside the 47 values"), "{past}");
+    let scales = broken(7, &|n| n.inputs = vec![7, 4]);
+    assert!(scales.contains("quantization"), "{scales}");
+    broken(7, &|n| {
+        if let Op::Concat { source, .. } = &mut n.op {
+            source.pop();
+        }
+    });
+    let many = broken(7, &|n| n.inputs = vec![6; crate::MAX_CONCAT_INPUTS + 1]);
+    assert!(many.contains("input tensor"), "{many}");
 }
 
 #[test]

@@ -73,6 +73,14 @@ pub enum FloatOp {
         /// Flat input index of each output element.
         source: Vec<u32>,
     },
+    /// `y[i] = pool[source[i]]`, `pool` the inputs laid end to end followed by `constants`
+    /// (ONNX Concat of computed tensors and constants).
+    Concat {
+        /// Flat pool index of each output element.
+        source: Vec<u32>,
+        /// Constant values after the inputs in the pool.
+        constants: Vec<f32>,
+    },
     /// `y = alpha · (a · b)` of two computed tensors `[.., m, k]` and `[.., k, n]` (`alpha`: a
     /// folded scaling, such as attention's `1/√d`).
     MatMul {
@@ -151,8 +159,14 @@ impl FloatGraph {
 
     /// Runs the graph, returning every tensor (index as above).
     pub fn run(&self, input: &[f32]) -> Vec<Vec<f32>> {
+        self.run_with(input, |_, _| {})
+    }
+
+    /// Runs the graph, letting `after(i, values)` change node `i`'s output before the nodes
+    /// after it read it (e.g. to round it as int8 would: a quantization study).
+    pub fn run_with(&self, input: &[f32], mut after: impl FnMut(usize, &mut Vec<f32>)) -> Vec<Vec<f32>> {
         let mut ts: Vec<Vec<f32>> = vec![input.to_vec()];
-        for n in &self.nodes {
+        for (index, n) in self.nodes.iter().enumerate() {
             let x = &ts[n.inputs[0]];
             let in_shape = self.shape(n.inputs[0]);
             let relu = |v: f32, on: bool| if on { v.max(0.0) } else { v };
@@ -270,9 +284,16 @@ impl FloatGraph {
                     })
                     .collect(),
                 FloatOp::Gather { source } => source.iter().map(|&i| x[i as usize]).collect(),
+                FloatOp::Concat { source, constants } => {
+                    let pool: Vec<f32> =
+                        n.inputs.iter().flat_map(|&t| ts[t].iter().copied()).chain(constants.iter().copied()).collect();
+                    source.iter().map(|&i| pool[i as usize]).collect()
+                }
                 FloatOp::Elementwise { f } => x.iter().map(|&v| f.eval(f64::from(v)) as f32).collect(),
                 FloatOp::AddConst { values } => x.iter().zip(values).map(|(&a, &c)| a + c).collect(),
             };
+            let mut y = y;
+            after(index, &mut y);
             ts.push(y);
         }
         ts

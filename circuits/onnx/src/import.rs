@@ -25,11 +25,12 @@ use crate::node::{read_tensor, Ctx};
 use crate::tensor::{Const, Tensor};
 use crate::{Error, Result};
 
-pub(crate) const SUPPORTED: &str = "Gemm, MatMul (constant weights), Add, Conv, Relu, MaxPool, AveragePool, \
-GlobalAveragePool, ReduceMean, BatchNormalization (after Conv/Gemm), elementwise functions (Erf, Gelu, Tanh, Sigmoid, \
-Exp, Sqrt, Reciprocal, Neg, Abs, and Add/Sub/Mul/Div/Pow by constants or of one tensor with itself), Flatten, \
-Reshape, Transpose, Squeeze, Unsqueeze, Slice, Split, Gather (constant indices), Constant, Shape and arithmetic on \
-constants, Identity, Dropout, Softmax (last node only)";
+pub(crate) const SUPPORTED: &str = "Gemm, MatMul (constant weights, or of two computed tensors), Add, Conv, Relu, \
+MaxPool, AveragePool, GlobalAveragePool, ReduceMean, BatchNormalization (after Conv/Gemm), LayerNormalization, \
+Softmax (last axis, with a causal mask), elementwise functions (Erf, Gelu, Tanh, Sigmoid, Exp, Sqrt, Reciprocal, \
+Neg, Abs, and Add/Sub/Mul/Div/Pow by constants or of one tensor with itself), Flatten, Reshape, Transpose, \
+Squeeze, Unsqueeze, Slice, Split, Concat, Gather (constant indices, or token ids into a constant table), Constant, \
+Shape and arithmetic on constants, Identity, Dropout";
 
 /// An elementwise function of a computed tensor, not yet a node.
 #[derive(Clone, Debug)]
@@ -365,6 +366,9 @@ impl<'a> Importer<'a> {
         }
         if DATA_MOVEMENT.contains(&op) {
             return self.move_data(cx);
+        }
+        if op == "Concat" {
+            return crate::layout::concat_node(self, cx);
         }
         crate::layers::layer(self, cx, is_last)
     }

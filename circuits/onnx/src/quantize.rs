@@ -172,6 +172,44 @@ fn quantize_layer_norm(
     Err(last)
 }
 
+/// Widens the ranges of tensors that must share one quantization to the union of their ranges:
+/// the inputs and output of a Concat (a copy cannot rescale), together with the copies and
+/// pass-through ops (Reshape, Gather, MaxPool, Relu) between them and the layers that produce
+/// them, which take their input's quantization. A tensor outside every Concat keeps its range
+/// (a pass-through's output range lies within its input's).
+fn shared_ranges(graph: &FloatGraph, lo: &mut [f32], hi: &mut [f32]) {
+    fn root(parent: &mut [usize], mut t: usize) -> usize {
+        while parent[t] != t {
+            parent[t] = parent[parent[t]];
+            t = parent[t];
+        }
+        t
+    }
+    let mut parent: Vec<usize> = (0..lo.len()).collect();
+    for (i, n) in graph.nodes.iter().enumerate() {
+        let joined: &[usize] = match n.op {
+            FloatOp::Concat { .. } => &n.inputs,
+            FloatOp::Reshape | FloatOp::Gather { .. } | FloatOp::MaxPool { .. } | FloatOp::Relu => &n.inputs[..1],
+            _ => &[],
+        };
+        for &t in joined {
+            let (a, b) = (root(&mut parent, t), root(&mut parent, i + 1));
+            parent[a] = b;
+        }
+    }
+    let (mut class_lo, mut class_hi) = (lo.to_vec(), hi.to_vec());
+    for t in 0..lo.len() {
+        let r = root(&mut parent, t);
+        class_lo[r] = class_lo[r].min(lo[t]);
+        class_hi[r] = class_hi[r].max(hi[t]);
+    }
+    for t in 0..lo.len() {
+        let r = root(&mut parent, t);
+        lo[t] = class_lo[r];
+        hi[t] = class_hi[r];
+    }
+}
+
 /// Quantizes `graph` with ranges observed on the calibration samples.
 pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<QuantModel> {
     let input_len: usize = graph.input_shape.iter().product();
@@ -202,6 +240,7 @@ pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<Qu
             }
         }
     }
+    shared_ranges(graph, &mut lo, &mut hi);
     // Token ids are carried exactly: at scale 1 and zero point −128 the offset form is the id.
     let input_q = if graph.tokens { QParams { scale: 1.0, zero_point: -128 } } else { qparams(lo[0], hi[0]) };
     let mut qs: Vec<QParams> = vec![input_q];
@@ -268,6 +307,22 @@ pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<Qu
             FloatOp::Relu => (Op::Relu, in_q),
             FloatOp::Reshape => (Op::Reshape, in_q),
             FloatOp::Gather { source } => (Op::Gather { source: source.clone() }, in_q),
+            FloatOp::Concat { source, constants } => {
+                if let Some(&t) = n.inputs.iter().find(|&&t| qs[t] != observed) {
+                    return Err(Error::InvalidNode {
+                        op: "Concat".into(),
+                        node: n.name.clone(),
+                        reason: format!(
+                            "input tensor {t} has a fixed quantization (token ids or a Softmax output) that the \
+                             other parts cannot share"
+                        ),
+                    });
+                }
+                let constants = tgrid_circuits::infer::quantize(constants, observed).map_err(|e| {
+                    Error::InvalidNode { op: "Concat".into(), node: n.name.clone(), reason: e.to_string() }
+                })?;
+                (Op::Concat { source: source.clone(), constants }, observed)
+            }
             FloatOp::Embedding { table, dim } => {
                 let table = tgrid_circuits::infer::quantize(table, observed).map_err(|e| Error::InvalidNode {
                     op: "Gather".into(),

@@ -1,0 +1,115 @@
+//! ONNX models written in a test, a line per node instead of protobuf boilerplate.
+
+use prost::Message;
+use tract_onnx::pb;
+
+/// A one-input, one-output float graph under construction.
+pub struct OnnxGraph {
+    nodes: Vec<pb::NodeProto>,
+    initializers: Vec<pb::TensorProto>,
+    input: Vec<i64>,
+    output: Vec<i64>,
+}
+
+/// An integer attribute of a node.
+pub fn int_attr(name: &str, value: i64) -> pb::AttributeProto {
+    pb::AttributeProto {
+        name: name.into(),
+        r#type: pb::attribute_proto::AttributeType::Int as i32,
+        i: value,
+        ..Default::default()
+    }
+}
+
+fn value_info(name: &str, dims: &[i64]) -> pb::ValueInfoProto {
+    use pb::tensor_shape_proto::{dimension::Value as Dim, Dimension};
+    let shape = pb::TensorShapeProto {
+        dim: dims.iter().map(|&d| Dimension { value: Some(Dim::DimValue(d)), ..Default::default() }).collect(),
+    };
+    pb::ValueInfoProto {
+        name: name.into(),
+        r#type: Some(pb::TypeProto {
+            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor { elem_type: 1, shape: Some(shape) })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+impl OnnxGraph {
+    /// A graph from tensor `input` to tensor `output` of the given ONNX shapes (batch included).
+    pub fn new(input: &[i64], output: &[i64]) -> Self {
+        Self { nodes: Vec::new(), initializers: Vec::new(), input: input.to_vec(), output: output.to_vec() }
+    }
+
+    /// A float initializer.
+    pub fn floats(&mut self, name: &str, dims: &[i64], values: Vec<f32>) -> &mut Self {
+        let t = pb::TensorProto {
+            name: name.into(),
+            dims: dims.to_vec(),
+            data_type: 1,
+            float_data: values,
+            ..Default::default()
+        };
+        self.initializers.push(t);
+        self
+    }
+
+    /// An int64 initializer (shapes, indices).
+    pub fn ints(&mut self, name: &str, dims: &[i64], values: Vec<i64>) -> &mut Self {
+        let t = pb::TensorProto {
+            name: name.into(),
+            dims: dims.to_vec(),
+            data_type: 7,
+            int64_data: values,
+            ..Default::default()
+        };
+        self.initializers.push(t);
+        self
+    }
+
+    /// A node `output = op(inputs)` with attributes.
+    pub fn node(&mut self, op: &str, inputs: &[&str], output: &str, attrs: Vec<pb::AttributeProto>) -> &mut Self {
+        self.nodes.push(pb::NodeProto {
+            op_type: op.into(),
+            name: format!("{op}_{}", self.nodes.len()),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: vec![output.into()],
+            attribute: attrs,
+            ..Default::default()
+        });
+        self
+    }
+
+    /// Writes the model (opset 17) to `path`.
+    pub fn write(&self, path: &std::path::Path) {
+        let graph = pb::GraphProto {
+            name: path.file_stem().unwrap().to_string_lossy().into_owned(),
+            node: self.nodes.clone(),
+            initializer: self.initializers.clone(),
+            input: vec![value_info("input", &self.input)],
+            output: vec![value_info("output", &self.output)],
+            ..Default::default()
+        };
+        let model = pb::ModelProto {
+            ir_version: 8,
+            opset_import: vec![pb::OperatorSetIdProto { domain: String::new(), version: 17 }],
+            graph: Some(graph),
+            ..Default::default()
+        };
+        std::fs::write(path, model.encode_to_vec()).unwrap();
+    }
+}
+
+/// `n` deterministic pseudo-random values in `[-scale, scale)`.
+pub fn values(seed: u64, n: usize, scale: f32) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}

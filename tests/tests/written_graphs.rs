@@ -1,0 +1,165 @@
+//! ONNX graphs written by the tests themselves, for what no committed fixture exports: a
+//! scaling of the model input, a class token joined before the patches (`Concat` with a
+//! constant) and two branches joined (`Concat` of computed tensors with different ranges).
+//! Each one: imported, equal to tract on the original graph, int8 close to float, and the
+//! circuit witness bit-exact with a proof the verifier accepts.
+
+mod onnx_graph;
+
+use onnx_graph::{int_attr, values, OnnxGraph};
+use tgrid_circuits::{infer, QuantModel, SegmentPlan, TaskProver, TaskVerifier};
+use tgrid_onnx::{import_onnx, quantize_model, tract_reference, FloatGraph};
+
+/// Imports `graph`, checks it against tract on `samples`, and quantizes it on them.
+fn import_and_quantize(graph: &OnnxGraph, name: &str, samples: &[Vec<f32>]) -> (FloatGraph, QuantModel) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(format!("{name}.onnx"));
+    graph.write(&path);
+    let (float, _) = import_onnx(&path).unwrap();
+    let reference = tract_reference(&path, &float, samples).unwrap();
+    for (x, r) in samples.iter().zip(&reference) {
+        let ours = float.run(x).pop().unwrap();
+        assert!(ours.iter().zip(r).all(|(a, b)| (a - b).abs() < 1e-4), "{name}: {ours:?} vs tract {r:?}");
+    }
+    let model = quantize_model(&float, samples).unwrap();
+    (float, model)
+}
+
+/// Dequantized int8 outputs stay within `steps` output steps of float on every sample.
+fn int8_tracks_float(float: &FloatGraph, model: &QuantModel, samples: &[Vec<f32>], steps: f32) {
+    let q = model.tensor_q(model.output_tensor());
+    for x in samples {
+        let expected = float.run(x).pop().unwrap();
+        let int8 = infer::dequantize(infer::run(model, &infer::quantize_input(model, x).unwrap()).unwrap().output(), q);
+        for (a, b) in int8.iter().zip(&expected) {
+            assert!((a - b).abs() <= steps * q.scale, "int8 {int8:?} vs float {expected:?} (step {})", q.scale);
+        }
+    }
+}
+
+/// The circuit witness equals the integer inference, and the proof verifies and commits to it.
+fn proof_commits_to_the_inference(model: &QuantModel, x: &[f32]) {
+    let plan = SegmentPlan::auto(model, 1 << 16);
+    let prover = TaskProver::new(model.clone(), plan.clone()).unwrap();
+    let x = infer::quantize_input(model, x).unwrap();
+    let expected = infer::run(model, &x).unwrap();
+    assert_eq!(prover.circuit_trace(&x).unwrap(), expected);
+    let (proof, trace, _) = prover.prove(&x, [7; 32], [9; 20], &mut |_, _, _| {}).unwrap();
+    assert_eq!(trace, expected);
+    let publics = TaskVerifier::new(model, &plan).unwrap().verify(&proof).unwrap();
+    assert_eq!(publics.output_commitment, tgrid_circuits::commit(trace.output()));
+}
+
+fn samples(seed: u64, count: usize, len: usize) -> Vec<Vec<f32>> {
+    (0..count).map(|i| values(seed + i as u64, len, 1.0)).collect()
+}
+
+/// `output = Gemm(input · 0.5, W, b)`: the scaling applied to the model input itself (no layer
+/// before it to fold into) becomes a table, and the model works.
+#[test]
+fn a_scaling_of_the_model_input_imports_as_a_table() {
+    let mut g = OnnxGraph::new(&[1, 4], &[1, 3]);
+    g.floats("half", &[], vec![0.5])
+        .floats("w", &[4, 3], (0..12).map(|i| i as f32 / 10.0 - 0.5).collect())
+        .floats("b", &[3], vec![0.1, -0.2, 0.3])
+        .node("Mul", &["input", "half"], "scaled", vec![])
+        .node("Gemm", &["scaled", "w", "b"], "output", vec![]);
+    let xs: Vec<Vec<f32>> = (0..8).map(|i| (0..4).map(|j| (i * 4 + j) as f32 / 32.0).collect()).collect();
+    let (_, quant) = import_and_quantize(&g, "scaled", &xs);
+    assert_eq!(quant.nodes.iter().map(|n| n.op.kind()).collect::<Vec<_>>(), ["Table", "Dense"]);
+}
+
+/// A vision transformer's class token: patches embedded, a learned token (expanded to the
+/// batch, as PyTorch exports `cls.expand(B, -1, -1)`) concatenated before them, position
+/// embeddings added, a LayerNorm, the class token's row read out and classified.
+fn class_token_graph() -> OnnxGraph {
+    let (patches, patch, dim) = (4, 8, 16);
+    let mut g = OnnxGraph::new(&[1, patches, patch], &[1, 3]);
+    g.floats("embed_w", &[patch, dim], values(1, (patch * dim) as usize, 0.4))
+        .floats("embed_b", &[dim], values(2, dim as usize, 0.1))
+        .floats("cls", &[1, 1, dim], values(3, dim as usize, 0.8))
+        .ints("cls_shape", &[3], vec![1, 1, dim])
+        .floats("pos", &[1, patches + 1, dim], values(4, ((patches + 1) * dim) as usize, 0.2))
+        .floats("ln_scale", &[dim], values(5, dim as usize, 0.3).into_iter().map(|v| 1.0 + v).collect())
+        .floats("ln_bias", &[dim], values(6, dim as usize, 0.1))
+        .ints("first", &[], vec![0])
+        .floats("head_w", &[dim, 3], values(7, (dim * 3) as usize, 0.5))
+        .floats("head_b", &[3], values(8, 3, 0.1))
+        .node("MatMul", &["input", "embed_w"], "embedded", vec![])
+        .node("Add", &["embedded", "embed_b"], "patches", vec![])
+        .node("Expand", &["cls", "cls_shape"], "cls_batch", vec![])
+        .node("Concat", &["cls_batch", "patches"], "tokens", vec![int_attr("axis", 1)])
+        .node("Add", &["tokens", "pos"], "placed", vec![])
+        .node("LayerNormalization", &["placed", "ln_scale", "ln_bias"], "normed", vec![int_attr("axis", -1)])
+        .node("Gather", &["normed", "first"], "class_row", vec![int_attr("axis", 1)])
+        .node("Gemm", &["class_row", "head_w", "head_b"], "output", vec![]);
+    g
+}
+
+#[test]
+fn a_class_token_concatenated_before_the_patches_compiles_and_proves() {
+    let xs = samples(100, 24, 32);
+    let (float, model) = import_and_quantize(&class_token_graph(), "class_token", &xs);
+    let concat = model.nodes.iter().find(|n| n.op.kind() == "Concat").expect("a Concat node");
+    let tgrid_circuits::Op::Concat { constants, .. } = &concat.op else { unreachable!() };
+    assert_eq!(constants.len(), 16, "the class token is the Concat's constant part");
+    int8_tracks_float(&float, &model, &xs, 6.0);
+    proof_commits_to_the_inference(&model, &xs[3]);
+}
+
+/// The class token is part of the circuit: a proof of the same graph with another token does
+/// not verify under the registered model.
+#[test]
+fn a_proof_with_another_class_token_is_rejected() {
+    let xs = samples(100, 24, 32);
+    let (_, model) = import_and_quantize(&class_token_graph(), "class_token", &xs);
+    let mut other = model.clone();
+    let node = other.nodes.iter_mut().find(|n| n.op.kind() == "Concat").unwrap();
+    let tgrid_circuits::Op::Concat { constants, .. } = &mut node.op else { unreachable!() };
+    constants[5] = constants[5].wrapping_add(1);
+    let plan = SegmentPlan::auto(&model, 1 << 16);
+    let x = infer::quantize_input(&model, &xs[0]).unwrap();
+    let (forged, _, _) =
+        TaskProver::new(other, plan.clone()).unwrap().prove(&x, [7; 32], [9; 20], &mut |_, _, _| {}).unwrap();
+    assert!(TaskVerifier::new(&model, &plan).unwrap().verify(&forged).is_err());
+}
+
+/// Two branches of different ranges joined on the last axis (and one of them twice): both are
+/// calibrated to the joined tensor's quantization, so the Concat is a copy.
+#[test]
+fn two_computed_branches_concatenated_share_one_quantization_and_prove() {
+    let mut g = OnnxGraph::new(&[1, 6], &[1, 2]);
+    g.floats("wa", &[6, 4], values(11, 24, 0.3))
+        .floats("wb", &[6, 3], values(12, 18, 2.0))
+        .floats("bb", &[3], values(13, 3, 0.5))
+        .floats("wo", &[11, 2], values(14, 22, 0.5))
+        .node("MatMul", &["input", "wa"], "a", vec![])
+        .node("Gemm", &["input", "wb", "bb"], "b_pre", vec![])
+        .node("Relu", &["b_pre"], "b", vec![])
+        .node("Concat", &["a", "b", "a"], "joined", vec![int_attr("axis", 1)])
+        .node("MatMul", &["joined", "wo"], "output", vec![]);
+    let xs = samples(200, 32, 6);
+    let (float, model) = import_and_quantize(&g, "branches", &xs);
+    let concat = model.nodes.iter().find(|n| n.op.kind() == "Concat").expect("a Concat node");
+    assert_eq!(concat.inputs.len(), 2, "a tensor joined twice is read once");
+    assert!(concat.inputs.iter().all(|&t| model.tensor_q(t) == concat.q));
+    int8_tracks_float(&float, &model, &xs, 6.0);
+    proof_commits_to_the_inference(&model, &xs[5]);
+}
+
+/// A Concat of the token ids (fixed quantization) with a computed tensor cannot share one
+/// quantization: a clear error naming the node, not a wrong model.
+#[test]
+fn a_concat_that_cannot_share_one_quantization_is_a_clear_error() {
+    let mut g = OnnxGraph::new(&[1, 4], &[1, 8]);
+    g.floats("w", &[4, 4], values(21, 16, 0.5))
+        .node("Softmax", &["input"], "probabilities", vec![int_attr("axis", -1)])
+        .node("MatMul", &["input", "w"], "projected", vec![])
+        .node("Concat", &["probabilities", "projected"], "output", vec![int_attr("axis", 1)]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("softmax_concat.onnx");
+    g.write(&path);
+    let (float, _) = import_onnx(&path).unwrap();
+    let err = quantize_model(&float, &samples(300, 8, 4)).unwrap_err().to_string();
+    assert!(err.contains("Concat") && err.contains("fixed quantization"), "{err}");
+}
