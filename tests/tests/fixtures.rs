@@ -189,11 +189,12 @@ fn gpt_int8_predictions_agree_with_float_and_keep_the_perplexity() {
     let (float_ppl, int8_ppl) = (perplexity(&set.float_outputs, &set.labels), perplexity(&int8, &set.labels));
     eprintln!("gpt: argmax agreement {:.2}%, perplexity float {float_ppl:.3} int8 {int8_ppl:.3}", 100.0 * agree);
     assert!((float_ppl - set.float_perplexity).abs() < 1e-3, "the test set's float perplexity");
-    // Issue 26 asks for 95 %; measured 92.25 % (93.25 % before row pruning, which calibrates
-    // the last block on the last position of the 64 calibration windows alone; most
-    // disagreements are ties at the output's int8 step or float margins below two steps, and
-    // the figure moves by a point with any change of calibration). This guards the level
-    // reached until attention keeps more precision.
+    // Issue 26 asks for 95 %; measured 92.25 %. The integer ops are exact to the rounding (run
+    // node by node on the int8 inputs, every output is within one step of ideal rounding), so
+    // this is int8 activation noise: simulated 8-bit rounding of the float graph lands between
+    // 93 % and 96 % depending on where the grid's zero falls, and only 16-bit activations in
+    // every layer but the tables stay above 98 % (docs/quantization.md). This guards the level
+    // reached until activations get a wider type.
     assert!(agree >= 0.92, "int8 agrees with float on {agree} of the windows");
     assert!(int8_ppl <= float_ppl * 1.05, "int8 perplexity {int8_ppl} vs float {float_ppl}");
     for x in set.inputs.iter().take(20) {
