@@ -347,7 +347,11 @@ impl QuantModel {
                 _ => 1..=1,
             };
             if !arity.contains(&n.inputs.len()) || n.inputs.iter().any(|&t| t >= own) {
-                return Err(bad(name, format!("expects {arity:?} earlier input tensor(s), has {:?}", n.inputs)));
+                let count = match (arity.start(), arity.end()) {
+                    (a, b) if a == b => a.to_string(),
+                    (a, b) => format!("{a} to {b}"),
+                };
+                return Err(bad(name, format!("expects {count} earlier input tensor(s), has {:?}", n.inputs)));
             }
             let in_shape = self.tensor_shape(n.inputs[0]);
             let in_q = self.tensor_q(n.inputs[0]);

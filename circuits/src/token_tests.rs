@@ -27,7 +27,8 @@ fn token_model_circuit_computes_the_integer_inference() {
 #[test]
 fn token_model_proof_verifies_and_commits_to_the_inference() {
     let model = token_model(3);
-    for plan in [SegmentPlan::default(), SegmentPlan { cuts: vec![2, 5] }] {
+    // The last plan cuts right before the Concat: both of its inputs cross the cut.
+    for plan in [SegmentPlan::default(), SegmentPlan { cuts: vec![2, 5] }, SegmentPlan { cuts: vec![7] }] {
         let x = random_input(&mut StdRng::seed_from_u64(4), model.input_len());
         let prover = TaskProver::new(model.clone(), plan.clone()).unwrap();
         let (proof, trace, _) = prover.prove(&x, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
