@@ -243,7 +243,7 @@ pub(crate) struct BuildOptions {
     pub layout: Option<MacLayout>,
     /// Tests only: leave out the copy constraints that `fault` breaks, to give a malicious
     /// prover the wire partition of a circuit without them
-    /// ([`crate::malicious::cut_copy_constraints`]).
+    /// ([`crate::testing::cut_copy_constraints`]).
     #[cfg(test)]
     pub cut: bool,
 }

@@ -6,9 +6,10 @@
 //!   count panics on one, so no out-of-range value ever reaches a proof.
 //!   [`prove_admitting_any_lookup`] writes an arbitrary output for such an input and counts the
 //!   lookup as if it had read an honest table entry, then runs plonky2's own proving steps.
-//! - Copy constraints: [`cut_copy_constraints`] gives the prover the wire partition of another
-//!   build of the same gates (one without some `connect`), so connected wires may hold
-//!   different values while the proof is checked against the honest circuit's permutation.
+//! - Copy constraints: [`crate::testing::cut_copy_constraints`] gives the prover the wire
+//!   partition of another build of the same gates (one without some `connect`), so connected
+//!   wires may hold different values while the proof is checked against the honest circuit's
+//!   permutation.
 
 use std::collections::HashSet;
 
@@ -110,17 +111,6 @@ pub(crate) fn prove_admitting_any_lookup(
     }
     let witness = generate_partial_witness(pw, &data.prover_only, &data.common)?;
     prove_with_partition_witness(&data.prover_only, &data.common, witness, &mut TimingTree::default())
-}
-
-/// Makes `honest`'s prover use the wire partition of `cut`, a build of the same gates with some
-/// copy constraints left out: values the honest circuit connects may then differ in the witness,
-/// while the permutation argument (sigmas) and the verifier data stay `honest`'s.
-pub(crate) fn cut_copy_constraints(honest: &mut CircuitData<F, C, D>, cut: CircuitData<F, C, D>) {
-    assert_eq!(honest.common.gates, cut.common.gates, "the cut build must have the same gates");
-    assert_eq!(honest.common.degree_bits(), cut.common.degree_bits());
-    honest.prover_only.representative_map = cut.prover_only.representative_map;
-    honest.prover_only.generator_indices_by_watches = cut.prover_only.generator_indices_by_watches;
-    honest.prover_only.generators = cut.prover_only.generators;
 }
 
 /// A lookup slot's generator that writes a byte other than the table's output for its input,

@@ -389,7 +389,7 @@ impl TaskProver {
             SegmentCircuit::build(&self.model, segment.clone(), options)
         };
         let mut circuit = build(false)?;
-        crate::malicious::cut_copy_constraints(&mut circuit.data, build(true)?.data);
+        crate::testing::cut_copy_constraints(&mut circuit.data, build(true)?.data);
         let pw = circuit.witness(&[input], Some((&[1; 32], &[2; 20])), None)?;
         let proof = crate::malicious::prove_admitting_any_lookup(&mut circuit.data, pw)
             .map_err(|e| Error::Proving(e.to_string()))?;
@@ -402,7 +402,7 @@ impl TaskProver {
 impl TaskProver {
     /// Proves a two-segment model whose second segment ran on the first segment's output with
     /// one value changed when `tamper` is set, and joins the two with a malicious prover that
-    /// ignores the join's commitment link ([`crate::malicious::cut_copy_constraints`]).
+    /// ignores the join's commitment link ([`crate::testing::cut_copy_constraints`]).
     pub(crate) fn prove_with_link_fault(&self, input: &[i8], tamper: bool) -> Result<TaskProof> {
         let trace = infer::run(&self.model, input)?;
         let segments = self.plan.segments(&self.model);
@@ -423,7 +423,7 @@ impl TaskProver {
         let public = Privacy::Public;
         let mut join = JoinCircuit::build_linked(&self.model, &first.verifier, &second.verifier, true, public, true)?;
         let cut = JoinCircuit::build_linked(&self.model, &first.verifier, &second.verifier, true, public, false)?;
-        crate::malicious::cut_copy_constraints(&mut join.data, cut.data);
+        crate::testing::cut_copy_constraints(&mut join.data, cut.data);
         let joined = join.prove(first, second, Some((&[1; 32], &[2; 20])))?;
         Ok(TaskProof::new(self.model_id, joined.proof.to_bytes()))
     }

@@ -14,7 +14,7 @@ use tgrid_circuits::{Privacy, Salt, SegmentPlan, TaskProof, TaskProver, TaskSalt
 use crate::batch::{batch_root, node_hash, split_point, BatchFile, TaskLeaf};
 use crate::registry::{Registry, RegistryEntry, RegistryFile, RegistryFileEntry};
 use crate::shape::aggregation_config;
-use crate::tree::canonical_halves_bits_be;
+use crate::tree::{canonical_halves_bits_be, LeafCut};
 use crate::{AggregationCircuits, Error, NormalizedProof, Normalizer, SubtreeProof};
 
 fn hex32(s: &str) -> [u8; 32] {
@@ -287,6 +287,60 @@ fn verifier_data_of_another_circuit_is_rejected_in_the_leaf() {
     let (_, membership) = s.registry.membership(&s.normalizers[1].model_id()).unwrap();
     let result = s.circuits.prove_leaf_unchecked(&norm, s.registry.root_hash(), &membership);
     assert!(matches!(result, Err(Error::Proving(_))), "{result:?}");
+}
+
+/// Registry membership reaches the verifier: a prover whose wiring leaves the path's root free
+/// proves a leaf of model 1 under a registry that lists only model 0 (model 0's path), and the
+/// verifier of the real leaf circuit rejects it; the same prover with an honest witness is
+/// accepted (the rejection is the missing constraint's, not the malicious prover's).
+#[test]
+fn a_leaf_outside_the_registry_is_rejected_by_the_verifier() {
+    let s = setup();
+    let (_, norm, _) = normalized(1, 50);
+    let model_0 = *s.registry.entry(&s.normalizers[0].model_id()).unwrap();
+    let only_model_0 = Registry::new([model_0]).unwrap();
+    let (_, path_of_0) = only_model_0.membership(&model_0.model_id).unwrap();
+    let unused = norm.verifier.circuit_digest;
+    let forged = s
+        .circuits
+        .prove_leaf_with_cut(LeafCut::RegistryRoot, &norm, only_model_0.root_hash(), &path_of_0, unused)
+        .expect("the malicious prover produces a proof");
+    assert_eq!(forged.public_inputs().unwrap().registry_root, only_model_0.root(), "it claims the smaller registry");
+    assert!(matches!(s.circuits.verify_root(&forged), Err(Error::InvalidProof(_))));
+
+    let (_, path_of_1) = s.registry.membership(&s.normalizers[1].model_id()).unwrap();
+    let honest = s
+        .circuits
+        .prove_leaf_with_cut(LeafCut::RegistryRoot, &norm, s.registry.root_hash(), &path_of_1, unused)
+        .unwrap();
+    s.circuits.verify_root(&honest).unwrap();
+}
+
+/// The registry entry's digest is the digest of the cap the proof verified under: a prover
+/// whose wiring frees the entry's digest shows model 0 registered with model 1's normalized
+/// circuit while verifying model 0's own proof, and the verifier rejects it; with the true
+/// digest the same prover is accepted.
+#[test]
+fn a_registry_entry_of_another_circuit_is_rejected_by_the_verifier() {
+    let s = setup();
+    let (_, norm, _) = normalized(0, 51);
+    let model_0 = s.normalizers[0].model_id();
+    let digest_of = |n: &Normalizer| n.verifier_data().verifier_only.circuit_digest;
+    let swapped =
+        Registry::new([RegistryEntry { model_id: model_0, normalized_digest: s.normalizers[1].digest() }]).unwrap();
+    let (_, path) = swapped.membership(&model_0).unwrap();
+    let forged = s
+        .circuits
+        .prove_leaf_with_cut(LeafCut::CircuitDigest, &norm, swapped.root_hash(), &path, digest_of(&s.normalizers[1]))
+        .expect("the malicious prover produces a proof");
+    assert!(matches!(s.circuits.verify_root(&forged), Err(Error::InvalidProof(_))));
+
+    let (_, path) = s.registry.membership(&model_0).unwrap();
+    let honest = s
+        .circuits
+        .prove_leaf_with_cut(LeafCut::CircuitDigest, &norm, s.registry.root_hash(), &path, digest_of(&s.normalizers[0]))
+        .unwrap();
+    s.circuits.verify_root(&honest).unwrap();
 }
 
 #[test]

@@ -93,10 +93,28 @@ struct LeafCircuit {
     index_bits: Vec<BoolTarget>,
     siblings: MerkleProofTarget,
     digests: [Target; 8],
+    /// The registry entry's digest in a [`LeafCut::CircuitDigest`] build (tests only).
+    #[cfg_attr(not(test), allow(dead_code))]
+    free_digest: Option<HashOutTarget>,
+}
+
+/// A copy constraint the leaf circuit leaves out in a malicious build (soundness tests: the
+/// honest verifier must reject what a prover with such a wiring proves).
+#[cfg_attr(not(test), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LeafCut {
+    /// The registry path's computed root is not tied to the registry root public input.
+    RegistryRoot,
+    /// The registry entry's circuit digest is not tied to the digest of the verified cap.
+    CircuitDigest,
 }
 
 impl LeafCircuit {
     fn build() -> Result<Self> {
+        Self::build_cut(None)
+    }
+
+    fn build_cut(cut: Option<LeafCut>) -> Result<Self> {
         let common = NORMALIZED.common();
         let mut b = CircuitBuilder::<F, D>::new(aggregation_config());
         let proof = b.add_virtual_proof_with_pis(common);
@@ -110,9 +128,13 @@ impl LeafCircuit {
         let registry_root = b.add_virtual_hash();
         let index_bits: Vec<BoolTarget> = (0..REGISTRY_DEPTH).map(|_| b.add_virtual_bool_target_safe()).collect();
         let siblings = MerkleProofTarget { siblings: b.add_virtual_hashes(REGISTRY_DEPTH) };
+        // A cut build checks the path with a free digest or against a free root instead (the
+        // same gates, one copy constraint fewer).
+        let free_digest = (cut == Some(LeafCut::CircuitDigest)).then(|| b.add_virtual_hash());
+        let path_root = if cut == Some(LeafCut::RegistryRoot) { b.add_virtual_hash() } else { registry_root };
         let mut entry: Vec<Target> = pis[13..21].to_vec();
-        entry.extend(digest.elements);
-        b.verify_merkle_proof::<PoseidonHash>(entry, &index_bits, registry_root, &siblings);
+        entry.extend(free_digest.unwrap_or(digest).elements);
+        b.verify_merkle_proof::<PoseidonHash>(entry, &index_bits, path_root, &siblings);
 
         // leaf = sha256(0x00 ‖ task id ‖ model id ‖ input ‖ output ‖ provider); splitting the
         // words into bits also proves each is a u32.
@@ -133,7 +155,7 @@ impl LeafCircuit {
         let digests: [Target; 8] = std::array::from_fn(|_| b.add_virtual_target());
         b.register_public_inputs(&digests);
         let data = AGGREGATION.build(b)?;
-        Ok(Self { data, proof, cap, registry_root, index_bits, siblings, digests })
+        Ok(Self { data, proof, cap, registry_root, index_bits, siblings, digests, free_digest })
     }
 }
 
@@ -259,7 +281,18 @@ impl AggregationCircuits {
         registry_root: HashOut<F>,
         membership: &Membership,
     ) -> Result<SubtreeProof> {
-        let c = &self.leaf;
+        let pw = self.leaf_witness(&self.leaf, normalized, registry_root, membership)?;
+        let proof = crate::shape::prove_checked(&self.leaf.data, pw)?;
+        Ok(SubtreeProof { proof, is_merge: false })
+    }
+
+    fn leaf_witness(
+        &self,
+        c: &LeafCircuit,
+        normalized: &NormalizedProof,
+        registry_root: HashOut<F>,
+        membership: &Membership,
+    ) -> Result<PartialWitness<F>> {
         let mut pw = PartialWitness::new();
         let err = |e: anyhow::Error| Error::Proving(e.to_string());
         pw.set_proof_with_pis_target(&c.proof, &normalized.proof).map_err(err)?;
@@ -272,7 +305,41 @@ impl AggregationCircuits {
             pw.set_hash_target(t, h).map_err(err)?;
         }
         pw.set_target_arr(&c.digests, &self.digests()).map_err(err)?;
-        let proof = crate::shape::prove_checked(&c.data, pw)?;
+        Ok(pw)
+    }
+
+    /// Tests only: proves a leaf with a malicious prover wired as the `cut` build (see
+    /// [`tgrid_circuits::testing::cut_copy_constraints`]), which takes `entry_digest` as the
+    /// registry entry's circuit digest when the cut frees it. The proof is not checked.
+    #[cfg(test)]
+    pub(crate) fn prove_leaf_with_cut(
+        &self,
+        cut: LeafCut,
+        normalized: &NormalizedProof,
+        registry_root: HashOut<F>,
+        membership: &Membership,
+        entry_digest: HashOut<F>,
+    ) -> Result<SubtreeProof> {
+        use plonky2::iop::generator::generate_partial_witness;
+        use plonky2::plonk::prover::prove_with_partition_witness;
+        use plonky2::util::timing::TimingTree;
+
+        let mut honest = LeafCircuit::build()?;
+        let wired = LeafCircuit::build_cut(Some(cut))?;
+        let mut pw = self.leaf_witness(&wired, normalized, registry_root, membership)?;
+        if let Some(free) = wired.free_digest {
+            pw.set_hash_target(free, entry_digest).map_err(|e| Error::Proving(e.to_string()))?;
+        }
+        tgrid_circuits::testing::cut_copy_constraints(&mut honest.data, wired.data);
+        let err = |e: anyhow::Error| Error::Proving(e.to_string());
+        let witness = generate_partial_witness(pw, &honest.data.prover_only, &honest.data.common).map_err(err)?;
+        let proof = prove_with_partition_witness(
+            &honest.data.prover_only,
+            &honest.data.common,
+            witness,
+            &mut TimingTree::default(),
+        )
+        .map_err(err)?;
         Ok(SubtreeProof { proof, is_merge: false })
     }
 
