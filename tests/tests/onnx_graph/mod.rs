@@ -21,6 +21,10 @@ pub fn int_attr(name: &str, value: i64) -> pb::AttributeProto {
     }
 }
 
+fn tensor(name: &str, dims: &[i64]) -> pb::TensorProto {
+    pb::TensorProto { name: name.into(), dims: dims.to_vec(), ..Default::default() }
+}
+
 fn value_info(name: &str, dims: &[i64]) -> pb::ValueInfoProto {
     use pb::tensor_shape_proto::{dimension::Value as Dim, Dimension};
     let shape = pb::TensorShapeProto {
@@ -44,26 +48,15 @@ impl OnnxGraph {
 
     /// A float initializer.
     pub fn floats(&mut self, name: &str, dims: &[i64], values: Vec<f32>) -> &mut Self {
-        let t = pb::TensorProto {
-            name: name.into(),
-            dims: dims.to_vec(),
-            data_type: 1,
-            float_data: values,
-            ..Default::default()
-        };
-        self.initializers.push(t);
-        self
+        self.initializer(pb::TensorProto { data_type: 1, float_data: values, ..tensor(name, dims) })
     }
 
     /// An int64 initializer (shapes, indices).
     pub fn ints(&mut self, name: &str, dims: &[i64], values: Vec<i64>) -> &mut Self {
-        let t = pb::TensorProto {
-            name: name.into(),
-            dims: dims.to_vec(),
-            data_type: 7,
-            int64_data: values,
-            ..Default::default()
-        };
+        self.initializer(pb::TensorProto { data_type: 7, int64_data: values, ..tensor(name, dims) })
+    }
+
+    fn initializer(&mut self, t: pb::TensorProto) -> &mut Self {
         self.initializers.push(t);
         self
     }
