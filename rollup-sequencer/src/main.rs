@@ -56,9 +56,10 @@ enum Command {
         #[command(flatten)]
         ack_wait: queue_cmd::AckWaitArg,
     },
-    /// Run an aggregation worker: take leaf and merge jobs off the job queue (NATS JetStream),
-    /// prove them, store each outcome, then acknowledge the job. A worker killed mid-job loses
-    /// nothing: the queue redelivers the job after the ack wait. Stops on Ctrl-C or SIGTERM.
+    /// Run an aggregation worker: take leaf and merge jobs (and, given a Groth16 proving key,
+    /// wrap jobs) off the job queue (NATS JetStream), prove them, store each outcome, then
+    /// acknowledge the job. A worker killed mid-job loses nothing: the queue redelivers the job
+    /// after the ack wait. Stops on Ctrl-C or SIGTERM.
     Worker {
         /// The job queue, `nats://[user:password@ or token@]host:port`. Prefer the environment
         /// variable for credentials: a command line is visible to every local user.
@@ -72,6 +73,8 @@ enum Command {
         max_jobs: Option<u64>,
         #[command(flatten)]
         ack_wait: queue_cmd::AckWaitArg,
+        #[command(flatten)]
+        wrap: queue_cmd::WorkerWrapArgs,
     },
     /// Wrap a batch proof for settlement: the settle and BN254 final plonky2 layers, then one
     /// Groth16 proof (BN254) of the final layer's R1CS verifier. Writes the settlement proof
@@ -100,7 +103,8 @@ enum Command {
     /// registry_poll_secs (how often the on-chain registry root is compared with the registry
     /// file's: when governance moved it and the file lists the new root, new batches use it),
     /// job_queue (`nats://host:port`: `tgrid-sequencer worker` processes prove each closed
-    /// batch's leaves and merges; unset: this process proves them) and job_ack_wait_secs.
+    /// batch's leaves and merges; unset: this process proves them), job_ack_wait_secs and
+    /// wrap_jobs (true: the Groth16 wrap is a queue job too, for a worker holding the same key).
     Run {
         /// Settings file (TOML); environment variables override it.
         #[arg(long)]
@@ -216,8 +220,8 @@ fn main() {
         Command::Aggregate { proofs, registry, out: path, queue: Some(url), ack_wait } => {
             queue_cmd::aggregate(&proofs, &registry, &path, ack_wait.settings(url), &out)
         }
-        Command::Worker { queue, name, max_jobs, ack_wait } => {
-            queue_cmd::worker(ack_wait.settings(queue), name, max_jobs, &out)
+        Command::Worker { queue, name, max_jobs, ack_wait, wrap } => {
+            queue_cmd::worker(ack_wait.settings(queue), name, max_jobs, wrap.setup(), &out)
         }
         Command::Wrap { batch, out: path, key } => {
             let (source, fri) = key.source();

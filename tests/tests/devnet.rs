@@ -1,7 +1,8 @@
 //! Every role of the task market end to end on a real anvil with the real contracts, through the
 //! real binaries: the model owner compiles a bundled model, the DAO registers it and changes a
 //! market parameter by vote, two posters fund deposit books and sign orders that travel through
-//! the sequencer's relay, two provider daemons accept by signature, prove and submit, the
+//! the sequencer's relay, two provider daemons accept by signature, prove and submit, a worker on
+//! the sequencer's job queue proves the batch's leaves, merges and Groth16 wrap, the
 //! sequencer settles all five orders (one of them private: input sealed to its provider, output
 //! sealed to its poster, zero-knowledge proof) in one transaction, the posters check every output
 //! against its settled commitment (and catch a tampered one), an auditor re-verifies the batch
@@ -118,12 +119,24 @@ async fn the_task_market_end_to_end_on_anvil() {
     }
     json("tgrid", &["stake", "add", "500"], &with_key(4));
 
-    // The sequencer (relay included), one aggregation worker on its job queue (a real NATS
-    // JetStream broker), and two provider daemons.
+    // The sequencer (relay included), one worker on its job queue (a real NATS JetStream
+    // broker) proving the leaves, merges and the Groth16 wrap, and two provider daemons.
     let broker = nats::Broker::start(&work.path().join("jetstream"));
     let _aggregation_worker = Service::start(
         "tgrid-sequencer",
-        &["--json", "worker", "--queue", &broker.url, "--name", "e2e-worker"],
+        &[
+            "--json",
+            "worker",
+            "--queue",
+            &broker.url,
+            "--name",
+            "e2e-worker",
+            "--wrap-insecure-devnet-key",
+            "--wrap-fri",
+            "insecure-test",
+            "--keys-dir",
+            keys.to_str().unwrap(),
+        ],
         &[],
         &work.path().join("worker.log"),
     );
@@ -136,6 +149,7 @@ async fn the_task_market_end_to_end_on_anvil() {
             ("DATA_DIR", w("sequencer")),
             ("MAX_BATCH_TASKS", "5".into()),
             ("JOB_QUEUE", broker.url.clone()),
+            ("WRAP_JOBS", "true".into()),
         ],
     );
     let sequencer = Service::start("tgrid-sequencer", &["run"], &seq_env, &work.path().join("sequencer.log"));
@@ -264,7 +278,7 @@ async fn the_task_market_end_to_end_on_anvil() {
         (4, 3),
         "provider 1's node faults were all hit, and ridden out"
     );
-    // The batch's 5 leaves and 4 merges were proven by the worker, through the queue.
+    // The batch's 5 leaves, 4 merges and its wrap were proven by the worker, through the queue.
     let metrics = http_get(&format!("{seq_url}/metrics")).await;
     let metric = |name: &str| -> f64 {
         let line = metrics.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} in\n{metrics}"));
@@ -272,6 +286,7 @@ async fn the_task_market_end_to_end_on_anvil() {
     };
     assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"leaf\"}"), 5.0);
     assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"merge\"}"), 4.0);
+    assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"wrap\"}"), 1.0);
     assert_eq!(metric("tgrid_sequencer_jobs_in_flight"), 0.0);
     assert_eq!(metric("tgrid_sequencer_job_workers"), 1.0);
     let mut txs = std::collections::BTreeSet::new();

@@ -123,9 +123,11 @@ fn bad_fields_are_errors() {
 /// was generated from this key and this batch: both must still fit the current circuits.
 mod committed_devnet_key {
     use std::path::PathBuf;
+    use std::sync::OnceLock;
 
     use tgrid_wrap::FinalFri;
 
+    use crate::file::parse_hex;
     use crate::{insecure_devnet_key_id, BatchWrapper, Error, SettlementProofFile};
 
     const KEY_ID: &str = "wrap-production-r4q21g16-5ef98bd092609bcb-f4b8d33c24b2a135a445e7b013bdd76ae4b8a380c2a4650a44c42c43bd050268-insecure-devnet";
@@ -135,6 +137,12 @@ mod committed_devnet_key {
             .join("../../contracts/test/fixtures/groth16")
             .join(format!("{KEY_ID}{suffix}"));
         std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// Built once for the module's tests (the aggregation and wrap circuits take seconds).
+    fn production_wrapper() -> &'static BatchWrapper {
+        static WRAPPER: OnceLock<BatchWrapper> = OnceLock::new();
+        WRAPPER.get_or_init(|| BatchWrapper::build(FinalFri::PRODUCTION).unwrap())
     }
 
     fn vk() -> ark_groth16::VerifyingKey<ark_bn254::Bn254> {
@@ -163,9 +171,9 @@ mod committed_devnet_key {
 
     #[test]
     fn the_committed_key_id_names_the_current_production_final_circuit() {
-        let wrapper = BatchWrapper::build(FinalFri::PRODUCTION).unwrap();
+        let wrapper = production_wrapper();
         assert_eq!(
-            insecure_devnet_key_id(&wrapper).unwrap().to_string(),
+            insecure_devnet_key_id(wrapper).unwrap().to_string(),
             KEY_ID,
             "the final circuit or its R1CS verifier changed: regenerate the devnet key, verifier and fixtures (docs/contracts.md)"
         );
@@ -194,5 +202,34 @@ mod committed_devnet_key {
         let mut bad = file.clone();
         bad.key.verifying_key_digest = format!("0x{}", "00".repeat(32));
         assert!(matches!(bad.verify(&vk), Err(Error::KeyMismatch(_))));
+    }
+
+    /// A Groth16 proof made elsewhere (a wrap worker on the job queue) is adopted only for the
+    /// batch and key it proves: the file is rebuilt from the batch's own leaves and registry
+    /// root, and only the worker's proof words are taken.
+    #[test]
+    fn a_proof_made_elsewhere_is_adopted_only_for_its_batch_and_key() {
+        let file = SettlementProofFile::from_json_bytes(&fixture(".batch.g16.json")).unwrap();
+        let (leaves, words) = (file.task_leaves().unwrap(), file.proof_words().unwrap());
+        let registry_root = parse_hex::<32>(&file.registry_root, "registry_root").unwrap();
+        let (wrapper, vk) = (production_wrapper(), vk());
+        let adopt =
+            |leaves: &[tgrid_aggregation::TaskLeaf], registry_root: &[u8; 32], words, key: &crate::file::KeyJson| {
+                wrapper.adopt(&vk, key.clone(), leaves, registry_root, words)
+            };
+        assert_eq!(adopt(&leaves, &registry_root, words, &file.key).unwrap(), file, "the same file as the prover's");
+
+        let mut forged = words;
+        forged.swap(0, 6);
+        assert!(matches!(adopt(&leaves, &registry_root, forged, &file.key), Err(Error::Invalid(_))));
+        let mut reordered = leaves.clone();
+        reordered.swap(1, 2);
+        assert!(matches!(adopt(&reordered, &registry_root, words, &file.key), Err(Error::Invalid(_))));
+        assert!(matches!(adopt(&leaves[..2], &registry_root, words, &file.key), Err(Error::Invalid(_))));
+        assert!(matches!(adopt(&leaves, &[0x11; 32], words, &file.key), Err(Error::Invalid(_))));
+        assert!(matches!(adopt(&[], &registry_root, words, &file.key), Err(Error::Invalid(_))));
+        let other_key =
+            crate::file::KeyJson { verifying_key_digest: format!("0x{}", "00".repeat(32)), ..file.key.clone() };
+        assert!(matches!(adopt(&leaves, &registry_root, words, &other_key), Err(Error::KeyMismatch(_))));
     }
 }

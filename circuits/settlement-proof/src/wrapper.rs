@@ -4,10 +4,14 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use alloy_primitives::U256;
+use ark_bn254::Bn254;
+use ark_groth16::VerifyingKey;
 use plonky2::plonk::config::GenericHashOut;
 use rand::SeedableRng;
 use serde::Serialize;
-use tgrid_aggregation::{AggregationCircuits, BatchFile};
+use tgrid_aggregation::batch::{batch_root, settlement_public_input};
+use tgrid_aggregation::{AggregationCircuits, BatchFile, TaskLeaf};
 use tgrid_groth16::evm::proof_calldata;
 use tgrid_groth16::{CpuBackend, ProveStats, ProverBackend, R1csMatrices};
 use tgrid_wrap::{FinalFri, FinalProof, WrapCircuits};
@@ -173,22 +177,57 @@ impl BatchWrapper {
         stats.groth16 = groth16;
         stats.groth16_seconds = t.elapsed().as_secs_f64();
 
-        let file = SettlementProofFile {
-            format: FORMAT.into(),
-            key: KeyJson {
-                id: key.id.to_string(),
-                insecure: key.insecure,
-                verifying_key_digest: hex0x(&key.verifying_key_digest),
-            },
-            fri: self.fri_label().into(),
-            final_circuit_digest: hex0x(&self.final_circuit_digest()),
-            batch_root: hex0x(&verified.batch_root),
-            registry_root: hex0x(&verified.registry_root),
-            count: verified.leaves.len() as u64,
-            public_input: hex0x(&verified.public_input),
-            proof: proof_calldata(&proof).iter().map(|w| format!("{w:#066x}")).collect(),
-            leaves: verified.leaves.iter().map(LeafJson::of).collect(),
-        };
+        let file =
+            self.settlement_file(key_json(key), &verified.leaves, &verified.registry_root, proof_calldata(&proof))?;
         Ok((file, stats))
     }
+
+    /// The settlement proof file of `batch` from a Groth16 proof made elsewhere (a queue worker),
+    /// as calldata `words`: everything in the file but the proof is derived here from the
+    /// batch's leaves and registry root and from the key, and the proof must verify under the key
+    /// for the batch's public input. So a hostile prover can at worst make this fail.
+    pub fn adopt_proof(&self, key: &WrapKey, batch: &BatchFile, words: [U256; 8]) -> Result<SettlementProofFile> {
+        self.adopt(&key.pk.vk, key_json(key), &batch.leaves, &batch.registry_root, words)
+    }
+
+    pub(crate) fn adopt(
+        &self,
+        vk: &VerifyingKey<Bn254>,
+        key: KeyJson,
+        leaves: &[TaskLeaf],
+        registry_root: &[u8; 32],
+        words: [U256; 8],
+    ) -> Result<SettlementProofFile> {
+        let file = self.settlement_file(key, leaves, registry_root, words)?;
+        file.verify(vk)?;
+        Ok(file)
+    }
+
+    fn settlement_file(
+        &self,
+        key: KeyJson,
+        leaves: &[TaskLeaf],
+        registry_root: &[u8; 32],
+        words: [U256; 8],
+    ) -> Result<SettlementProofFile> {
+        let hashes: Vec<[u8; 32]> = leaves.iter().map(TaskLeaf::hash).collect();
+        let root = batch_root(&hashes).ok_or_else(|| Error::Invalid("a batch without tasks".into()))?;
+        let count = leaves.len() as u64;
+        Ok(SettlementProofFile {
+            format: FORMAT.into(),
+            key,
+            fri: self.fri_label().into(),
+            final_circuit_digest: hex0x(&self.final_circuit_digest()),
+            batch_root: hex0x(&root),
+            registry_root: hex0x(registry_root),
+            count,
+            public_input: hex0x(&settlement_public_input(&root, registry_root, count)),
+            proof: words.iter().map(|w| format!("{w:#066x}")).collect(),
+            leaves: leaves.iter().map(LeafJson::of).collect(),
+        })
+    }
+}
+
+fn key_json(key: &WrapKey) -> KeyJson {
+    KeyJson { id: key.id.to_string(), insecure: key.insecure, verifying_key_digest: hex0x(&key.verifying_key_digest) }
 }

@@ -6,8 +6,10 @@
 //!          kind 1 (leaf):  u32 n, n × (model id 32 ‖ normalized digest 32)   the registry
 //!                          bytes model file (.tgm)   bytes task proof (.tgp)
 //!          kind 2 (merge): child left, child right
+//!          kind 3 (wrap):  bytes key id (UTF-8)   bytes batch file (.tgb)
 //! child    u8 is_merge (0 leaf proof, 1 merge proof)  bytes plonky2 proof
 //! outcome  "TGRIDJRS" u16 version  u8 0 + child (proven)  |  u8 1 + bytes UTF-8 reason (refused)
+//!          |  u8 2 + bytes settlement proof file (JSON; wrapped)
 //! ```
 //!
 //! A job's id is the SHA-256 of its encoding: the same work always has the same id, which makes
@@ -26,6 +28,10 @@ const VERSION: u16 = 1;
 pub const MAX_MODEL_FILE_BYTES: usize = 16 << 20;
 /// Largest task, leaf or merge proof a job or outcome may carry.
 pub const MAX_PROOF_BYTES: usize = 4 << 20;
+/// Largest batch file a wrap job, and settlement proof file its outcome, may carry (the broker's
+/// own message limit, 1 MiB by default, is usually the tighter one).
+pub const MAX_BATCH_BYTES: usize = 16 << 20;
+const MAX_KEY_ID_BYTES: usize = 512;
 const MAX_REASON_BYTES: usize = 4096;
 
 /// A leaf or merge proof as bytes, with which circuit produced it.
@@ -56,13 +62,23 @@ pub enum Job {
         /// The later subtree.
         right: ChildProof,
     },
+    /// Wrap a closed batch's root proof into the Groth16 settlement proof, with the key `key_id`
+    /// names (a worker holding another key refuses: its proof would not verify on-chain).
+    Wrap {
+        /// The proving key's id (`WrapKeyId`, as displayed).
+        key_id: String,
+        /// The batch file (.tgb): leaves and root proof.
+        batch_file: Vec<u8>,
+    },
 }
 
 /// What a worker answers to a job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// The parent proof.
+    /// The parent proof (leaf and merge jobs).
     Proven(ChildProof),
+    /// The settlement proof file, as JSON (wrap jobs).
+    Wrapped(Vec<u8>),
     /// The job can never succeed (an invalid proof, a model file that does not match its
     /// registry entry); redelivering it would not help.
     Refused(String),
@@ -74,6 +90,16 @@ impl Job {
         match self {
             Job::Leaf { .. } => "leaf",
             Job::Merge { .. } => "merge",
+            Job::Wrap { .. } => "wrap",
+        }
+    }
+
+    /// The queue subject it is published under: wrap jobs go to their own stream, which only
+    /// workers holding a Groth16 proving key consume.
+    pub fn subject(&self) -> String {
+        match self {
+            Job::Wrap { .. } => format!("{}.wrap", super::WRAP_SUBJECT_PREFIX),
+            _ => format!("tgrid.jobs.{}", self.kind()),
         }
     }
 
@@ -98,6 +124,11 @@ impl Job {
                 write_child(&mut w, left);
                 write_child(&mut w, right);
             }
+            Job::Wrap { key_id, batch_file } => {
+                w.u8(3);
+                w.str(key_id);
+                w.bytes(batch_file);
+            }
         }
         w.into_bytes()
     }
@@ -117,6 +148,7 @@ impl Job {
                 Job::Leaf { registry, model_file, task_proof }
             }
             2 => Job::Merge { left: read_child(&mut r)?, right: read_child(&mut r)? },
+            3 => Job::Wrap { key_id: r.str(MAX_KEY_ID_BYTES)?, batch_file: r.bytes(MAX_BATCH_BYTES)?.to_vec() },
             k => return Err(Error::Format(format!("unknown job kind {k}"))),
         };
         r.finish()?;
@@ -140,6 +172,10 @@ impl Outcome {
                 w.u8(0);
                 write_child(&mut w, child);
             }
+            Outcome::Wrapped(settlement_file) => {
+                w.u8(2);
+                w.bytes(settlement_file);
+            }
             Outcome::Refused(reason) => {
                 w.u8(1);
                 // Reasons are ours, but bound them like everything else on the wire.
@@ -160,6 +196,7 @@ impl Outcome {
         let outcome = match r.u8()? {
             0 => Outcome::Proven(read_child(&mut r)?),
             1 => Outcome::Refused(r.str(MAX_REASON_BYTES)?),
+            2 => Outcome::Wrapped(r.bytes(MAX_BATCH_BYTES)?.to_vec()),
             k => return Err(Error::Format(format!("unknown outcome kind {k}"))),
         };
         r.finish()?;
@@ -194,16 +231,21 @@ mod tests {
             left: ChildProof { is_merge: false, bytes: vec![5; 10] },
             right: ChildProof { is_merge: true, bytes: vec![6; 11] },
         };
-        for job in [leaf(), merge] {
+        let wrap = Job::Wrap { key_id: "wrap-key-id".into(), batch_file: vec![8; 300] };
+        assert_eq!((wrap.kind(), wrap.subject().as_str()), ("wrap", "tgrid.wrap-jobs.wrap"));
+        assert_eq!(leaf().subject(), "tgrid.jobs.leaf");
+        for job in [leaf(), merge, wrap] {
             assert_eq!(Job::decode(&job.encode()).unwrap(), job);
         }
         assert_eq!(job_id(&leaf().encode()), job_id(&leaf().encode()));
         let Job::Leaf { registry, model_file, mut task_proof } = leaf() else { unreachable!() };
         task_proof[0] ^= 1;
         assert_ne!(job_id(&leaf().encode()), job_id(&Job::Leaf { registry, model_file, task_proof }.encode()));
-        for outcome in
-            [Outcome::Proven(ChildProof { is_merge: true, bytes: vec![7; 9] }), Outcome::Refused("bad proof".into())]
-        {
+        for outcome in [
+            Outcome::Proven(ChildProof { is_merge: true, bytes: vec![7; 9] }),
+            Outcome::Wrapped(b"{}".to_vec()),
+            Outcome::Refused("bad proof".into()),
+        ] {
             assert_eq!(Outcome::decode(&outcome.encode()).unwrap(), outcome);
         }
         // A long reason is cut on a character boundary, not rejected by its own decoder.
@@ -214,9 +256,21 @@ mod tests {
     #[test]
     fn malformed_messages_are_errors_not_panics() {
         let good = leaf().encode();
+        let wrap = Job::Wrap { key_id: "k".into(), batch_file: vec![1; 40] }.encode();
+        let wrapped = Outcome::Wrapped(vec![2; 40]).encode();
         for cut in 0..good.len() {
             assert!(Job::decode(&good[..cut]).is_err(), "truncated at {cut}");
         }
+        for cut in 0..wrap.len() {
+            assert!(Job::decode(&wrap[..cut]).is_err(), "wrap job truncated at {cut}");
+        }
+        for cut in 0..wrapped.len() {
+            assert!(Outcome::decode(&wrapped[..cut]).is_err(), "wrapped outcome truncated at {cut}");
+        }
+        // A key id longer than any id, and a batch length past the message.
+        let mut long_key = wrap.clone();
+        long_key[11..15].copy_from_slice(&100_000u32.to_le_bytes());
+        assert!(Job::decode(&long_key).is_err());
         let mut trailing = good.clone();
         trailing.push(0);
         assert!(Job::decode(&trailing).is_err());

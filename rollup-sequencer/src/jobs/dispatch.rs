@@ -14,6 +14,7 @@ use tgrid_aggregation::batch::split_point;
 use tgrid_aggregation::batch::AggregationPublicInputs;
 use tgrid_aggregation::{check_leaves, node_hash, BatchFile, SubtreeProof, TaskLeaf};
 use tgrid_circuits::TaskProof;
+use tgrid_settlement_proof::{BatchWrapper, SettlementProofFile, WrapKey};
 use tracing::{debug, warn};
 
 use super::{Broker, ChildProof, Job, JobError, Outcome, QueueSettings, SECONDS_HEADER, WORKER_HEADER};
@@ -45,7 +46,7 @@ pub struct JobMetrics {
     pub waiting: IntGauge,
     /// Workers alive: heard from (a heartbeat every 2 s, busy or idle) in the last 6 s.
     pub workers: IntGauge,
-    /// Time from queuing a job to its checked outcome, by kind (`leaf`, `merge`).
+    /// Time from queuing a job to its checked outcome, by kind (`leaf`, `merge`, `wrap`).
     pub seconds: HistogramVec,
 }
 
@@ -137,13 +138,19 @@ impl JobQueue {
         Ok(Self { settings, broker, tally: Mutex::default(), metrics, heartbeat_task })
     }
 
-    /// Reads the queue's depth (jobs waiting for a worker) into the metrics.
+    /// Reads the queue's depth (jobs waiting for a worker, wraps included) into the metrics.
     pub async fn refresh_metrics(&self) {
-        match self.broker.jobs.consumer_info(super::WORKERS_CONSUMER).await {
-            Ok(info) => self.metrics.waiting.set(info.num_pending as i64),
-            // No worker has ever attached: the consumer does not exist yet.
-            Err(e) => debug!(error = %e, "no consumer information"),
+        let mut waiting = 0;
+        for (stream, consumer) in
+            [(&self.broker.jobs, super::WORKERS_CONSUMER), (&self.broker.wrap_jobs, super::WRAP_WORKERS_CONSUMER)]
+        {
+            match stream.consumer_info(consumer).await {
+                Ok(info) => waiting += info.num_pending as i64,
+                // No worker has ever attached: the consumer does not exist yet.
+                Err(e) => debug!(consumer, error = %e, "no consumer information"),
+            }
         }
+        self.metrics.waiting.set(waiting);
     }
 
     /// Jobs answered so far, per worker.
@@ -205,7 +212,7 @@ impl JobQueue {
         let started = Instant::now();
         loop {
             let message = Publish::build().payload(bytes.clone().into()).message_id(id);
-            let sent = self.broker.js.send_publish(format!("tgrid.jobs.{}", job.kind()), message).await;
+            let sent = self.broker.js.send_publish(job.subject(), message).await;
             let stored = match sent {
                 Ok(ack) => ack.await.map(|_| ()).map_err(|e| e.to_string()),
                 Err(e) => Err(e.to_string()),
@@ -227,7 +234,38 @@ impl JobQueue {
         match Outcome::decode(payload) {
             Err(e) => Err(JobError::InvalidOutcome { kind: job.kind(), worker, reason: e.to_string() }),
             Ok(Outcome::Refused(reason)) => Err(JobError::Refused { kind: job.kind(), reason }),
-            Ok(Outcome::Proven(child)) => Ok(Delivered { child, worker, seconds }),
+            Ok(Outcome::Proven(child)) => Ok(Delivered { product: Product::Subtree(child), worker, seconds }),
+            Ok(Outcome::Wrapped(file)) => Ok(Delivered { product: Product::Settlement(file), worker, seconds }),
+        }
+    }
+
+    /// Runs `job` and returns `check`'s reading of its outcome. A refusal or an outcome `check`
+    /// rejects (one faulty or hostile worker) is discarded and the job queued again, up to
+    /// [`MAX_ATTEMPTS`] times.
+    async fn run_checked<T>(
+        &self,
+        job: &Job,
+        check: impl Fn(&Delivered) -> Result<T, JobError>,
+    ) -> Result<T, JobError> {
+        let mut attempt = 0;
+        loop {
+            let error = match self.run(job, attempt).await {
+                Ok(delivered) => match check(&delivered) {
+                    Ok(checked) => {
+                        self.credit(&delivered);
+                        return Ok(checked);
+                    }
+                    Err(e) => e,
+                },
+                Err(e @ JobError::Refused { .. }) => e,
+                Err(e) => return Err(e),
+            };
+            attempt += 1;
+            if attempt >= MAX_ATTEMPTS {
+                return Err(error);
+            }
+            warn!(kind = job.kind(), attempt, error = %error, "discarding the outcome and queuing the job again");
+            self.discard(job).await;
         }
     }
 
@@ -240,11 +278,20 @@ impl JobQueue {
     }
 }
 
+/// What a worker proved.
+#[derive(Debug)]
+pub enum Product {
+    /// A leaf or merge proof.
+    Subtree(ChildProof),
+    /// A settlement proof file (JSON).
+    Settlement(Vec<u8>),
+}
+
 /// A worker's proof for a job, not checked yet.
 #[derive(Debug)]
 pub struct Delivered {
     /// The proof.
-    pub child: ChildProof,
+    pub product: Product,
     /// The worker's name, as it reported it.
     pub worker: String,
     /// Seconds it reported spending.
@@ -340,34 +387,13 @@ impl<'a> Context<'a> {
 
     /// Runs `job` and accepts its proof only if it verifies under our own circuits with exactly
     /// the expected public inputs.
-    /// A refusal or a bad proof (one faulty or hostile worker) is discarded and the job queued
-    /// again, up to [`MAX_ATTEMPTS`] times.
     async fn checked(
         &self,
         job: &Job,
         is_merge: bool,
         expected: &AggregationPublicInputs,
     ) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
-        let mut attempt = 0;
-        loop {
-            let error = match self.queue.run(job, attempt).await {
-                Ok(delivered) => match self.check(job, is_merge, expected, &delivered) {
-                    Ok(checked) => {
-                        self.queue.credit(&delivered);
-                        return Ok(checked);
-                    }
-                    Err(e) => e,
-                },
-                Err(e @ JobError::Refused { .. }) => e,
-                Err(e) => return Err(e),
-            };
-            attempt += 1;
-            if attempt >= MAX_ATTEMPTS {
-                return Err(error);
-            }
-            warn!(kind = job.kind(), attempt, error = %error, "discarding the outcome and queuing the job again");
-            self.queue.discard(job).await;
-        }
+        self.queue.run_checked(job, |delivered| self.check(job, is_merge, expected, delivered)).await
     }
 
     fn check(
@@ -377,8 +403,11 @@ impl<'a> Context<'a> {
         expected: &AggregationPublicInputs,
         delivered: &Delivered,
     ) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
-        let (child, worker) = (&delivered.child, &delivered.worker);
+        let worker = &delivered.worker;
         let invalid = |reason: String| JobError::InvalidOutcome { kind: job.kind(), worker: worker.clone(), reason };
+        let Product::Subtree(child) = &delivered.product else {
+            return Err(invalid("a settlement proof, not a leaf or merge proof".into()));
+        };
         if child.is_merge != is_merge {
             return Err(invalid("a proof of the other circuit".into()));
         }
@@ -400,4 +429,33 @@ impl<'a> Context<'a> {
 
 fn child(proof: &SubtreeProof) -> ChildProof {
     ChildProof { is_merge: proof.is_merge, bytes: proof.proof.to_bytes() }
+}
+
+/// Has a worker holding the Groth16 proving key wrap `batch` (a job waits until a worker started
+/// with `--wrap-proving-key` or the devnet key takes it). Only the worker's 8 proof words are
+/// used: the settlement file is rebuilt here from the batch and `key`, and the proof must verify
+/// under `key`'s verifying key for the batch's public input ([`BatchWrapper::adopt_proof`]).
+pub async fn wrap(
+    queue: &JobQueue,
+    wrapper: &BatchWrapper,
+    key: &WrapKey,
+    batch: &BatchFile,
+) -> Result<SettlementProofFile, JobError> {
+    let job = Job::Wrap { key_id: key.id.to_string(), batch_file: batch.to_bytes() };
+    queue
+        .run_checked(&job, |delivered| {
+            let invalid = |reason: String| JobError::InvalidOutcome {
+                kind: job.kind(),
+                worker: delivered.worker.clone(),
+                reason,
+            };
+            let Product::Settlement(bytes) = &delivered.product else {
+                return Err(invalid("a leaf or merge proof, not a settlement proof".into()));
+            };
+            let words = SettlementProofFile::from_json_bytes(bytes)
+                .and_then(|file| file.proof_words())
+                .map_err(|e| invalid(e.to_string()))?;
+            wrapper.adopt_proof(key, batch, words).map_err(|e| invalid(e.to_string()))
+        })
+        .await
 }

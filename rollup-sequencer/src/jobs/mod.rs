@@ -1,10 +1,14 @@
-//! Aggregation jobs on a work queue (NATS JetStream), so that leaf and merge proofs run on
+//! Aggregation jobs on a work queue (NATS JetStream), so that leaf, merge and wrap proofs run on
 //! worker processes of other machines.
 //!
-//! - A job (a leaf: model file + registry + task proof; a merge: two child proofs) is published
-//!   to the `TGRID_JOBS` stream (work-queue retention, file storage) under the SHA-256 of its
-//!   bytes as message id: the broker drops a republished duplicate.
-//! - Workers (`tgrid-sequencer worker --queue URL`) share one durable pull consumer. A worker
+//! - A job (a leaf: model file + registry + task proof; a merge: two child proofs; a wrap: a
+//!   closed batch and the Groth16 key to prove it with) is published under the SHA-256 of its
+//!   bytes as message id (the broker drops a republished duplicate): leaves and merges to the
+//!   `TGRID_JOBS` stream, wraps to `TGRID_WRAP_JOBS` (both work-queue retention, file storage).
+//!   Wraps have their own stream because only workers holding the proving key (a few hundred MB,
+//!   and the synthesis' memory) can take them.
+//! - Workers (`tgrid-sequencer worker --queue URL`) share one durable pull consumer per stream
+//!   (a worker started with a wrap key pulls from both, wraps first). A worker
 //!   stores the outcome in the `TGRID_RESULTS` stream under `tgrid.results.<job id>` and only then
 //!   acknowledges the job; while proving it tells the broker it is still working. A worker killed
 //!   mid-job never acknowledges: the broker redelivers the job after the ack wait. A redelivered
@@ -25,16 +29,22 @@ use std::time::Duration;
 use async_nats::jetstream::{self, consumer, stream};
 
 pub use address::{BadQueueUrl, QueueUrl};
-pub use codec::{job_id, ChildProof, Job, Outcome, MAX_MODEL_FILE_BYTES, MAX_PROOF_BYTES};
-pub use dispatch::{aggregate, queue_leaf, Delivered, JobMetrics, JobQueue, WorkerTally};
-pub use worker::{run_worker, WorkerOptions};
+pub use codec::{job_id, ChildProof, Job, Outcome, MAX_BATCH_BYTES, MAX_MODEL_FILE_BYTES, MAX_PROOF_BYTES};
+pub use dispatch::{aggregate, queue_leaf, wrap, Delivered, JobMetrics, JobQueue, Product, WorkerTally};
+pub use worker::{run_worker, WorkerOptions, WrapSetup};
 
-/// Stream of pending jobs.
+/// Stream of pending leaf and merge jobs.
 pub const JOBS_STREAM: &str = "TGRID_JOBS";
+/// Stream of pending wrap jobs.
+pub const WRAP_JOBS_STREAM: &str = "TGRID_WRAP_JOBS";
+/// Subjects of wrap jobs (`<prefix>.wrap`).
+pub const WRAP_SUBJECT_PREFIX: &str = "tgrid.wrap-jobs";
 /// Stream of job outcomes, one per job id.
 pub const RESULTS_STREAM: &str = "TGRID_RESULTS";
-/// The workers' shared durable consumer.
+/// The workers' shared durable consumer of leaf and merge jobs.
 pub const WORKERS_CONSUMER: &str = "tgrid-workers";
+/// The wrap-capable workers' shared durable consumer of wrap jobs.
+pub const WRAP_WORKERS_CONSUMER: &str = "tgrid-wrap-workers";
 /// Header naming the worker that produced an outcome.
 pub const WORKER_HEADER: &str = "Tgrid-Worker";
 /// Header with the seconds a worker spent on a job.
@@ -79,6 +89,9 @@ pub enum JobError {
     /// Checking the proofs or building the batch failed.
     #[error(transparent)]
     Aggregate(#[from] crate::Error),
+    /// Building the wrap circuits or loading the Groth16 key failed.
+    #[error("wrap: {0}")]
+    Wrap(#[from] tgrid_settlement_proof::Error),
     /// A model file named by the registry file cannot be read.
     #[error("{path}: {reason}")]
     ModelFile {
@@ -111,6 +124,7 @@ struct Broker {
     js: jetstream::Context,
     results: stream::Stream,
     jobs: stream::Stream,
+    wrap_jobs: stream::Stream,
 }
 
 impl Broker {
@@ -120,17 +134,22 @@ impl Broker {
         let client =
             options.name(name).retry_on_initial_connect().connect(server).await.map_err(|e| settings.error(e))?;
         let js = jetstream::new(client.clone());
+        let work_queue = |name: &str, subjects: String| stream::Config {
+            name: name.into(),
+            subjects: vec![subjects],
+            retention: stream::RetentionPolicy::WorkQueue,
+            storage: stream::StorageType::File,
+            duplicate_window: Duration::from_secs(600),
+            ..Default::default()
+        };
         let jobs = js
-            .get_or_create_stream(stream::Config {
-                name: JOBS_STREAM.into(),
-                subjects: vec!["tgrid.jobs.>".into()],
-                retention: stream::RetentionPolicy::WorkQueue,
-                storage: stream::StorageType::File,
-                duplicate_window: Duration::from_secs(600),
-                ..Default::default()
-            })
+            .get_or_create_stream(work_queue(JOBS_STREAM, "tgrid.jobs.>".into()))
             .await
             .map_err(|e| settings.error(format!("stream {JOBS_STREAM}: {e}")))?;
+        let wrap_jobs = js
+            .get_or_create_stream(work_queue(WRAP_JOBS_STREAM, format!("{WRAP_SUBJECT_PREFIX}.>")))
+            .await
+            .map_err(|e| settings.error(format!("stream {WRAP_JOBS_STREAM}: {e}")))?;
         let results = js
             .get_or_create_stream(stream::Config {
                 name: RESULTS_STREAM.into(),
@@ -143,16 +162,29 @@ impl Broker {
             })
             .await
             .map_err(|e| settings.error(format!("stream {RESULTS_STREAM}: {e}")))?;
-        Ok(Self { client, js, results, jobs })
+        Ok(Self { client, js, results, jobs, wrap_jobs })
     }
 
-    /// The workers' consumer, created on first use.
+    /// The workers' consumer of leaf and merge jobs, created on first use.
     async fn workers_consumer(&self, settings: &QueueSettings) -> Result<consumer::PullConsumer, JobError> {
-        self.jobs
+        Self::consumer(&self.jobs, WORKERS_CONSUMER, settings).await
+    }
+
+    /// The wrap-capable workers' consumer of wrap jobs, created on first use.
+    async fn wrap_consumer(&self, settings: &QueueSettings) -> Result<consumer::PullConsumer, JobError> {
+        Self::consumer(&self.wrap_jobs, WRAP_WORKERS_CONSUMER, settings).await
+    }
+
+    async fn consumer(
+        stream: &stream::Stream,
+        name: &str,
+        settings: &QueueSettings,
+    ) -> Result<consumer::PullConsumer, JobError> {
+        stream
             .get_or_create_consumer(
-                WORKERS_CONSUMER,
+                name,
                 consumer::pull::Config {
-                    durable_name: Some(WORKERS_CONSUMER.into()),
+                    durable_name: Some(name.into()),
                     ack_policy: consumer::AckPolicy::Explicit,
                     ack_wait: settings.ack_wait,
                     max_deliver: -1,
@@ -160,7 +192,7 @@ impl Broker {
                 },
             )
             .await
-            .map_err(|e| settings.error(format!("consumer {WORKERS_CONSUMER}: {e}")))
+            .map_err(|e| settings.error(format!("consumer {name}: {e}")))
     }
 
     /// The stored outcome of `id`, if any (with the worker's headers).

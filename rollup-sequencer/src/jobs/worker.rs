@@ -1,5 +1,5 @@
 //! `tgrid-sequencer worker`: takes jobs off the queue, proves them, stores the outcome, and only
-//! then acknowledges the job.
+//! then acknowledges the job. A worker given a Groth16 proving key also takes wrap jobs.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,9 +10,10 @@ use async_nats::jetstream::message::AckKind;
 use async_nats::jetstream::message::PublishMessage as Publish;
 use async_nats::jetstream::Message;
 use futures::StreamExt;
-use tgrid_aggregation::{AggregationCircuits, Normalizer, Registry};
+use tgrid_aggregation::{AggregationCircuits, BatchFile, Normalizer, Registry};
 use tgrid_circuits::TaskProof;
 use tgrid_settlement_proof::aggregate::normalizer_from_model_file;
+use tgrid_settlement_proof::{BatchWrapper, KeySource, WrapFri, WrapKey};
 use tracing::{info, warn};
 
 use super::{Broker, ChildProof, Job, JobError, Outcome, QueueSettings, SECONDS_HEADER, WORKER_HEADER};
@@ -29,6 +30,17 @@ pub struct WorkerOptions {
     pub name: String,
     /// Stop after this many jobs (`None`: run until `stop` is set).
     pub max_jobs: Option<u64>,
+    /// Also take wrap jobs, with this key (`None`: leaf and merge jobs only).
+    pub wrap: Option<WrapSetup>,
+}
+
+/// The Groth16 key a wrap-capable worker proves with.
+#[derive(Clone, Debug)]
+pub struct WrapSetup {
+    /// Final-layer FRI parameters of the wrap.
+    pub fri: WrapFri,
+    /// The proving key (a ceremony file, or the INSECURE devnet key).
+    pub key: KeySource,
 }
 
 /// A registry entry: (model id, normalized circuit digest).
@@ -36,19 +48,49 @@ type EntryKey = ([u8; 32], [u8; 32]);
 
 /// The circuits a worker proves with: built once, normalizers on first use.
 struct Prover {
-    circuits: AggregationCircuits,
+    circuits: Circuits,
     normalizers: Mutex<HashMap<EntryKey, Arc<Normalizer>>>,
+}
+
+enum Circuits {
+    Aggregation(Box<AggregationCircuits>),
+    WithWrap(Box<Wrapping>),
+}
+
+/// A wrap-capable worker's circuits: the wrapper holds the aggregation circuits too.
+struct Wrapping {
+    wrapper: BatchWrapper,
+    key: WrapKey,
+}
+
+impl Circuits {
+    fn build(wrap: Option<&WrapSetup>) -> Result<Self, tgrid_settlement_proof::Error> {
+        let Some(setup) = wrap else { return Ok(Self::Aggregation(Box::new(AggregationCircuits::build()?))) };
+        let wrapper = BatchWrapper::build(setup.fri.params())?;
+        // Before the key: the synthesis' transient memory and the key are then never resident together.
+        wrapper.prepare_prover()?;
+        let key = wrapper.load_or_setup_key(&setup.key)?;
+        if key.insecure {
+            warn!(key = %key.id, "INSECURE Groth16 key: anyone can forge proofs under it; devnets and tests only");
+        }
+        Ok(Self::WithWrap(Box::new(Wrapping { wrapper, key })))
+    }
+
+    fn aggregation(&self) -> &AggregationCircuits {
+        match self {
+            Self::Aggregation(circuits) => circuits,
+            Self::WithWrap(wrapping) => wrapping.wrapper.aggregation(),
+        }
+    }
 }
 
 impl Prover {
     fn run(&self, job: Job) -> Outcome {
-        match self.prove(job) {
-            Ok(child) => Outcome::Proven(child),
-            Err(reason) => Outcome::Refused(reason),
-        }
+        self.prove(job).unwrap_or_else(Outcome::Refused)
     }
 
-    fn prove(&self, job: Job) -> Result<ChildProof, String> {
+    fn prove(&self, job: Job) -> Result<Outcome, String> {
+        let circuits = self.circuits.aggregation();
         match job {
             Job::Leaf { registry, model_file, task_proof } => {
                 let registry = Registry::new(registry).map_err(|e| e.to_string())?;
@@ -58,13 +100,25 @@ impl Prover {
                     .ok_or_else(|| format!("model 0x{} is not in the job's registry", hex::encode(proof.model_id)))?;
                 let normalizer = self.normalizer(&model_file, &entry.model_id, &entry.normalized_digest)?;
                 let (_, normalized) = normalizer.normalize(&proof).map_err(|e| format!("task proof: {e}"))?;
-                let leaf = self.circuits.prove_leaf(&normalized, &registry).map_err(|e| e.to_string())?;
-                Ok(ChildProof { is_merge: false, bytes: leaf.proof.to_bytes() })
+                let leaf = circuits.prove_leaf(&normalized, &registry).map_err(|e| e.to_string())?;
+                Ok(Outcome::Proven(ChildProof { is_merge: false, bytes: leaf.proof.to_bytes() }))
             }
             Job::Merge { left, right } => {
-                let decode = |c: &ChildProof| self.circuits.decode(&c.bytes, c.is_merge).map_err(|e| e.to_string());
-                let merged = self.circuits.prove_merge(&decode(&left)?, &decode(&right)?).map_err(|e| e.to_string())?;
-                Ok(ChildProof { is_merge: true, bytes: merged.proof.to_bytes() })
+                let decode = |c: &ChildProof| circuits.decode(&c.bytes, c.is_merge).map_err(|e| e.to_string());
+                let merged = circuits.prove_merge(&decode(&left)?, &decode(&right)?).map_err(|e| e.to_string())?;
+                Ok(Outcome::Proven(ChildProof { is_merge: true, bytes: merged.proof.to_bytes() }))
+            }
+            Job::Wrap { key_id, batch_file } => {
+                let Circuits::WithWrap(wrapping) = &self.circuits else {
+                    return Err("this worker has no Groth16 proving key".into());
+                };
+                let Wrapping { wrapper, key } = wrapping.as_ref();
+                if key_id != key.id.to_string() {
+                    return Err(format!("the job asks for wrap key {key_id}; this worker holds {}", key.id));
+                }
+                let batch = BatchFile::from_bytes(&batch_file).map_err(|e| format!("batch file: {e}"))?;
+                let (file, _) = wrapper.prove(key, &batch, &|_| {}).map_err(|e| e.to_string())?;
+                Ok(Outcome::Wrapped(file.to_json_bytes()))
             }
         }
     }
@@ -85,17 +139,22 @@ impl Prover {
 }
 
 /// Runs a worker until `stop` is set (or `max_jobs` are done). Builds the aggregation circuits
-/// first (a few seconds), then takes one job at a time: proving uses every core.
+/// first (a few seconds; with a wrap key also the wrap circuits and the key), then takes one job
+/// at a time, a waiting wrap first: proving uses every core.
 pub async fn run_worker(options: WorkerOptions, stop: Arc<AtomicBool>) -> Result<u64, JobError> {
     let started = Instant::now();
-    let circuits = tokio::task::spawn_blocking(AggregationCircuits::build)
+    let wrap = options.wrap.clone();
+    let circuits = tokio::task::spawn_blocking(move || Circuits::build(wrap.as_ref()))
         .await
-        .map_err(|e| options.queue.error(format!("building the circuits: {e}")))?
-        .map_err(crate::Error::from)?;
-    info!(seconds = started.elapsed().as_secs_f64(), "aggregation circuits built");
+        .map_err(|e| options.queue.error(format!("building the circuits: {e}")))??;
+    info!(seconds = started.elapsed().as_secs_f64(), wraps = options.wrap.is_some(), "circuits built");
     let prover = Arc::new(Prover { circuits, normalizers: Mutex::default() });
     let broker = Broker::connect(&options.queue, &options.name).await?;
     let consumer = broker.workers_consumer(&options.queue).await?;
+    let wrap_consumer = match options.wrap {
+        Some(_) => Some(broker.wrap_consumer(&options.queue).await?),
+        None => None,
+    };
     let heartbeat = {
         let (client, name) = (broker.client.clone(), options.name.clone());
         tokio::spawn(async move {
@@ -109,7 +168,16 @@ pub async fn run_worker(options: WorkerOptions, stop: Arc<AtomicBool>) -> Result
     info!(worker = %options.name, queue = %options.queue.url, "waiting for jobs");
     let mut done = 0u64;
     while !stop.load(Ordering::Relaxed) && options.max_jobs.is_none_or(|max| done < max) {
-        let batch = consumer.fetch().max_messages(1).expires(Duration::from_secs(2)).messages().await;
+        // A wrap is the last step before a batch settles: take it before any leaf or merge.
+        let mut from = &consumer;
+        if let Some(wraps) = &wrap_consumer {
+            match broker.wrap_jobs.consumer_info(super::WRAP_WORKERS_CONSUMER).await {
+                Ok(info) if info.num_pending > 0 => from = wraps,
+                Ok(_) => {}
+                Err(e) => warn!(error = %e, "cannot read the wrap queue's depth"),
+            }
+        }
+        let batch = from.fetch().max_messages(1).expires(Duration::from_secs(2)).messages().await;
         let mut messages = match batch {
             Ok(m) => m,
             Err(e) => {

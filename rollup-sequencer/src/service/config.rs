@@ -74,6 +74,12 @@ pub struct Settings {
     /// Seconds a queued job may go without a sign of life from its worker before the queue
     /// redelivers it.
     pub job_ack_wait_secs: u64,
+    /// With `job_queue`: the Groth16 wrap of each batch is a queue job too, for a worker started
+    /// with the same proving key (`worker --wrap-proving-key`, or on a devnet
+    /// `--wrap-insecure-devnet-key`). This process then proves no wrap layer and no Groth16
+    /// proof; it still loads the key (checked against the circuit) and verifies each returned
+    /// proof under it before storing it.
+    pub wrap_jobs: bool,
 }
 
 impl Default for Settings {
@@ -102,6 +108,7 @@ impl Default for Settings {
             registry_poll_secs: 10,
             job_queue: None,
             job_ack_wait_secs: 60,
+            wrap_jobs: false,
         }
     }
 }
@@ -146,7 +153,9 @@ impl Settings {
         if self.request_timeout_secs == 0 || self.poll_interval_ms == 0 || self.registry_poll_secs == 0 {
             return bad("request_timeout_secs, poll_interval_ms and registry_poll_secs must be positive");
         }
-        self.job_queue_url()?;
+        if self.job_queue_url()?.is_none() && self.wrap_jobs {
+            return bad("wrap_jobs needs a job_queue for the wrap workers to take them from");
+        }
         match (&self.proving_key, self.insecure_devnet_key) {
             (None, false) => bad("no Groth16 key: set proving_key (a ceremony key file) or, on a local devnet only, \
                  insecure_devnet_key = true (INSECURE: anyone can forge batch proofs for it)"),
@@ -227,6 +236,17 @@ mod tests {
         assert!(test_fri.check_chain(1).unwrap_err().to_string().contains("insecure-test on chain 1"));
         let both = env(&[("TGRID_SEQUENCER_INSECURE_DEVNET_KEY", "true"), ("TGRID_SEQUENCER_PROVING_KEY", "/k.pk")]);
         assert!(Settings::load_with_env(None, both).unwrap_err().to_string().contains("exclude each other"));
+    }
+
+    #[test]
+    fn wrap_jobs_need_a_job_queue() {
+        let key = ("TGRID_SEQUENCER_INSECURE_DEVNET_KEY", "true");
+        let alone = env(&[key, ("TGRID_SEQUENCER_WRAP_JOBS", "true")]);
+        let err = Settings::load_with_env(None, alone).unwrap_err().to_string();
+        assert!(err.contains("wrap_jobs needs a job_queue"), "{err}");
+        let queued =
+            env(&[key, ("TGRID_SEQUENCER_WRAP_JOBS", "true"), ("TGRID_SEQUENCER_JOB_QUEUE", "nats://127.0.0.1:4222")]);
+        assert!(Settings::load_with_env(None, queued).unwrap().wrap_jobs);
     }
 
     #[test]

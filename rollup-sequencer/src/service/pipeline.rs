@@ -131,7 +131,8 @@ impl Worker {
         }
         let queue = match settings.job_queue_url()? {
             Some(url) => {
-                info!(queue = %url, "connecting to the job queue: workers prove the batches' leaves and merges");
+                let what = if settings.wrap_jobs { "leaves, merges and wraps" } else { "leaves and merges" };
+                info!(queue = %url, "connecting to the job queue: workers prove the batches' {what}");
                 let queue_settings =
                     QueueSettings { url, ack_wait: Duration::from_secs(settings.job_ack_wait_secs.max(1)) };
                 let queue = rt.block_on(JobQueue::connect(queue_settings, shared.metrics.jobs.clone()))?;
@@ -514,13 +515,23 @@ impl Worker {
 
     fn wrap(&mut self, mut record: BatchRecord, batch_file: &tgrid_aggregation::BatchFile) -> Result<()> {
         let started = std::time::Instant::now();
-        let (file, stats) = self.wrapper.prove(&self.key, batch_file, &|_| {})?;
-        info!(
-            batch = record.id,
-            seconds = started.elapsed().as_secs_f64(),
-            groth16 = stats.groth16_seconds,
-            "batch proven"
-        );
+        let file = match &self.queue {
+            Some(queue) if self.shared.settings.wrap_jobs => {
+                let file = self.rt.block_on(crate::jobs::wrap(queue, &self.wrapper, &self.key, batch_file))?;
+                info!(batch = record.id, seconds = started.elapsed().as_secs_f64(), "batch proven by a wrap worker");
+                file
+            }
+            _ => {
+                let (file, stats) = self.wrapper.prove(&self.key, batch_file, &|_| {})?;
+                info!(
+                    batch = record.id,
+                    seconds = started.elapsed().as_secs_f64(),
+                    groth16 = stats.groth16_seconds,
+                    "batch proven"
+                );
+                file
+            }
+        };
         let proof = String::from_utf8(file.to_json_bytes()).map_err(|e| ServiceError::Io(e.to_string()))?;
         record.state = BatchState::Proven { proof };
         self.store().put_batch(&record)?;
