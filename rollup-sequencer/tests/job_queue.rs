@@ -5,7 +5,8 @@
 //! while jobs are pending: the batch still completes, verifies, and its
 //! root equals the natively computed one; every job's outcome is used once (2 leaves + 1 merge).
 //! A forged outcome planted in the queue's store before the batch (what a hostile worker could
-//! store) fails its checks, is discarded and the job proven again by an honest worker.
+//! store) fails its checks, is discarded and the job proven again by an honest worker. A job over
+//! the broker's message limit is refused at once with the remedy.
 //! About 1.5 minutes on 2 cores in the dev profile, mostly the circuit builds of three processes.
 
 mod common;
@@ -220,5 +221,41 @@ fn a_password_protected_broker_admits_its_credentials_and_no_output_shows_them()
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("nats://tgrid:***@127.0.0.1"), "{stderr}");
     assert!(!stderr.contains("Wr0ng"), "{stderr}");
+    drop(broker);
+}
+
+/// A job larger than the broker accepts (`max_payload`, 1 MiB by default) is refused at once with
+/// the reason and the remedy, not retried against a broker that will always refuse it; the
+/// broker stays usable.
+#[test]
+fn a_job_over_the_brokers_message_limit_is_a_clear_error() {
+    let store = tempfile::tempdir().unwrap();
+    let broker = nats::Broker::start(store.path());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let settings = QueueSettings { url: broker.url.parse().unwrap(), ack_wait: Duration::from_secs(3) };
+        let queue = JobQueue::connect(settings, JobMetrics::new()).await.unwrap();
+        let child = |len: usize| ChildProof { is_merge: false, bytes: vec![3; len] };
+        let oversized = Job::Merge { left: child(700 << 10), right: child(700 << 10) };
+        let started = Instant::now();
+        let error = tokio::time::timeout(Duration::from_secs(30), queue.run(&oversized, 0))
+            .await
+            .expect("refused at once")
+            .expect_err("over the limit")
+            .to_string();
+        assert!(error.contains("exceeds the broker's max_payload of 1048576 bytes"), "{error}");
+        assert!(error.contains("a merge job of"), "{error}");
+        assert!(started.elapsed() < Duration::from_secs(10), "not retried");
+        // The broker stays usable: a job within the limit is queued (no worker runs here, so it
+        // stays pending, and `run` keeps waiting for its outcome).
+        let small = Job::Merge { left: child(100), right: child(100) };
+        assert!(
+            tokio::time::timeout(Duration::from_secs(3), queue.run(&small, 0)).await.is_err(),
+            "waits for a worker"
+        );
+        let js = async_nats::jetstream::new(async_nats::connect(broker.url.as_str()).await.unwrap());
+        let mut jobs = js.get_stream("TGRID_JOBS").await.unwrap();
+        assert_eq!(jobs.info().await.unwrap().state.messages, 1, "only the small job was queued");
+    });
     drop(broker);
 }

@@ -27,6 +27,8 @@ const SWEEP: Duration = Duration::from_secs(2);
 const PUBLISH_PATIENCE: Duration = Duration::from_secs(120);
 /// Times a job is queued before its refusal or bad proof is final.
 const MAX_ATTEMPTS: u32 = 3;
+/// Bytes a published job's headers may take on top of its payload.
+const PUBLISH_HEADER_MARGIN: usize = 1024;
 
 /// Jobs done and seconds spent, per worker, as the workers reported them.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -209,6 +211,17 @@ impl JobQueue {
     }
 
     async fn publish(&self, job: &Job, id: &str, bytes: Vec<u8>) -> Result<(), JobError> {
+        // The broker would refuse it on every retry: say why at once. (The margin is for the
+        // deduplication header.)
+        let limit = self.broker.client.server_info().max_payload;
+        if limit > 0 && bytes.len() + PUBLISH_HEADER_MARGIN > limit {
+            return Err(self.settings.error(format!(
+                "a {} job of {} bytes exceeds the broker's max_payload of {limit} bytes: raise max_payload in \
+                 the nats-server configuration (up to 64 MB)",
+                job.kind(),
+                bytes.len()
+            )));
+        }
         let started = Instant::now();
         loop {
             let message = Publish::build().payload(bytes.clone().into()).message_id(id);
