@@ -96,6 +96,15 @@ impl KeyFile {
         ProvingKey::deserialize_with_mode(body, Compress::No, validate)
             .map_err(|e| Error::malformed("proving key", format!("{}: {e}", self.path)))
     }
+
+    /// Decodes only the verifying key, its points validated: what checking this key's proofs
+    /// needs, without the proving key's hundreds of MB. (A proving key serializes its verifying
+    /// key first.)
+    pub fn verifying_key(&self) -> Result<VerifyingKey<Bn254>> {
+        let body = &self.bytes[42 + self.record_len..];
+        VerifyingKey::deserialize_with_mode(body, Compress::No, Validate::Yes)
+            .map_err(|e| Error::malformed("proving key", format!("{}: {e}", self.path)))
+    }
 }
 
 /// Reads a proving key written by [`save_proving_key`]: its circuit record and the key (see

@@ -16,7 +16,7 @@ use crate::evm::{
     proof_calldata, proof_from_calldata, public_input_scalar, verifying_key_digest, verifying_key_from_json,
     verifying_key_json,
 };
-use crate::keys::{insecure_devnet_setup, load_proving_key, save_proving_key};
+use crate::keys::{insecure_devnet_setup, load_proving_key, save_proving_key, KeyFile};
 use crate::{prove, prove_with_matrices, verify, Error, R1csMatrices};
 
 /// Knowledge of `(a, b)` with `poseidon(a, b) = y`, `y` public.
@@ -160,6 +160,7 @@ fn key_files_round_trip_and_corruption_is_detected() {
         assert_eq!(loaded.vk, key().vk);
         assert_eq!(loaded.h_query, key().h_query);
     }
+    assert_eq!(KeyFile::read(&path).unwrap().verifying_key().unwrap(), key().vk, "the verifying key alone");
     let mut bytes = std::fs::read(&path).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 1;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use ark_bn254::Bn254;
-use ark_groth16::ProvingKey;
+use ark_groth16::{ProvingKey, VerifyingKey};
 use tgrid_groth16::evm::{verifying_key_digest, verifying_key_json};
 use tgrid_groth16::keys::{insecure_devnet_setup, load_proving_key, save_proving_key, KeyFile};
 use tracing::info;
@@ -85,6 +85,42 @@ pub struct WrapKey {
     pub setup_seconds: Option<f64>,
     /// The verifying key JSON file written next to a cached key (`None` for a key file).
     pub verifying_key_path: Option<PathBuf>,
+}
+
+/// The verifying side of a wrap key: what a sequencer whose wraps run on queue workers needs to
+/// check their proofs, without the proving key resident (hundreds of MB).
+#[derive(Clone)]
+pub struct WrapVerifyingKey {
+    /// The verifying key.
+    pub vk: VerifyingKey<Bn254>,
+    /// What the proving key was set up for, as recorded in its file and checked against the circuit.
+    pub id: WrapKeyId,
+    /// As [`WrapKey::insecure`].
+    pub insecure: bool,
+    /// Digest of the verifying key (`VERIFYING_KEY_DIGEST` of the Solidity verifier).
+    pub verifying_key_digest: [u8; 32],
+}
+
+impl std::fmt::Debug for WrapVerifyingKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WrapVerifyingKey")
+            .field("id", &self.id.to_string())
+            .field("insecure", &self.insecure)
+            .field("verifying_key_digest", &hex0x(&self.verifying_key_digest))
+            .finish()
+    }
+}
+
+impl WrapKey {
+    /// Its verifying side.
+    pub fn verifying(&self) -> WrapVerifyingKey {
+        WrapVerifyingKey {
+            vk: self.pk.vk.clone(),
+            id: self.id,
+            insecure: self.insecure,
+            verifying_key_digest: self.verifying_key_digest,
+        }
+    }
 }
 
 impl std::fmt::Debug for WrapKey {
@@ -167,6 +203,34 @@ impl BatchWrapper {
                 })
             }
         }
+    }
+}
+
+impl BatchWrapper {
+    /// The verifying side of the key [`load_or_setup_key`](Self::load_or_setup_key) would load,
+    /// with the same checks (checksum, circuit record against this circuit, every point of the
+    /// verifying key validated), without decoding or keeping the proving key. A devnet key not
+    /// set up yet is set up and cached first (the workers load it from there).
+    pub fn load_verifying_key(&self, source: &KeySource) -> Result<WrapVerifyingKey> {
+        let (path, expected) = match source {
+            KeySource::InsecureDevnet { dir } => {
+                let id = self.key_id(true)?;
+                let path = dir.join(format!("{id}.pk"));
+                if !path.exists() {
+                    return Ok(self.load_or_setup_key(source)?.verifying());
+                }
+                (path, id)
+            }
+            KeySource::File(path) => (path.clone(), self.key_id(false)?),
+        };
+        let file = KeyFile::read(&path)?;
+        let id = check_record(&path, file.circuit_record(), &expected)?;
+        let vk = file.verifying_key()?;
+        let verifying_key_digest = verifying_key_digest(&vk)?;
+        let insecure = matches!(source, KeySource::InsecureDevnet { .. })
+            || id.insecure()
+            || is_public_seed_key_digest(&verifying_key_digest);
+        Ok(WrapVerifyingKey { vk, id, insecure, verifying_key_digest })
     }
 }
 

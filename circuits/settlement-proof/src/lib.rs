@@ -21,7 +21,7 @@ pub use error::{Error, Result};
 pub use file::{SettlementProofFile, VerifiedSettlement};
 pub use key_id::{insecurity, WrapKeyId, MIN_SECURE_BITS};
 pub use keys::{
-    insecure_devnet_key_id, is_public_seed_key_digest, KeySource, WrapFri, WrapKey, DEVNET_INSECURE_SEED,
-    PUBLIC_SEED_KEY_DIGESTS,
+    insecure_devnet_key_id, is_public_seed_key_digest, KeySource, WrapFri, WrapKey, WrapVerifyingKey,
+    DEVNET_INSECURE_SEED, PUBLIC_SEED_KEY_DIGESTS,
 };
 pub use wrapper::{BatchWrapper, Stage, WrapStats};

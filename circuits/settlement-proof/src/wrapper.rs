@@ -20,7 +20,7 @@ use tgrid_wrap_r1cs::{settlement_input, FinalVerifierCircuit};
 use crate::error::{Error, Result};
 use crate::file::{hex0x, KeyJson, LeafJson, SettlementProofFile, FORMAT};
 use crate::key_id::WrapKeyId;
-use crate::keys::WrapKey;
+use crate::keys::{WrapKey, WrapVerifyingKey};
 
 /// A stage of [`BatchWrapper::prove`], for progress reporting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,8 +177,8 @@ impl BatchWrapper {
         stats.groth16 = groth16;
         stats.groth16_seconds = t.elapsed().as_secs_f64();
 
-        let file =
-            self.settlement_file(key_json(key), &verified.leaves, &verified.registry_root, proof_calldata(&proof))?;
+        let key = key_json(&key.id, key.insecure, &key.verifying_key_digest);
+        let file = self.settlement_file(key, &verified.leaves, &verified.registry_root, proof_calldata(&proof))?;
         Ok((file, stats))
     }
 
@@ -186,8 +186,14 @@ impl BatchWrapper {
     /// as calldata `words`: everything in the file but the proof is derived here from the
     /// batch's leaves and registry root and from the key, and the proof must verify under the key
     /// for the batch's public input. So a hostile prover can at worst make this fail.
-    pub fn adopt_proof(&self, key: &WrapKey, batch: &BatchFile, words: [U256; 8]) -> Result<SettlementProofFile> {
-        self.adopt(&key.pk.vk, key_json(key), &batch.leaves, &batch.registry_root, words)
+    pub fn adopt_proof(
+        &self,
+        key: &WrapVerifyingKey,
+        batch: &BatchFile,
+        words: [U256; 8],
+    ) -> Result<SettlementProofFile> {
+        let key_json = key_json(&key.id, key.insecure, &key.verifying_key_digest);
+        self.adopt(&key.vk, key_json, &batch.leaves, &batch.registry_root, words)
     }
 
     pub(crate) fn adopt(
@@ -228,6 +234,6 @@ impl BatchWrapper {
     }
 }
 
-fn key_json(key: &WrapKey) -> KeyJson {
-    KeyJson { id: key.id.to_string(), insecure: key.insecure, verifying_key_digest: hex0x(&key.verifying_key_digest) }
+fn key_json(id: &WrapKeyId, insecure: bool, verifying_key_digest: &[u8; 32]) -> KeyJson {
+    KeyJson { id: id.to_string(), insecure, verifying_key_digest: hex0x(verifying_key_digest) }
 }

@@ -14,7 +14,7 @@ use tgrid_aggregation::batch::split_point;
 use tgrid_aggregation::batch::AggregationPublicInputs;
 use tgrid_aggregation::{check_leaves, node_hash, BatchFile, SubtreeProof, TaskLeaf};
 use tgrid_circuits::TaskProof;
-use tgrid_settlement_proof::{BatchWrapper, SettlementProofFile, WrapKey};
+use tgrid_settlement_proof::{BatchWrapper, SettlementProofFile, WrapVerifyingKey};
 use tracing::{debug, warn};
 
 use super::{Broker, ChildProof, Job, JobError, Outcome, QueueSettings, SECONDS_HEADER, WORKER_HEADER};
@@ -447,11 +447,11 @@ fn child(proof: &SubtreeProof) -> ChildProof {
 /// Has a worker holding the Groth16 proving key wrap `batch` (a job waits until a worker started
 /// with `--wrap-proving-key` or the devnet key takes it). Only the worker's 8 proof words are
 /// used: the settlement file is rebuilt here from the batch and `key`, and the proof must verify
-/// under `key`'s verifying key for the batch's public input ([`BatchWrapper::adopt_proof`]).
+/// under `key` for the batch's public input ([`BatchWrapper::adopt_proof`]).
 pub async fn wrap(
     queue: &JobQueue,
     wrapper: &BatchWrapper,
-    key: &WrapKey,
+    key: &WrapVerifyingKey,
     batch: &BatchFile,
 ) -> Result<SettlementProofFile, JobError> {
     let job = Job::Wrap { key_id: key.id.to_string(), batch_file: batch.to_bytes() };

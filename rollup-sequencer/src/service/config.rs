@@ -77,8 +77,8 @@ pub struct Settings {
     /// With `job_queue`: the Groth16 wrap of each batch is a queue job too, for a worker started
     /// with the same proving key (`worker --wrap-proving-key`, or on a devnet
     /// `--wrap-insecure-devnet-key`). This process then proves no wrap layer and no Groth16
-    /// proof; it still loads the key (checked against the circuit) and verifies each returned
-    /// proof under it before storing it.
+    /// proof, and keeps only the key's verifying key (the key file is still checked against the
+    /// circuit), under which it verifies each returned proof before storing it.
     pub wrap_jobs: bool,
 }
 

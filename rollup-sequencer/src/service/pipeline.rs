@@ -10,7 +10,7 @@ use std::time::Duration;
 use alloy::primitives::{Address, B256, U256};
 use tgrid_chain::market::{SettlementBatch, SettlementItem};
 use tgrid_circuits::TaskProof;
-use tgrid_settlement_proof::{BatchWrapper, KeySource, SettlementProofFile, WrapKey};
+use tgrid_settlement_proof::{BatchWrapper, KeySource, SettlementProofFile, WrapKey, WrapVerifyingKey};
 use tracing::{error, info, warn};
 
 use crate::jobs::{JobQueue, QueueSettings};
@@ -96,11 +96,18 @@ struct OpenBatch<'a> {
     max_tasks: usize,
 }
 
+/// The Groth16 key as the pipeline needs it: the proving key to wrap in-process, or (with
+/// `wrap_jobs`) only its verifying side, to check what the wrap workers return.
+enum BatchKey {
+    Proving(Box<WrapKey>),
+    Verifying(Box<WrapVerifyingKey>),
+}
+
 struct Worker {
     shared: Arc<Shared>,
     rt: tokio::runtime::Handle,
     wrapper: BatchWrapper,
-    key: WrapKey,
+    key: BatchKey,
     /// Submitted batches whose transaction was re-sent since this process started.
     resent: HashSet<u64>,
     /// When to compare the on-chain registry root with the one new batches use.
@@ -125,9 +132,17 @@ impl Worker {
             Some(path) => KeySource::File(path.clone()),
             None => KeySource::InsecureDevnet { dir: settings.insecure_devnet_keys_dir.clone() },
         };
-        let key = wrapper.load_or_setup_key(&source)?;
-        if key.insecure {
-            warn!(key = %key.id, "INSECURE Groth16 key from a public seed: devnets and tests only");
+        let key = if settings.wrap_jobs {
+            BatchKey::Verifying(Box::new(wrapper.load_verifying_key(&source)?))
+        } else {
+            BatchKey::Proving(Box::new(wrapper.load_or_setup_key(&source)?))
+        };
+        let (key_id, insecure) = match &key {
+            BatchKey::Proving(k) => (k.id, k.insecure),
+            BatchKey::Verifying(k) => (k.id, k.insecure),
+        };
+        if insecure {
+            warn!(key = %key_id, "INSECURE Groth16 key from a public seed: devnets and tests only");
         }
         let queue = match settings.job_queue_url()? {
             Some(url) => {
@@ -141,7 +156,7 @@ impl Worker {
             }
             None => None,
         };
-        info!(key = %key.id, "pipeline ready");
+        info!(key = %key_id, "pipeline ready");
         shared.metrics.pipeline_ready.set(1);
         let follower = RegistryFollower::new(Duration::from_secs(shared.settings.registry_poll_secs));
         Ok(Self { shared, rt, wrapper, key, resent: HashSet::new(), follower, queue })
@@ -515,14 +530,17 @@ impl Worker {
 
     fn wrap(&mut self, mut record: BatchRecord, batch_file: &tgrid_aggregation::BatchFile) -> Result<()> {
         let started = std::time::Instant::now();
-        let file = match &self.queue {
-            Some(queue) if self.shared.settings.wrap_jobs => {
-                let file = self.rt.block_on(crate::jobs::wrap(queue, &self.wrapper, &self.key, batch_file))?;
+        let file = match (&self.key, &self.queue) {
+            (BatchKey::Verifying(key), Some(queue)) => {
+                let file = self.rt.block_on(crate::jobs::wrap(queue, &self.wrapper, key, batch_file))?;
                 info!(batch = record.id, seconds = started.elapsed().as_secs_f64(), "batch proven by a wrap worker");
                 file
             }
-            _ => {
-                let (file, stats) = self.wrapper.prove(&self.key, batch_file, &|_| {})?;
+            (BatchKey::Verifying(_), None) => {
+                return Err(ServiceError::Config("wrap_jobs without a job_queue".into()));
+            }
+            (BatchKey::Proving(key), _) => {
+                let (file, stats) = self.wrapper.prove(key, batch_file, &|_| {})?;
                 info!(
                     batch = record.id,
                     seconds = started.elapsed().as_secs_f64(),
