@@ -204,9 +204,7 @@ impl BatchWrapper {
             }
         }
     }
-}
 
-impl BatchWrapper {
     /// The verifying side of the key [`load_or_setup_key`](Self::load_or_setup_key) would load,
     /// with the same checks (checksum, circuit record against this circuit, every point of the
     /// verifying key validated), without decoding or keeping the proving key. A devnet key not
