@@ -3,6 +3,7 @@
 
 mod bench;
 mod queue_cmd;
+mod wrap_cmd;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -16,8 +17,7 @@ use tgrid_circuits::{ModelFile, Privacy, TaskProof, TaskVerifier};
 use tgrid_cli::{bad_input, print_stdout, Output};
 use tgrid_sequencer::jobs::QueueUrl;
 use tgrid_sequencer::{Aggregator, Step};
-use tgrid_settlement_proof::{BatchWrapper, KeySource, Stage};
-use tgrid_wrap::FinalFri;
+use wrap_cmd::WrapKeyArgs;
 
 /// TensorGrid rollup sequencer: registry maintenance and batch aggregation.
 #[derive(Debug, Parser)]
@@ -87,6 +87,14 @@ enum Command {
         out: PathBuf,
         #[command(flatten)]
         key: WrapKeyArgs,
+        /// Have a `tgrid-sequencer worker` holding the same proving key (`--wrap-proving-key` or
+        /// `--wrap-insecure-devnet-key`) prove it through this job queue (NATS JetStream,
+        /// `nats://[user:password@ or token@]host:port`). This process reads only the verifying
+        /// key, checks the batch before queuing it and the worker's proof before writing it.
+        #[arg(long)]
+        queue: Option<QueueUrl>,
+        #[command(flatten)]
+        ack_wait: queue_cmd::AckWaitArg,
     },
     /// Run the sequencer service: HTTP API (submit results, task and batch status, published
     /// outputs, /openapi.json, /metrics), durable state, batching, proving and on-chain
@@ -140,44 +148,6 @@ enum Command {
     },
 }
 
-/// Which Groth16 key and final-layer parameters the wrap uses (`wrap`, `key`).
-#[derive(Debug, clap::Args)]
-struct WrapKeyArgs {
-    /// Groth16 proving key from a ceremony (tgrid-groth16 key file; validated on load).
-    #[arg(long, conflicts_with = "insecure_devnet_key", required_unless_present = "insecure_devnet_key")]
-    proving_key: Option<PathBuf>,
-    /// INSECURE: use the devnet key, set up once from a PUBLIC seed and cached in --keys-dir.
-    /// Anyone can forge proofs for it: devnets and tests only.
-    #[arg(long)]
-    insecure_devnet_key: bool,
-    /// Directory of cached devnet keys (`<id>.pk`, `<id>.vk.json`).
-    #[arg(long, env = "TGRID_KEYS_DIR", default_value = ".tgrid/keys")]
-    keys_dir: PathBuf,
-    /// FRI parameters of the final layer: `production` (100 conjectured bits) or
-    /// `insecure-test` (10 bits, same code paths, for tests only).
-    #[arg(long, value_enum, default_value_t = FriChoice::Production)]
-    fri: FriChoice,
-}
-
-impl WrapKeyArgs {
-    fn source(self) -> (KeySource, FriChoice) {
-        let source = match self.proving_key {
-            Some(file) => KeySource::File(file),
-            None => KeySource::InsecureDevnet { dir: self.keys_dir },
-        };
-        (source, self.fri)
-    }
-}
-
-/// Final-layer FRI parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum FriChoice {
-    /// Rate 4, 21 queries, 16 bits of grinding: 100 conjectured bits.
-    Production,
-    /// INSECURE: 2 queries, 2 bits of grinding (10 bits). Tests only.
-    InsecureTest,
-}
-
 #[derive(Debug, Subcommand)]
 enum RegistryCommand {
     /// Add (or update) a compiled model; creates the file if needed and prints the new root.
@@ -223,9 +193,9 @@ fn main() {
         Command::Worker { queue, name, max_jobs, ack_wait, wrap } => {
             queue_cmd::worker(ack_wait.settings(queue), name, max_jobs, wrap.setup(), &out)
         }
-        Command::Wrap { batch, out: path, key } => {
+        Command::Wrap { batch, out: path, key, queue, ack_wait } => {
             let (source, fri) = key.source();
-            wrap(&batch, &path, &source, fri, &out)
+            wrap_cmd::wrap(&batch, &path, &source, fri, queue.map(|url| ack_wait.settings(url)), &out)
         }
         Command::Bench { tasks, models, queue, workers } => {
             bench::run(tasks, &models, queue.map(|url| bench::QueueBench { url, workers }))
@@ -233,62 +203,11 @@ fn main() {
         Command::Run { config, print_settings } => run_service(config.as_deref(), print_settings),
         Command::Key { key } => {
             let (source, fri) = key.source();
-            show_key(&source, fri, &out)
+            wrap_cmd::show_key(&source, fri, &out)
         }
         Command::Openapi => print_stdout(&tgrid_sequencer::service::api::openapi_json()),
     };
     out.exit_with(result)
-}
-
-fn show_key(source: &KeySource, fri: FriChoice, out: &Output) -> Result<()> {
-    let bar =
-        out.spinner("building the wrap circuits and loading the key (a first INSECURE devnet setup takes minutes)");
-    let wrapper = BatchWrapper::build(match fri {
-        FriChoice::Production => FinalFri::PRODUCTION,
-        FriChoice::InsecureTest => FinalFri::INSECURE_TEST,
-    })?;
-    let key = wrapper.load_or_setup_key(source)?;
-    bar.finish_and_clear();
-    let words: Vec<String> =
-        tgrid_groth16::evm::verifying_key_words(&key.pk.vk)?.iter().map(|w| w.to_string()).collect();
-    let fri = key.id.fri;
-    let value = json!({
-        "id": key.id.to_string(),
-        "insecure": key.insecure,
-        "public_seed": key.id.public_seed,
-        "fri": wrapper.fri_label(),
-        "fri_params": {
-            "rate_bits": fri.rate_bits,
-            "num_query_rounds": fri.num_query_rounds,
-            "proof_of_work_bits": fri.proof_of_work_bits,
-            "conjectured_security_bits": fri.conjectured_security_bits(),
-        },
-        "r1cs_digest": hex32(&key.id.r1cs_digest),
-        "verifying_key_digest": hex32(&key.verifying_key_digest),
-        "verifying_key_words": words,
-        "setup_seconds": key.setup_seconds,
-    });
-    out.emit(value, || {
-        let why_insecure = match (key.id.public_seed, fri.conjectured_security_bits() < tgrid_settlement_proof::MIN_SECURE_BITS) {
-            (true, _) => "  (INSECURE: public seed, devnets and tests only)",
-            (false, true) => "  (INSECURE: the wrapped proof has too few FRI bits, tests only)",
-            (false, false) if key.insecure => "  (INSECURE: a public-seed verifying key)",
-            _ => "",
-        };
-        format!(
-            "key {}{}\n  FRI                  rate 2^-{}, {} queries, {} grinding bits = {} conjectured bits\n  R1CS digest          {}\n  verifying key digest {}\n  deploy a verifier for it: TGRID_VERIFIER_KEY={} TGRID_VERIFIER_KEY_ID={}",
-            key.id,
-            why_insecure,
-            fri.rate_bits,
-            fri.num_query_rounds,
-            fri.proof_of_work_bits,
-            fri.conjectured_security_bits(),
-            hex32(&key.id.r1cs_digest),
-            hex32(&key.verifying_key_digest),
-            words.join(","),
-            key.id
-        )
-    })
 }
 
 fn run_service(config: Option<&Path>, print_settings: bool) -> Result<()> {
@@ -512,106 +431,5 @@ pub(crate) fn write_and_report_batch(
             text += &format!("\n  workers        {}", workers.join("; "));
         }
         text + &format!("\n  {seconds:.1} s")
-    })
-}
-
-fn wrap(batch_path: &Path, out_path: &Path, source: &KeySource, fri: FriChoice, out: &Output) -> Result<()> {
-    let started = Instant::now();
-    let batch = BatchFile::from_bytes(&read(batch_path)?)
-        .with_context(|| format!("{} is not a batch proof", batch_path.display()))
-        .map_err(bad_input)?;
-    let insecure_fri = fri == FriChoice::InsecureTest;
-    if insecure_fri {
-        eprintln!("WARNING: INSECURE test FRI parameters (10 bits of security): tests only");
-    }
-    let bar = out.spinner("building the aggregation and wrap circuits and the Groth16 constraint matrices");
-    let wrapper = BatchWrapper::build(match fri {
-        FriChoice::Production => FinalFri::PRODUCTION,
-        FriChoice::InsecureTest => FinalFri::INSECURE_TEST,
-    })?;
-    // Before the key: the synthesis' transient memory and the key are then never resident together.
-    wrapper.prepare_prover()?;
-    bar.finish_and_clear();
-
-    let bar = out.spinner(match source {
-        KeySource::InsecureDevnet { .. } => "loading the INSECURE devnet Groth16 key (first use: setup, minutes)",
-        KeySource::File(_) => "loading and validating the Groth16 proving key",
-    });
-    let key = wrapper.load_or_setup_key(source).map_err(|e| match e {
-        tgrid_settlement_proof::Error::Groth16(tgrid_groth16::Error::Malformed { .. })
-        | tgrid_settlement_proof::Error::Groth16(tgrid_groth16::Error::Io { .. }) => bad_input(e),
-        other => other.into(),
-    })?;
-    bar.finish_and_clear();
-    let warning = key.insecure.then(|| {
-        format!(
-            "INSECURE devnet Groth16 key {}: set up from a public seed, anyone can forge proofs for it; never settle real value with it",
-            key.id
-        )
-    });
-    if let Some(w) = &warning {
-        eprintln!("WARNING: {w}");
-    }
-
-    let bar = out.spinner("checking the batch, proving the settle and final layers");
-    let (file, stats) = wrapper
-        .prove(&key, &batch, &|stage| {
-            if stage == Stage::Groth16 {
-                bar.set_message("proving the R1CS verifier with Groth16");
-            }
-        })
-        .map_err(|e| match e {
-            tgrid_settlement_proof::Error::Aggregation(_) => bad_input(e),
-            other => other.into(),
-        })?;
-    bar.finish_and_clear();
-    std::fs::write(out_path, file.to_json_bytes()).with_context(|| format!("cannot write {}", out_path.display()))?;
-
-    let value = json!({
-        "out": out_path.display().to_string(),
-        "public_input": file.public_input,
-        "batch_root": file.batch_root,
-        "registry_root": file.registry_root,
-        "count": file.count,
-        "fri": file.fri,
-        "final_circuit_digest": file.final_circuit_digest,
-        "key_id": key.id.to_string(),
-        "insecure_key": key.insecure,
-        "insecure_fri": insecure_fri,
-        "warning": warning,
-        "verifying_key_digest": file.key.verifying_key_digest,
-        "verifying_key": key.verifying_key_path.as_ref().map(|p| p.display().to_string()),
-        "setup_seconds": key.setup_seconds,
-        "stats": stats,
-        "peak_rss_mib": tgrid_cli::peak_rss_mib(),
-        "seconds": started.elapsed().as_secs_f64(),
-    });
-    out.emit(value, || {
-        let mut text = format!(
-            "wrapped {} tasks -> {}\n  public input   {}\n  batch root     {}\n  registry root  {}\n  key            {}{}\n  vk digest      {}",
-            file.count,
-            out_path.display(),
-            file.public_input,
-            file.batch_root,
-            file.registry_root,
-            key.id,
-            if key.insecure { "  (INSECURE devnet key)" } else { "" },
-            file.key.verifying_key_digest,
-        );
-        if let Some(p) = &key.verifying_key_path {
-            text += &format!("\n  verifying key  {}", p.display());
-        }
-        if let Some(s) = key.setup_seconds {
-            text += &format!("\n  setup          {s:.1} s (cached for next time)");
-        }
-        text += &format!(
-            "\n  settle layer {:.1} s, final layer {:.1} s, Groth16 {:.1} s ({} constraints); {:.1} s in all",
-            stats.settle_seconds,
-            stats.final_layer_seconds,
-            stats.groth16_seconds,
-            stats.groth16.constraints,
-            started.elapsed().as_secs_f64()
-        );
-        text
     })
 }

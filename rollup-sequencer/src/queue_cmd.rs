@@ -11,7 +11,7 @@ use tgrid_sequencer::jobs::{self, JobError, JobMetrics, JobQueue, QueueSettings,
 use tgrid_sequencer::Aggregator;
 use tgrid_settlement_proof::{KeySource, WrapFri};
 
-use crate::FriChoice;
+use crate::wrap_cmd::FriChoice;
 
 /// The queue's redelivery delay.
 #[derive(Debug, clap::Args)]
@@ -67,7 +67,7 @@ impl WorkerWrapArgs {
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }
 

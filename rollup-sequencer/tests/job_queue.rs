@@ -5,8 +5,9 @@
 //! while jobs are pending: the batch still completes, verifies, and its
 //! root equals the natively computed one; every job's outcome is used once (2 leaves + 1 merge).
 //! A forged outcome planted in the queue's store before the batch (what a hostile worker could
-//! store) fails its checks, is discarded and the job proven again by an honest worker. A job over
-//! the broker's message limit is refused at once with the remedy.
+//! store) fails its checks, is discarded and the job proven again by an honest worker. The batch
+//! is then wrapped by `tgrid-sequencer wrap --queue` on a worker holding the (INSECURE test)
+//! Groth16 key. A job over the broker's message limit is refused at once with the remedy.
 //! About 1.5 minutes on 2 cores in the dev profile, mostly the circuit builds of three processes.
 
 mod common;
@@ -180,7 +181,72 @@ fn workers_aggregate_the_in_process_batch_through_a_worker_kill_and_a_broker_res
         task_ids,
         (0..2u8).map(|i| serde_json::json!(format!("0x{}", hex::encode([0x50 + i; 32])))).collect::<Vec<_>>()
     );
+
+    wrap_on_a_worker(d, &url, &batch, &verified);
     drop(broker);
+}
+
+/// `tgrid-sequencer wrap --queue`: the batch's Groth16 proof made by a worker holding the
+/// (INSECURE test-FRI devnet) key; the command holds only the verifying key, and its file
+/// verifies with `tgrid-verifier groth16` for exactly the batch's leaves.
+fn wrap_on_a_worker(d: &Path, url: &str, batch: &Path, verified_batch: &serde_json::Value) {
+    let keys = common::keys_dir();
+    // The key is set up once per target dir (minutes), normally already by cli.rs; set it up in
+    // one process here otherwise, so that the worker and this command do not both set it up.
+    let cached = std::fs::read_dir(&keys).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("wrap-insecure-test-") && name.ends_with(".pk")
+        })
+    });
+    if !cached {
+        common::wrap_key();
+    }
+    let key_args = ["--insecure-devnet-key", "--fri", "insecure-test", "--keys-dir", keys.to_str().unwrap()];
+    let _wrapper =
+        Logged::spawn(Command::new(common::BIN).args(["worker", "--queue", url, "--name", "wrapper"]).args([
+            "--wrap-insecure-devnet-key",
+            "--wrap-fri",
+            "insecure-test",
+            "--keys-dir",
+            keys.to_str().unwrap(),
+            "--max-jobs",
+            "1",
+        ]));
+    let g16 = d.join("batch.g16");
+    let out = Command::new(common::BIN)
+        .args(["--json", "wrap"])
+        .arg(batch)
+        .arg("--out")
+        .arg(&g16)
+        .args(key_args)
+        .args(["--queue", url, "--ack-wait-secs", "3"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "wrap --queue failed:\n{stderr}");
+    assert!(stderr.contains("INSECURE devnet Groth16 key"), "{stderr}");
+    let wrapped: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    eprintln!("wrap --queue: {wrapped}");
+    assert_eq!(wrapped["batch_root"], verified_batch["batch_root"]);
+    assert_eq!(wrapped["public_input"], verified_batch["public_input"]);
+    assert_eq!(wrapped["count"], 2);
+    assert_eq!(wrapped["insecure_key"], true);
+    assert_eq!(wrapped["workers"]["wrapper"]["jobs"], 1, "{wrapped}");
+    assert!(wrapped["stats"].is_null(), "this process proved nothing: {wrapped}");
+
+    let checked = Command::new(Path::new(common::BIN).with_file_name("tgrid-verifier"))
+        .args(["--json", "groth16"])
+        .arg(&g16)
+        .arg("--keys-dir")
+        .arg(&keys)
+        .output()
+        .unwrap();
+    assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
+    let checked: serde_json::Value = serde_json::from_slice(&checked.stdout).unwrap();
+    assert_eq!(checked["valid"], true);
+    assert_eq!(checked["public_input"], verified_batch["public_input"]);
+    assert_eq!(checked["leaves"], verified_batch["leaves"]);
 }
 
 /// A broker that requires a user and password: the right ones get in, wrong ones get a clear
