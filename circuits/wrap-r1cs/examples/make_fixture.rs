@@ -1,9 +1,11 @@
 //! Regenerates `fixtures/`: a final-layer proof of a small inner circuit, with the INSECURE test
 //! FRI parameters (2 queries, 2 bits of grinding) and otherwise the production final-layer
-//! configuration, so the R1CS tests run on the real shape without re-proving.
+//! configuration, so the R1CS tests run on the real shape without re-proving. With
+//! `--production`, `fixtures/production/`: the same with the production FRI parameters (21
+//! queries, 16 bits of grinding), for the tests that must see the production query count.
 //!
 //! ```text
-//! cargo run -p tgrid-wrap-r1cs --example make_fixture
+//! cargo run -p tgrid-wrap-r1cs --example make_fixture [-- --production]
 //! ```
 //!
 //! Files (plonky2 1.1.0's own byte encodings):
@@ -29,7 +31,11 @@ type F = GoldilocksField;
 const D: usize = 2;
 
 fn main() -> anyhow::Result<()> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let production = std::env::args().skip(1).any(|a| a == "--production");
+    let (fri, dir) = match production {
+        true => (FinalFri::PRODUCTION, PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/production")),
+        false => (FinalFri::INSECURE_TEST, PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")),
+    };
     std::fs::create_dir_all(&dir)?;
 
     // Inner circuit (Goldilocks Poseidon, standard recursion config): 8 public inputs below
@@ -57,7 +63,7 @@ fn main() -> anyhow::Result<()> {
 
     // Final circuit: verifies the inner proof against constant verifier data and forwards its
     // public inputs; Merkle trees and transcript over BN254 Poseidon.
-    let mut b = CircuitBuilder::<F, D>::new(FinalFri::INSECURE_TEST.circuit_config());
+    let mut b = CircuitBuilder::<F, D>::new(fri.circuit_config());
     let pt = b.add_virtual_proof_with_pis(&inner.common);
     let vd = b.constant_verifier_data(&inner.verifier_only);
     b.verify_proof::<PoseidonGoldilocksConfig>(&pt, &vd, &inner.common);

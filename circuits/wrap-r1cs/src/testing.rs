@@ -34,13 +34,19 @@ fn decode(what: &str) -> impl Fn(plonky2::util::serialization::IoError) -> Error
 
 /// Decodes the committed fixture (embedded in the binary).
 pub fn fixture() -> Result<Fixture, Error> {
-    let common =
-        FinalCommon::from_bytes(include_bytes!("../fixtures/final_common.bin").to_vec(), &DefaultGateSerializer)
-            .map_err(decode("common data"))?;
-    let verifier_only =
-        VerifierOnlyCircuitData::from_bytes(include_bytes!("../fixtures/final_verifier_only.bin").to_vec())
-            .map_err(|e| Error::Unsupported(format!("fixture verifier data: {e}")))?;
-    let proof = FinalProof::from_bytes(include_bytes!("../fixtures/final_proof.bin").to_vec(), &common)
+    decode_fixture(
+        include_bytes!("../fixtures/final_common.bin"),
+        include_bytes!("../fixtures/final_verifier_only.bin"),
+        include_bytes!("../fixtures/final_proof.bin"),
+    )
+}
+
+/// Decodes a fixture from its three files' bytes.
+pub(crate) fn decode_fixture(common: &[u8], verifier_only: &[u8], proof: &[u8]) -> Result<Fixture, Error> {
+    let common = FinalCommon::from_bytes(common.to_vec(), &DefaultGateSerializer).map_err(decode("common data"))?;
+    let verifier_only = VerifierOnlyCircuitData::from_bytes(verifier_only.to_vec())
+        .map_err(|e| Error::Unsupported(format!("fixture verifier data: {e}")))?;
+    let proof = FinalProof::from_bytes(proof.to_vec(), &common)
         .map_err(|e| Error::Unsupported(format!("fixture proof: {e}")))?;
     Ok(Fixture { proof, common, verifier_only })
 }

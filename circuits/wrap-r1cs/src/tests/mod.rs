@@ -9,6 +9,7 @@ mod fixture;
 mod fri;
 mod groth16;
 mod malformed;
+mod production;
 mod small_proofs;
 mod transcript;
 mod vanishing;
