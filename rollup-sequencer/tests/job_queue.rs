@@ -8,7 +8,8 @@
 //! store) fails its checks, is discarded and the job proven again by an honest worker. The batch
 //! is then wrapped by `tgrid-sequencer wrap --queue` on a worker holding the (INSECURE test)
 //! Groth16 key. A job over the broker's message limit is refused at once with the remedy.
-//! About 1.5 minutes on 2 cores in the dev profile, mostly the circuit builds of three processes.
+//! About 2.5 minutes on 2 cores in the test profile, mostly the circuit builds of five processes
+//! (the aggregation and wrap circuits of the wrapping worker and of `wrap --queue` included).
 
 mod common;
 mod nats;
