@@ -156,11 +156,7 @@ pub fn wrap(
     let Proven { file, key_id, insecure_key, verifying_key_path, setup_seconds, stats, queue } = proven;
     std::fs::write(out_path, file.to_json_bytes()).with_context(|| format!("cannot write {}", out_path.display()))?;
 
-    let warning = insecure_key.then(|| {
-        format!(
-            "INSECURE devnet Groth16 key {key_id}: set up from a public seed, anyone can forge proofs for it; never settle real value with it"
-        )
-    });
+    let warning = insecure_key.then(|| insecure_key_warning(&key_id));
     let mut value = json!({
         "out": out_path.display().to_string(),
         "public_input": file.public_input,
@@ -227,11 +223,15 @@ fn key_error(e: tgrid_settlement_proof::Error) -> anyhow::Error {
     }
 }
 
+fn insecure_key_warning(id: &impl std::fmt::Display) -> String {
+    format!(
+        "INSECURE devnet Groth16 key {id}: set up from a public seed, anyone can forge proofs for it; never settle real value with it"
+    )
+}
+
 fn warn_insecure_key(id: &impl std::fmt::Display, insecure: bool) {
     if insecure {
-        eprintln!(
-            "WARNING: INSECURE devnet Groth16 key {id}: set up from a public seed, anyone can forge proofs for it; never settle real value with it"
-        );
+        eprintln!("WARNING: {}", insecure_key_warning(id));
     }
 }
 

@@ -196,7 +196,7 @@ impl BatchWrapper {
                 Ok(WrapKey {
                     pk,
                     id,
-                    insecure: id.insecure() || is_public_seed_key_digest(&verifying_key_digest),
+                    insecure: is_insecure(&id, &verifying_key_digest),
                     verifying_key_digest,
                     setup_seconds: None,
                     verifying_key_path: None,
@@ -225,11 +225,16 @@ impl BatchWrapper {
         let id = check_record(&path, file.circuit_record(), &expected)?;
         let vk = file.verifying_key()?;
         let verifying_key_digest = verifying_key_digest(&vk)?;
-        let insecure = matches!(source, KeySource::InsecureDevnet { .. })
-            || id.insecure()
-            || is_public_seed_key_digest(&verifying_key_digest);
+        // Whatever its record says, a key found under the devnet path is treated as the devnet's.
+        let insecure = matches!(source, KeySource::InsecureDevnet { .. }) || is_insecure(&id, &verifying_key_digest);
         Ok(WrapVerifyingKey { vk, id, insecure, verifying_key_digest })
     }
+}
+
+/// [`WrapKey::insecure`] of a key loaded from a file: its recorded circuit is forgeable (a
+/// public-seed devnet id, test FRI parameters) or its verifying key is a known public-seed one.
+fn is_insecure(id: &WrapKeyId, verifying_key_digest: &[u8; 32]) -> bool {
+    id.insecure() || is_public_seed_key_digest(verifying_key_digest)
 }
 
 /// Parses a key file's circuit record and checks it names `expected`'s circuit.
