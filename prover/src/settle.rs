@@ -95,6 +95,43 @@ async fn chain_registry(chain: &DynProvider, deployment: &Deployment) -> Result<
     Ok(tree)
 }
 
+/// An aggregator for the provider's `models` under `registry` (blocking: builds the
+/// aggregation circuits and a normalizer per mode the registry lists each model under).
+fn aggregator_for(registry: Registry, models: &[ModelFile]) -> Result<Aggregator> {
+    // Each mode (public, private) the chain registers a model under has its own circuit.
+    let mut normalizers = Vec::new();
+    for f in models {
+        for privacy in [Privacy::Public, Privacy::Private] {
+            if registry.entry(&privacy.task_model_id(f.model.model_id())).is_some() {
+                normalizers.push(Normalizer::new(TaskVerifier::with_privacy(&f.model, &f.plan, privacy)?)?);
+            }
+        }
+    }
+    Ok(Aggregator::with_registry(registry, normalizers)?)
+}
+
+/// The aggregator a provider proves its own tasks' leaves with (`prove_leaves`): its models
+/// under the chain's current registry, the one a sequencer batches under.
+pub async fn chain_aggregator(
+    chain: &DynProvider,
+    deployment: &Deployment,
+    models: &[ModelFile],
+) -> Result<Aggregator> {
+    let registry = chain_registry(chain, deployment).await?;
+    let models = models.to_vec();
+    tokio::task::spawn_blocking(move || aggregator_for(registry, &models)).await?
+}
+
+/// The chain's current registry root.
+pub async fn chain_registry_root(chain: &DynProvider, deployment: &Deployment) -> Result<[u8; 32]> {
+    let root = IModelRegistry::new(deployment.registry, chain)
+        .registryRoot()
+        .call()
+        .await
+        .context("ModelRegistry.registryRoot")?;
+    Ok(root.0)
+}
+
 impl SelfSettler {
     /// Builds the aggregation and wrap circuits for `models` (in each mode the chain registers
     /// them under) and loads the key, after checking
@@ -123,16 +160,7 @@ impl SelfSettler {
             WrapKeySetting::InsecureDevnet(dir) => KeySource::InsecureDevnet { dir: dir.clone() },
         };
         let settler = tokio::task::spawn_blocking(move || -> Result<Self> {
-            // Each mode (public, private) the chain registers a model under has its own circuit.
-            let mut normalizers = Vec::new();
-            for f in &models {
-                for privacy in [Privacy::Public, Privacy::Private] {
-                    if registry.entry(&privacy.task_model_id(f.model.model_id())).is_some() {
-                        normalizers.push(Normalizer::new(TaskVerifier::with_privacy(&f.model, &f.plan, privacy)?)?);
-                    }
-                }
-            }
-            let aggregator = Aggregator::with_registry(registry, normalizers)?;
+            let aggregator = aggregator_for(registry, &models)?;
             let wrapper = BatchWrapper::build(fri)?;
             let key = wrapper.load_or_setup_key(&source)?;
             Ok(Self { aggregator, wrapper, key })

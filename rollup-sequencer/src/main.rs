@@ -145,6 +145,10 @@ enum Command {
         /// Worker processes to start for `--queue`.
         #[arg(long, default_value_t = 2, requires = "queue")]
         workers: usize,
+        /// Also prove the batch with every leaf proven beforehand by its provider (the daemon's
+        /// `prove_leaves`): reports the providers' leaf time and what the sequencer still pays.
+        #[arg(long)]
+        provider_leaves: bool,
     },
 }
 
@@ -197,8 +201,8 @@ fn main() {
             let (source, fri) = key.source();
             wrap_cmd::wrap(&batch, &path, &source, fri, queue.map(|url| ack_wait.settings(url)), &out)
         }
-        Command::Bench { tasks, models, queue, workers } => {
-            bench::run(tasks, &models, queue.map(|url| bench::QueueBench { url, workers }))
+        Command::Bench { tasks, models, queue, workers, provider_leaves } => {
+            bench::run(tasks, &models, queue.map(|url| bench::QueueBench { url, workers }), provider_leaves)
         }
         Command::Run { config, print_settings } => run_service(config.as_deref(), print_settings),
         Command::Key { key } => {

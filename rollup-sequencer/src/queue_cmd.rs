@@ -125,7 +125,7 @@ pub fn aggregate(
     let (batch, tally) = runtime()?
         .block_on(async {
             let queue = JobQueue::connect(queue, JobMetrics::new()).await?;
-            let batch = jobs::aggregate(&aggregator, &queue, &proofs).await?;
+            let batch = jobs::aggregate(&aggregator, &queue, &proofs, &[]).await?;
             Ok::<_, JobError>((batch, queue.tally()))
         })
         .map_err(|e| match e {

@@ -2,7 +2,9 @@
 //! orders (refusing forged, equivocating or unbacked ones) and records acceptances (the first
 //! provider wins; a bond too small for its acceptances is refused); providers' results are
 //! checked, acknowledged, batched, proven (aggregation, wrap, Groth16) and settled on-chain by
-//! the permissionless TaskMarket, each acknowledgement with the sequencer's signed receipt; bad
+//! the permissionless TaskMarket, each acknowledgement with the sequencer's signed receipt; a
+//! provider's own leaf proof is adopted and used by the batch instead of proving it (one that is
+//! not the task's is refused); bad
 //! submissions (forged order or delivery signatures among them) are refused with their reason,
 //! a forged flood before the rate limit, a flood of acceptances by throwaway keys by the
 //! per-client limit before it reads the chain; the process is killed with SIGKILL while a
@@ -185,6 +187,25 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
         body
     };
     drop(prover);
+    // Provider 1 proves good[1]'s leaf itself, under the registry the sequencer batches with.
+    let work_dir = work.path().to_path_buf();
+    let proof_of = |s: &Submission| {
+        let hex = s.body["proof"].as_str().unwrap().trim_start_matches("0x").to_string();
+        tgrid_circuits::TaskProof::from_bytes(&hex::decode(hex).unwrap()).unwrap()
+    };
+    let leaf_task = proof_of(&good[1]);
+    let leaf_hex = tokio::task::spawn_blocking(move || {
+        let registry = tgrid_aggregation::RegistryFile::load(&work_dir.join("registry.json")).unwrap();
+        let (_, leaf) = tgrid_settlement_proof::Aggregator::new(registry).unwrap().prove_leaf(&leaf_task).unwrap();
+        format!("0x{}", hex::encode(leaf.proof.to_bytes()))
+    })
+    .await
+    .unwrap();
+    let with_leaf = |body: &Value, leaf: &str| {
+        let mut body = body.clone();
+        body["leaf_proof"] = json!(leaf);
+        body
+    };
 
     // The sequencer reaches anvil through a proxy that fails chosen calls on demand.
     let proxy = fault_proxy::FaultProxy::start(&devnet.rpc_url());
@@ -383,14 +404,24 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
         assert!(v["reason"].as_str().unwrap().contains("delivery"), "{v}");
     }
 
-    // Two good results: acknowledged with a receipt signed by the sequencer, a replay is
-    // idempotent (the same receipt), the batch of two closes.
+    // A leaf proof that is not the task's is refused (and not held against the result itself).
+    for (body, leaf) in [(&good[0].body, leaf_hex.as_str()), (&good[1].body, "0x00ff00ff"), (&good[1].body, "0x")] {
+        let (code, v) = post(&http, &api, with_leaf(body, leaf).to_string()).await;
+        assert_eq!((code, v["error"].as_str()), (422, Some("invalid_leaf")), "{v}");
+    }
+    let (code, v) = post(&http, &api, with_leaf(&good[1].body, "00ff").to_string()).await;
+    assert_eq!(code, 400, "no 0x prefix: {v}");
+
+    // Two good results, the second with its provider's leaf proof: acknowledged with a receipt
+    // signed by the sequencer, a replay is idempotent (the same receipt), the batch of two closes.
     let sequencer_address = devnet.signer(0).address();
     let mut receipts = vec![];
-    for s in &good[..2] {
-        let (code, v) = post(&http, &api, s.body.to_string()).await;
+    for (i, s) in good[..2].iter().enumerate() {
+        let body = if i == 1 { with_leaf(&s.body, &leaf_hex) } else { s.body.clone() };
+        let (code, v) = post(&http, &api, body.to_string()).await;
         assert_eq!(code, 202, "{v}");
         assert_eq!(v["duplicate"], false);
+        assert_eq!(v.get("leaf_proof").and_then(Value::as_str), (i == 1).then_some("adopted"), "{v}");
         let receipt: SignedReceipt = serde_json::from_value(v["receipt"].clone()).unwrap();
         receipt.verify(&domain).unwrap();
         assert_eq!(receipt.sequencer, sequencer_address);
@@ -415,6 +446,12 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
 
     // Crash 1: SIGKILL while the batch is proving; the restarted service proves it again.
     wait_for_status(&http, &api, good[0].task, "proving", Duration::from_secs(600)).await;
+    // The batch took the provider's leaf as it was and proved only the other one.
+    let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
+    for (outcome, n) in [("adopted", 1), ("used", 1), ("proven", 1)] {
+        let line = format!("tgrid_sequencer_leaves_total{{outcome=\"{outcome}\"}} {n}");
+        assert!(metrics.lines().any(|l| l == line), "{line}: {metrics}");
+    }
     seq.kill();
     let seq = Sequencer::start(&env(3_600));
     let api = seq.url.clone();

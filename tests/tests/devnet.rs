@@ -1,8 +1,9 @@
 //! Every role of the task market end to end on a real anvil with the real contracts, through the
 //! real binaries: the model owner compiles a bundled model, the DAO registers it and changes a
 //! market parameter by vote, two posters fund deposit books and sign orders that travel through
-//! the sequencer's relay, two provider daemons accept by signature, prove and submit, a worker on
-//! the sequencer's job queue proves the batch's leaves, merges and Groth16 wrap, the
+//! the sequencer's relay, two provider daemons accept by signature, prove and submit (provider 2
+//! with its tasks' leaf proofs, which the sequencer adopts), a worker on the sequencer's job queue
+//! proves the other leaves, the merges and the Groth16 wrap, the
 //! sequencer settles all five orders (one of them private: input sealed to its provider, output
 //! sealed to its poster, zero-knowledge proof) in one transaction, the posters check every output
 //! against its settled commitment (and catch a tampered one), an auditor re-verifies the batch
@@ -168,6 +169,8 @@ async fn the_task_market_end_to_end_on_anvil() {
                 ("INPUTS_DIR", w("inputs")),
                 ("SEQUENCER_URL", seq_url.clone()),
                 ("DATA_DIR", w(&format!("provider-{i}"))),
+                // P2 proves its tasks' leaves itself; the sequencer's worker proves only P1's.
+                ("PROVE_LEAVES", (i == 2).to_string()),
             ],
         );
         let service =
@@ -257,7 +260,12 @@ async fn the_task_market_end_to_end_on_anvil() {
             let reason = skipped.and_then(|e| e["reason"].as_str()).unwrap_or_default();
             assert!(reason.contains("does not open"), "{events:?}");
         }
+        for e in events.iter().filter(|e| e["event"] == "proven") {
+            assert_eq!(e["leaf_seconds"].is_f64(), name == "P2", "{e}");
+        }
         for e in events.iter().filter(|e| e["event"] == "submitted") {
+            let leaf = e["leaf_proof"].as_str();
+            assert_eq!(leaf, (name == "P2").then_some("adopted"), "P2's leaf proofs are adopted: {e}");
             // Each acknowledgement came with the sequencer's (anvil 0's) signed receipt.
             let receipt: SignedReceipt = serde_json::from_value(e["receipt"].clone()).expect("a receipt");
             receipt.verify(&domain).unwrap();
@@ -278,13 +286,17 @@ async fn the_task_market_end_to_end_on_anvil() {
         (4, 3),
         "provider 1's node faults were all hit, and ridden out"
     );
-    // The batch's 5 leaves, 4 merges and its wrap were proven by the worker, through the queue.
+    // The batch's 4 merges and its wrap were proven by the worker, through the queue, and so
+    // were P1's 2 leaves; P2's 3 leaves (one of a private task) came with its results.
     let metrics = http_get(&format!("{seq_url}/metrics")).await;
     let metric = |name: &str| -> f64 {
         let line = metrics.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} in\n{metrics}"));
         line.rsplit(' ').next().unwrap().parse().unwrap()
     };
-    assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"leaf\"}"), 5.0);
+    assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"leaf\"}"), 2.0);
+    assert_eq!(metric("tgrid_sequencer_leaves_total{outcome=\"adopted\"}"), 3.0);
+    assert_eq!(metric("tgrid_sequencer_leaves_total{outcome=\"used\"}"), 3.0);
+    assert_eq!(metric("tgrid_sequencer_leaves_total{outcome=\"proven\"}"), 2.0);
     assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"merge\"}"), 4.0);
     assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"wrap\"}"), 1.0);
     assert_eq!(metric("tgrid_sequencer_jobs_in_flight"), 0.0);

@@ -74,6 +74,12 @@ pub struct ResultSubmission {
     pub sealed_output: Option<SealedOutput>,
     /// The task proof file (.tgp), 0x-prefixed hex.
     pub proof: String,
+    /// Optionally, the task's leaf proof (the aggregation's first recursive step over the task
+    /// proof, proven by the provider under the registry the sequencer batches with), 0x-prefixed
+    /// hex: the sequencer checks it in milliseconds instead of proving it. Not signed: it is
+    /// verified in full, and a wrong one is refused without touching the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaf_proof: Option<String>,
     /// The provider's signature of the [`Delivery`] of this output and proof, by the key that
     /// accepted the order.
     #[serde(with = "signature_hex")]
@@ -100,6 +106,7 @@ impl ResultSubmission {
             output,
             sealed_output: None,
             proof: format!("0x{}", hex::encode(proof)),
+            leaf_proof: None,
             signature,
         })
     }
@@ -126,8 +133,14 @@ impl ResultSubmission {
                 sealed: format!("0x{}", hex::encode(sealed_output)),
             }),
             proof: format!("0x{}", hex::encode(proof)),
+            leaf_proof: None,
             signature,
         })
+    }
+
+    /// The same submission carrying the task's leaf proof (bytes of a plonky2 leaf proof).
+    pub fn with_leaf_proof(self, leaf_proof: &[u8]) -> Self {
+        Self { leaf_proof: Some(format!("0x{}", hex::encode(leaf_proof))), ..self }
     }
 }
 

@@ -24,6 +24,19 @@ pub enum AggregateError {
     /// A submitted proof is for a model the registry does not list.
     #[error("model 0x{} is not in the registry", hex::encode(.0))]
     UnknownModel([u8; 32]),
+    /// A leaf proof made elsewhere (by the task's provider) that does not prove this task's leaf
+    /// with these circuits.
+    #[error("the leaf proof is not this task's: {0}")]
+    InvalidLeaf(String),
+    /// A leaf proof made elsewhere is valid, but proves registry membership under another root
+    /// than this aggregator's (governance moved the registry in between).
+    #[error("the leaf proof is under registry root 0x{}, this batch is proven under 0x{}", hex::encode(.proven), hex::encode(.current))]
+    LeafUnderOtherRegistry {
+        /// The root the leaf proof carries.
+        proven: [u8; 32],
+        /// The aggregator's root.
+        current: [u8; 32],
+    },
     /// The registry's model file does not produce the registered circuit, or a model this
     /// aggregator holds no normalizer for.
     #[error("{path}: {reason}")]
@@ -178,14 +191,74 @@ impl Aggregator {
         Ok((TaskLeaf::from_publics(&publics), leaf))
     }
 
+    /// Takes the leaf proof of `proof` that someone else proved (the task's provider, with
+    /// [`prove_leaf`](Self::prove_leaf) under the same registry), so the caller need not prove it:
+    /// checks the task proof natively, then that `leaf_bytes` decode to a proof of our leaf
+    /// circuit (the digests it carries are ours and plonky2 verifies it) for exactly one task,
+    /// whose leaf is this task's, under this aggregator's registry root. Milliseconds, against
+    /// seconds for proving the leaf; what it returns is what [`prove_leaf`](Self::prove_leaf)
+    /// would, up to the proof's randomness.
+    pub fn adopt_leaf(&self, proof: &TaskProof, leaf_bytes: &[u8]) -> Result<(TaskLeaf, SubtreeProof)> {
+        let leaf = self.check(proof)?;
+        let subtree = self.adopt_leaf_of(&leaf, leaf_bytes)?;
+        Ok((leaf, subtree))
+    }
+
+    /// [`adopt_leaf`](Self::adopt_leaf) for a task proof already checked: `leaf` must be what
+    /// [`check`](Self::check) returned for it.
+    pub fn adopt_leaf_of(&self, leaf: &TaskLeaf, leaf_bytes: &[u8]) -> Result<SubtreeProof> {
+        let invalid = |reason: String| Error::InvalidLeaf(reason);
+        let subtree = self.circuits.decode(leaf_bytes, false).map_err(|e| invalid(e.to_string()))?;
+        let publics = self.circuits.verify_root(&subtree).map_err(|e| invalid(e.to_string()))?;
+        if publics.count != 1 {
+            return Err(invalid(format!("it proves a subtree of {} tasks, not a leaf", publics.count)));
+        }
+        if publics.root != leaf.hash() {
+            return Err(invalid(format!(
+                "it proves leaf 0x{}, this task's leaf is 0x{}",
+                hex::encode(publics.root),
+                hex::encode(leaf.hash())
+            )));
+        }
+        if publics.registry_root != self.registry.root() {
+            return Err(Error::LeafUnderOtherRegistry { proven: publics.registry_root, current: self.registry.root() });
+        }
+        Ok(subtree)
+    }
+
     /// Aggregates task proofs, in this order, into a batch: checks every proof and rejects
     /// duplicated task ids before any recursion, then proves the leaves in parallel and merges
     /// independent subtrees in parallel.
     pub fn aggregate(&self, proofs: &[TaskProof], progress: &(dyn Fn(Step) + Sync)) -> Result<BatchFile> {
+        self.aggregate_with(proofs, &[], progress)
+    }
+
+    /// [`aggregate`](Self::aggregate), taking the leaf proofs already at hand: `provided[i]`, if
+    /// present, is task `i`'s leaf as [`adopt_leaf`](Self::adopt_leaf) returned it (only checked
+    /// again for being this task's leaf under this registry: its public inputs).
+    pub fn aggregate_with(
+        &self,
+        proofs: &[TaskProof],
+        provided: &[Option<SubtreeProof>],
+        progress: &(dyn Fn(Step) + Sync),
+    ) -> Result<BatchFile> {
         let leaves = proofs.iter().map(|p| self.check(p)).collect::<Result<Vec<_>>>()?;
         check_leaves(&leaves)?;
-        let subtrees = rayon_map(proofs, |p| {
-            let (_, leaf) = self.prove_leaf(p)?;
+        let indexed: Vec<usize> = (0..proofs.len()).collect();
+        let subtrees = rayon_map(&indexed, |&i| {
+            let given = provided.get(i).and_then(Option::as_ref).filter(|leaf| {
+                leaf.public_inputs().is_ok_and(|p| {
+                    !leaf.is_merge
+                        && p.count == 1
+                        && p.root == leaves[i].hash()
+                        && p.registry_root == self.registry.root()
+                        && p.digests == self.circuits.digests()
+                })
+            });
+            let leaf = match given {
+                Some(leaf) => leaf.clone(),
+                None => self.prove_leaf(&proofs[i])?.1,
+            };
             progress(Step::Leaf);
             Ok(leaf)
         })?;

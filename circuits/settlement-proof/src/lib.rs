@@ -14,6 +14,8 @@ pub mod keys;
 pub mod wrapper;
 
 #[cfg(test)]
+mod adopt_leaf_tests;
+#[cfg(test)]
 mod tests;
 
 pub use aggregate::{AggregateError, Aggregator, IncrementalTree, Step};

@@ -80,6 +80,9 @@ struct Daemon {
     state_path: PathBuf,
     /// Built on the first self-settlement (a few GB, tens of seconds), then kept.
     settler: Option<Arc<SelfSettler>>,
+    /// With `prove_leaves`: the aggregator proving this provider's leaves, built on first use
+    /// and rebuilt when the chain's registry root moves.
+    leaf_prover: Option<Arc<tgrid_settlement_proof::Aggregator>>,
     /// Orders settled since the last earnings withdrawal.
     settled_since_withdrawal: u64,
     /// Opens inputs of private tasks sealed to this provider.
@@ -208,6 +211,7 @@ impl Daemon {
             state,
             state_path,
             settler: None,
+            leaf_prover: None,
             settled_since_withdrawal: 0,
             opening_key,
             key_announced: false,
@@ -311,6 +315,11 @@ impl Daemon {
         self.settings.data_dir.join("proofs").join(format!("{id}.tgp"))
     }
 
+    /// The task's leaf proof (`prove_leaves`), beside its task proof.
+    fn leaf_path(&self, id: &B256) -> PathBuf {
+        self.settings.data_dir.join("proofs").join(format!("{id}.leaf"))
+    }
+
     fn accepted_input_path(&self, id: &B256) -> PathBuf {
         self.settings.data_dir.join("inputs").join(format!("{id}.json"))
     }
@@ -385,6 +394,7 @@ impl Daemon {
             // After the state no longer names them; a file left behind by a crash is harmless.
             for id in &pruned {
                 let _ = std::fs::remove_file(self.proof_path(id));
+                let _ = std::fs::remove_file(self.leaf_path(id));
                 let _ = std::fs::remove_file(self.accepted_input_path(id));
             }
         }

@@ -78,12 +78,7 @@ impl Daemon {
         }
         let bar = self.out.spinner("building the self-settlement circuits and loading the wrap key");
         // One file per model: the settler builds each mode the chain registers it under.
-        let mut models: Vec<tgrid_circuits::ModelFile> = Vec::new();
-        for m in self.models.values() {
-            if !models.iter().any(|f| f.model.model_id() == m.file.model.model_id()) {
-                models.push(m.file.clone());
-            }
-        }
+        let models = self.own_model_files();
         let fri = self.settings.wrap_fri.params();
         let built =
             SelfSettler::build(&self.chain, &self.deployment, &models, &self.settings.wrap_key_setting(), fri).await;
@@ -91,6 +86,34 @@ impl Daemon {
         let settler = Arc::new(built?);
         self.settler = Some(settler.clone());
         Ok(settler)
+    }
+
+    /// The aggregator proving this provider's leaves (`prove_leaves`): built on first use (the
+    /// aggregation circuits, a normalizer per model), rebuilt when the chain's registry root
+    /// is no longer the one it proves membership under.
+    pub(super) async fn leaf_prover(&mut self) -> Result<Arc<tgrid_settlement_proof::Aggregator>> {
+        let root = crate::settle::chain_registry_root(&self.chain, &self.deployment).await?;
+        if let Some(p) = self.leaf_prover.as_ref().filter(|p| p.registry().root() == root) {
+            return Ok(p.clone());
+        }
+        let bar = self.out.spinner("building the leaf circuits for the chain's registry");
+        let models = self.own_model_files();
+        let built = crate::settle::chain_aggregator(&self.chain, &self.deployment, &models).await;
+        bar.finish_and_clear();
+        let prover = Arc::new(built?);
+        self.leaf_prover = Some(prover.clone());
+        Ok(prover)
+    }
+
+    /// The model files this provider holds, each once (a model held in both modes is one file).
+    fn own_model_files(&self) -> Vec<tgrid_circuits::ModelFile> {
+        let mut models: Vec<tgrid_circuits::ModelFile> = Vec::new();
+        for m in self.models.values() {
+            if !models.iter().any(|f| f.model.model_id() == m.file.model.model_id()) {
+                models.push(m.file.clone());
+            }
+        }
+        models
     }
 
     /// Withdraws the provider's earnings once orders settled since the last withdrawal.

@@ -80,6 +80,12 @@ pub struct Settings {
     /// `data_dir/sealing.key`, announced on the relay). Builds each model's zero-knowledge
     /// circuit as well.
     pub private_tasks: bool,
+    /// Prove each task's leaf (the aggregation's first recursive step, a few seconds and about
+    /// 1 GB more per task proof) and send it with the result, so the sequencer checks it in
+    /// milliseconds instead of proving it: its aggregation cost per task drops to the merges.
+    /// Proven under the chain's current registry (a leaf under an older root is dropped by the
+    /// sequencer and proven there).
+    pub prove_leaves: bool,
 }
 
 impl Default for Settings {
@@ -107,6 +113,7 @@ impl Default for Settings {
             prune_after_secs: 86_400,
             auto_withdraw: true,
             private_tasks: true,
+            prove_leaves: false,
         }
     }
 }

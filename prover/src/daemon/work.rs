@@ -150,19 +150,44 @@ impl Daemon {
             None => None,
             Some(p) => Some(TaskSalts { input: Salt::from_hex(&p.salt)?, output: Salt::random() }),
         };
+        // A leaf prover that cannot be had (the chain's registry unreadable) costs only the leaf:
+        // the sequencer proves it.
+        let leaf_prover = match self.settings.prove_leaves {
+            false => None,
+            true => self
+                .leaf_prover()
+                .await
+                .map_err(|e| tracing::warn!(order = %id, "no leaf proof for this result: {e:#}"))
+                .ok(),
+        };
         let bar = self.out.spinner(&format!("proving order {}", short(&id)));
         let started = Instant::now();
         let x = input.values;
-        let (proof, output) = tokio::task::spawn_blocking(move || -> Result<_> {
+        let (proof, output, leaf) = tokio::task::spawn_blocking(move || -> Result<_> {
             let (proof, trace, _stats) = match &salts {
                 None => prover.prove(&x, task_id, provider, &mut |_, _, _| {})?,
                 Some(salts) => prover.prove_private(&x, salts, task_id, provider, &mut |_, _, _| {})?,
             };
-            Ok((proof.to_bytes(), trace.output().to_vec()))
+            let leaf = leaf_prover.map(|aggregator| {
+                let started = Instant::now();
+                aggregator.prove_leaf(&proof).map(|(_, leaf)| (leaf.proof.to_bytes(), started.elapsed().as_secs_f64()))
+            });
+            Ok((proof.to_bytes(), trace.output().to_vec(), leaf))
         })
         .await??;
         bar.finish_and_clear();
         let seconds = started.elapsed().as_secs_f64();
+        let leaf_seconds = match leaf {
+            Some(Ok((bytes, seconds))) => {
+                write_synced(&self.leaf_path(&id), &bytes)?;
+                Some(seconds)
+            }
+            Some(Err(e)) => {
+                tracing::warn!(order = %id, "no leaf proof for this result: {e}");
+                None
+            }
+            None => None,
+        };
         let kept = match (&input.private, salts) {
             (Some(p), Some(salts)) => {
                 let poster = SealingKey::from_hex(&p.reply_to)?;
@@ -184,8 +209,21 @@ impl Daemon {
         self.set(id, TaskState::Proven)?;
         self.event(
             "proven",
-            json!({"task_id": id.to_string(), "seconds": seconds, "proof_bytes": proof.len(), "privacy": privacy.name()}),
-            format!("proved order {} in {seconds:.1} s ({} bytes)", short(&id), proof.len()),
+            json!({
+                "task_id": id.to_string(),
+                "seconds": seconds,
+                "proof_bytes": proof.len(),
+                "privacy": privacy.name(),
+                "leaf_seconds": leaf_seconds,
+            }),
+            match leaf_seconds {
+                None => format!("proved order {} in {seconds:.1} s ({} bytes)", short(&id), proof.len()),
+                Some(l) => format!(
+                    "proved order {} and its leaf in {seconds:.1} s (leaf {l:.1} s; {} bytes)",
+                    short(&id),
+                    proof.len()
+                ),
+            },
         );
         Ok(())
     }
@@ -222,6 +260,11 @@ impl Daemon {
                 (delivery, submission)
             }
         };
+        let leaf = std::fs::read(self.leaf_path(&id)).ok();
+        let submission = match &leaf {
+            Some(bytes) => submission.with_leaf_proof(bytes),
+            None => submission,
+        };
         match self.relay.submit_result(&submission).await {
             Ok(answer) => {
                 let receipt = self.check_receipt(&answer, &delivery);
@@ -232,7 +275,7 @@ impl Daemon {
                 let by = receipt.as_ref().map(|r| r.sequencer.to_string());
                 self.event(
                     "submitted",
-                    json!({"task_id": id.to_string(), "receipt": receipt}),
+                    json!({"task_id": id.to_string(), "receipt": receipt, "leaf_proof": answer.get("leaf_proof")}),
                     match by {
                         Some(by) => format!("submitted order {} to the sequencer (receipt signed by {by})", short(&id)),
                         None => format!("submitted order {} to the sequencer (no valid receipt)", short(&id)),
@@ -244,6 +287,11 @@ impl Daemon {
             Err(e @ RelayError::Unreachable { .. }) => Err(e.into()),
             Err(RelayError::Refused { status, reason, .. }) if matches!(status, 408 | 429) || status >= 500 => {
                 bail!("the sequencer answered {status}: {reason} (retrying)")
+            }
+            // The leaf proof alone is refused: the result goes again without it.
+            Err(RelayError::Refused { code, reason, .. }) if leaf.is_some() && code == "invalid_leaf" => {
+                let _ = std::fs::remove_file(self.leaf_path(&id));
+                bail!("the sequencer refused the leaf proof ({reason}); resubmitting without it")
             }
             // Refused for good by this sequencer: the chain decides, and near the deadline the
             // daemon settles the order itself.

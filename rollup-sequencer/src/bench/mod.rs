@@ -1,5 +1,6 @@
 //! `tgrid-sequencer bench`: times each aggregation step alone, then a whole batch (and, with
-//! `--queue`, the same batch on worker processes).
+//! `--queue`, the same batch on worker processes; with `--provider-leaves`, the same batch with
+//! every leaf proven by its provider, as the daemon's `prove_leaves` does).
 
 mod queue;
 
@@ -21,7 +22,12 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-pub(crate) fn run(tasks: usize, model_paths: &[PathBuf], queue: Option<QueueBench>) -> Result<()> {
+pub(crate) fn run(
+    tasks: usize,
+    model_paths: &[PathBuf],
+    queue: Option<QueueBench>,
+    provider_leaves: bool,
+) -> Result<()> {
     anyhow::ensure!(tasks >= 2, "the batch needs at least 2 tasks");
     let models = if model_paths.is_empty() {
         vec![(tiny_model(1), SegmentPlan::default()), (tiny_model(2), SegmentPlan::default())]
@@ -106,6 +112,8 @@ pub(crate) fn run(tasks: usize, model_paths: &[PathBuf], queue: Option<QueueBenc
         Some(q) => Some(queue::run(q, &aggregator, &models, &circuit_digests, &proofs, &batch)?),
         None => None,
     };
+    let provided =
+        if provider_leaves { Some(with_provider_leaves(&aggregator, &proofs, &expected_leaves)?) } else { None };
 
     let mut report = json!({
         "models": models.len(),
@@ -125,7 +133,44 @@ pub(crate) fn run(tasks: usize, model_paths: &[PathBuf], queue: Option<QueueBenc
     if let Some(queued) = queued {
         report["queue"] = queued;
     }
+    if let Some(provided) = provided {
+        report["provider_leaves"] = provided;
+    }
     tgrid_cli::print_stdout(&report.to_string())
+}
+
+/// The batch again with every leaf proven beforehand by its provider (timed apart: the providers'
+/// cost), so the sequencer only checks each leaf proof and merges: what it pays per task when
+/// providers run with `prove_leaves`.
+fn with_provider_leaves(
+    aggregator: &Aggregator,
+    proofs: &[TaskProof],
+    expected: &[TaskLeaf],
+) -> Result<serde_json::Value> {
+    let started = Instant::now();
+    let leaf_bytes = proofs
+        .iter()
+        .map(|p| Ok(aggregator.prove_leaf(p)?.1.proof.to_bytes()))
+        .collect::<Result<Vec<_>, tgrid_sequencer::Error>>()?;
+    let provider_seconds = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let adopted = proofs
+        .iter()
+        .zip(&leaf_bytes)
+        .map(|(p, bytes)| Ok(Some(aggregator.adopt_leaf(p, bytes)?.1)))
+        .collect::<Result<Vec<_>, tgrid_sequencer::Error>>()?;
+    let adopt_seconds = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let batch = aggregator.aggregate_with(proofs, &adopted, &|_| {})?;
+    let merge_seconds = started.elapsed().as_secs_f64();
+    check_batch(aggregator, &batch, expected)?;
+    let n = proofs.len() as f64;
+    Ok(json!({
+        "provider_leaf_seconds_per_task": provider_seconds / n,
+        "adopt_seconds_per_task": adopt_seconds / n,
+        "batch_seconds": adopt_seconds + merge_seconds,
+        "batch_seconds_per_task": (adopt_seconds + merge_seconds) / n,
+    }))
 }
 
 /// The benchmark doubles as the large-batch test (too slow for `make test`): the batch verifies,

@@ -104,7 +104,7 @@ fn on_queue(
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         let started = Instant::now();
-        let batch = jobs::aggregate(aggregator, &jobs_queue, proofs).await?;
+        let batch = jobs::aggregate(aggregator, &jobs_queue, proofs, &[]).await?;
         let seconds = started.elapsed().as_secs_f64();
         // The in-process batch was verified already; the root is a function of the leaves.
         let queued = aggregator.circuits().verify_batch(&batch, &aggregator.registry().root())?;

@@ -318,7 +318,12 @@ type Subtree<'a> = Pin<Box<dyn Future<Output = Result<(SubtreeProof, Aggregation
 /// leaf at once and each merge as soon as both its children are back (RFC 6962 shape). Every
 /// proof a worker returns is verified and its public inputs (subtree root, registry root,
 /// task count, circuit digests) compared with the native ones before it is used.
-pub async fn aggregate(aggregator: &Aggregator, queue: &JobQueue, proofs: &[TaskProof]) -> Result<BatchFile, JobError> {
+pub async fn aggregate(
+    aggregator: &Aggregator,
+    queue: &JobQueue,
+    proofs: &[TaskProof],
+    provided: &[Option<SubtreeProof>],
+) -> Result<BatchFile, JobError> {
     let leaves = proofs.iter().map(|p| aggregator.check(p)).collect::<crate::Result<Vec<_>>>()?;
     check_leaves(&leaves).map_err(crate::Error::from)?;
     let mut model_files: HashMap<[u8; 32], Vec<u8>> = HashMap::new();
@@ -327,7 +332,7 @@ pub async fn aggregate(aggregator: &Aggregator, queue: &JobQueue, proofs: &[Task
             slot.insert(model_file(aggregator, &proof.model_id)?);
         }
     }
-    let context = Context { aggregator, queue, proofs, leaves: &leaves, model_files: &model_files };
+    let context = Context { aggregator, queue, proofs, provided, leaves: &leaves, model_files: &model_files };
     let (root, _) = context.subtree(0, proofs.len()).await?;
     Ok(aggregator.circuits().batch_file(leaves.clone(), &root).map_err(crate::Error::from)?)
 }
@@ -361,6 +366,9 @@ struct Context<'a> {
     aggregator: &'a Aggregator,
     queue: &'a JobQueue,
     proofs: &'a [TaskProof],
+    /// Leaf proofs already at hand (proven by the tasks' providers, checked by the caller), by
+    /// task index; empty or `None` where a worker proves the leaf.
+    provided: &'a [Option<SubtreeProof>],
     leaves: &'a [TaskLeaf],
     model_files: &'a HashMap<[u8; 32], Vec<u8>>,
 }
@@ -388,13 +396,19 @@ impl<'a> Context<'a> {
     async fn leaf(&self, index: usize) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
         let proof = &self.proofs[index];
         let registry = self.aggregator.registry();
-        let job = leaf_job(self.aggregator, self.model_files[&proof.model_id].clone(), proof);
         let expected = AggregationPublicInputs {
             root: self.leaves[index].hash(),
             registry_root: registry.root(),
             count: 1,
             digests: self.aggregator.circuits().digests(),
         };
+        if let Some(Some(provided)) = self.provided.get(index) {
+            let publics = provided.public_inputs().map_err(crate::Error::from)?;
+            if publics == expected {
+                return Ok((provided.clone(), publics));
+            }
+        }
+        let job = leaf_job(self.aggregator, self.model_files[&proof.model_id].clone(), proof);
         self.checked(&job, false, &expected).await
     }
 

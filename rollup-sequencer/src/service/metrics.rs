@@ -12,6 +12,10 @@ pub struct Metrics {
     pub queue_depth: IntGauge,
     /// Submissions by outcome (`accepted`, `duplicate`, `rejected`).
     pub submissions: IntCounterVec,
+    /// Task leaves by who proved them: `adopted` (a provider's leaf proof checked at ingest),
+    /// `dropped` (a provider's, valid but under another registry root), `used` (a batch took a
+    /// provider's leaf without proving), `proven` (the sequencer or its workers proved the leaf).
+    pub leaves: IntCounterVec,
     /// Relay events (`listed`, `accepted`, `rate_limited`: a write refused by the per-client limit).
     pub orders: IntCounterVec,
     /// Time from request to acknowledgement.
@@ -57,6 +61,14 @@ impl Metrics {
         let submissions =
             IntCounterVec::new(Opts::new("tgrid_sequencer_submissions_total", "submissions by outcome"), &["outcome"])
                 .expect("metric");
+        let leaves = IntCounterVec::new(
+            Opts::new(
+                "tgrid_sequencer_leaves_total",
+                "task leaves: provider leaf proofs adopted or dropped at ingest, then used by a batch, or proven here",
+            ),
+            &["outcome"],
+        )
+        .expect("metric");
         let orders = IntCounterVec::new(
             Opts::new(
                 "tgrid_sequencer_relay_orders_total",
@@ -131,6 +143,7 @@ impl Metrics {
             Box::new(queue_depth.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(pipeline_ready.clone()),
             Box::new(submissions.clone()),
+            Box::new(leaves.clone()),
             Box::new(orders.clone()),
             Box::new(ack_seconds.clone()),
             Box::new(ingest_stage_seconds.clone()),
@@ -155,6 +168,7 @@ impl Metrics {
             registry,
             queue_depth,
             submissions,
+            leaves,
             orders,
             ack_seconds,
             ingest_stage_seconds,

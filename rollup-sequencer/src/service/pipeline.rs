@@ -303,7 +303,7 @@ impl Worker {
                         self.store().set_task_state(&parse32(&t)?, TaskState::Dropped { reason })?;
                         continue;
                     }
-                    if let Some((leaf, subtree)) = self.leaf_now(aggregator, &proof)? {
+                    if let Some((leaf, subtree)) = self.leaf_now(aggregator, &parse32(&t)?, &proof)? {
                         resumed.tree.push(leaf, subtree)?;
                     }
                     resumed.deadlines.push(record.deadline);
@@ -363,21 +363,62 @@ impl Worker {
         self.wrap(record, &batch_file)
     }
 
-    /// The leaf of a task joining the open batch, proven now in-process; `None` with a job
-    /// queue: the proof is checked natively (milliseconds) and its leaf job queued, so a worker
-    /// proves it while the batch is open and the batch's aggregation finds it done.
+    /// The leaf of a task joining the open batch: its provider's leaf proof if it sent one that
+    /// is valid under this registry, else proven now in-process; `None` with a job queue: the
+    /// proof is checked natively (milliseconds) and, unless its provider proved the leaf, its
+    /// leaf job queued, so a worker proves it while the batch is open and the batch's
+    /// aggregation finds it done.
     fn leaf_now(
         &self,
         aggregator: &Aggregator,
+        task_id: &[u8; 32],
         proof: &TaskProof,
     ) -> Result<Option<(tgrid_aggregation::TaskLeaf, tgrid_aggregation::SubtreeProof)>> {
-        match &self.queue {
-            Some(queue) => {
+        let provided = self.provider_leaf(aggregator, task_id, proof)?;
+        let outcome = if provided.is_some() { "used" } else { "proven" };
+        self.shared.metrics.leaves.with_label_values(&[outcome]).inc();
+        match (&self.queue, provided) {
+            (Some(_), Some(_)) => Ok(None),
+            (Some(queue), None) => {
                 aggregator.check(proof)?;
                 self.rt.block_on(crate::jobs::queue_leaf(aggregator, queue, proof))?;
                 Ok(None)
             }
-            None => Ok(aggregator.prove_leaf(proof).map(Some)?),
+            (None, Some(provided)) => Ok(Some(provided)),
+            (None, None) => Ok(aggregator.prove_leaf(proof).map(Some)?),
+        }
+    }
+
+    /// [`provider_leaf`](Self::provider_leaf) of each task of a batch (`None` where the leaf
+    /// is to be proven here or by a worker).
+    fn provider_leaves(
+        &self,
+        aggregator: &Aggregator,
+        tasks: &[String],
+        proofs: &[TaskProof],
+    ) -> Result<Vec<Option<tgrid_aggregation::SubtreeProof>>> {
+        tasks
+            .iter()
+            .zip(proofs)
+            .map(|(t, p)| Ok(self.provider_leaf(aggregator, &parse32(t)?, p)?.map(|(_, subtree)| subtree)))
+            .collect()
+    }
+
+    /// The leaf proof the task's provider sent, if it is valid under `aggregator`'s registry
+    /// (checked at ingest, checked again: the registry may have moved since).
+    fn provider_leaf(
+        &self,
+        aggregator: &Aggregator,
+        task_id: &[u8; 32],
+        proof: &TaskProof,
+    ) -> Result<Option<(tgrid_aggregation::TaskLeaf, tgrid_aggregation::SubtreeProof)>> {
+        let Some(bytes) = self.store().leaf_proof(task_id)? else { return Ok(None) };
+        match aggregator.adopt_leaf(proof, &bytes) {
+            Ok(adopted) => Ok(Some(adopted)),
+            Err(e) => {
+                info!(task = %hex::encode(task_id), reason = %e, "proving the leaf here instead of the provider's");
+                Ok(None)
+            }
         }
     }
 
@@ -389,9 +430,15 @@ impl Worker {
     ) -> Result<tgrid_aggregation::BatchFile> {
         let queue = self.queue.as_ref().ok_or_else(|| ServiceError::Config("no job queue".into()))?;
         let proofs = record.tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
+        let provided = self.provider_leaves(aggregator, &record.tasks, &proofs)?;
         let started = std::time::Instant::now();
-        info!(batch = record.id, tasks = proofs.len(), "proving the batch on the job queue's workers");
-        let batch_file = self.rt.block_on(crate::jobs::aggregate(aggregator, queue, &proofs))?;
+        info!(
+            batch = record.id,
+            tasks = proofs.len(),
+            provider_leaves = provided.iter().flatten().count(),
+            "proving the batch on the job queue's workers"
+        );
+        let batch_file = self.rt.block_on(crate::jobs::aggregate(aggregator, queue, &proofs, &provided))?;
         info!(batch = record.id, seconds = started.elapsed().as_secs_f64(), "the workers proved the batch");
         Ok(batch_file)
     }
@@ -421,7 +468,7 @@ impl Worker {
     ) -> Result<()> {
         let task_id = parse32(&next.task_id)?;
         let proof = self.proof(&next.task_id)?;
-        let proven = match self.leaf_now(aggregator, &proof) {
+        let proven = match self.leaf_now(aggregator, &task_id, &proof) {
             Ok(x) => x,
             // The queue is away: the task stays queued and the step is retried.
             Err(e @ ServiceError::Jobs(_)) => return Err(e),
@@ -522,7 +569,12 @@ impl Worker {
             Some(_) => self.aggregate_on_queue(aggregator, &record)?,
             None => {
                 let proofs = record.tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
-                aggregator.aggregate(&proofs, &|_| {})?
+                let provided = self.provider_leaves(aggregator, &record.tasks, &proofs)?;
+                for leaf in &provided {
+                    let outcome = if leaf.is_some() { "used" } else { "proven" };
+                    self.shared.metrics.leaves.with_label_values(&[outcome]).inc();
+                }
+                aggregator.aggregate_with(&proofs, &provided, &|_| {})?
             }
         };
         self.wrap(record, &batch_file)

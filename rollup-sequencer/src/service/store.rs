@@ -1,7 +1,8 @@
 //! Durable state in sled: one record per task and per batch, written before anything is
 //! acknowledged and flushed to disk (`flush_async`) before the acknowledgement leaves.
 //!
-//! Trees: `tasks` (task id → [`TaskRecord`] JSON), `proofs` (task id → .tgp bytes), `outputs`
+//! Trees: `tasks` (task id → [`TaskRecord`] JSON), `proofs` (task id → .tgp bytes),
+//! `leaf_proofs` (task id → the leaf proof its provider sent, checked at ingest), `outputs`
 //! (task id → a public task's int8 output), `sealed_outputs` (task id → a private task's output
 //! sealed to its poster, `.tgs`: the sequencer never holds a private task's tensors),
 //! `sealing_keys` (provider address → its signed sealing key, JSON), `batches` (batch id, big-endian u64 → [`BatchRecord`] JSON),
@@ -215,6 +216,7 @@ pub struct Store {
     db: sled::Db,
     tasks: sled::Tree,
     proofs: sled::Tree,
+    leaf_proofs: sled::Tree,
     outputs: sled::Tree,
     sealed_outputs: sled::Tree,
     sealing_keys: sled::Tree,
@@ -244,6 +246,7 @@ impl Store {
         let store = Self {
             tasks: db.open_tree("tasks")?,
             proofs: db.open_tree("proofs")?,
+            leaf_proofs: db.open_tree("leaf_proofs")?,
             outputs: db.open_tree("outputs")?,
             sealed_outputs: db.open_tree("sealed_outputs")?,
             sealing_keys: db.open_tree("sealing_keys")?,
@@ -302,6 +305,11 @@ impl Store {
         Ok(self.proofs.get(id)?.map(|v| v.to_vec()))
     }
 
+    /// The leaf proof a task's provider sent with its result, if it sent one.
+    pub fn leaf_proof(&self, id: &[u8; 32]) -> Result<Option<Vec<u8>>, ServiceError> {
+        Ok(self.leaf_proofs.get(id)?.map(|v| v.to_vec()))
+    }
+
     /// A task's output: int8 for a public task, sealed for a private one.
     pub fn output(&self, id: &[u8; 32]) -> Result<Option<StoredOutput>, ServiceError> {
         if let Some(v) = self.outputs.get(id)? {
@@ -310,12 +318,14 @@ impl Store {
         Ok(self.sealed_outputs.get(id)?.map(|v| StoredOutput::Sealed(v.to_vec())))
     }
 
-    /// Stores a new result atomically (record, proof, output); the caller flushes.
+    /// Stores a new result atomically (record, proof, the provider's leaf proof if any, output);
+    /// the caller flushes.
     pub fn insert_result(
         &self,
         id: &[u8; 32],
         record: &TaskRecord,
         proof: &[u8],
+        leaf_proof: Option<&[u8]>,
         output: &StoredOutput,
     ) -> Result<(), ServiceError> {
         use sled::Transactional;
@@ -327,10 +337,15 @@ impl Store {
         };
         let mut indexes = self.lock();
         let previous = self.task(id)?;
-        (&self.tasks, &self.proofs, &self.outputs, &self.sealed_outputs)
-            .transaction(|(t, p, o, so)| {
+        (&self.tasks, &self.proofs, &self.leaf_proofs, &self.outputs, &self.sealed_outputs)
+            .transaction(|(t, p, l, o, so)| {
                 t.insert(&id[..], record.as_slice())?;
                 p.insert(&id[..], proof)?;
+                // A replaced result's leaf is not this proof's.
+                match leaf_proof {
+                    Some(leaf) => l.insert(&id[..], leaf).map(drop)?,
+                    None => l.remove(&id[..]).map(drop)?,
+                }
                 // A replaced (dropped) result leaves nothing of the earlier output behind.
                 match (&plain, sealed) {
                     (Some(plain), _) => {
@@ -638,7 +653,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let store = Store::open(dir.path()).unwrap();
-            store.insert_result(&[1; 32], &record(1), b"proof", &plain(&[-3, 0, 127])).unwrap();
+            store.insert_result(&[1; 32], &record(1), b"proof", None, &plain(&[-3, 0, 127])).unwrap();
             store.set_task_state(&[1; 32], TaskState::Batched { batch: 1 }).unwrap();
             assert_eq!(store.next_batch_id().unwrap(), 1);
             assert_eq!(store.next_batch_id().unwrap(), 2);
@@ -667,11 +682,23 @@ mod tests {
     fn a_private_output_is_kept_sealed_and_replaces_any_earlier_one() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        store.insert_result(&[1; 32], &record(1), b"p", &plain(&[5])).unwrap();
+        store.insert_result(&[1; 32], &record(1), b"p", None, &plain(&[5])).unwrap();
         let sealed = StoredOutput::Sealed(b"TGRIDSEL...".to_vec());
-        store.insert_result(&[1; 32], &record(1), b"p", &sealed).unwrap();
+        store.insert_result(&[1; 32], &record(1), b"p", None, &sealed).unwrap();
         assert_eq!(store.output(&[1; 32]).unwrap(), Some(sealed));
         assert!(store.outputs.get([1; 32]).unwrap().is_none(), "no plaintext left behind");
+    }
+
+    #[test]
+    fn a_providers_leaf_proof_is_kept_with_its_result_and_not_with_a_replacement() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.insert_result(&[1; 32], &record(1), b"p", Some(b"leaf"), &plain(&[5])).unwrap();
+        assert_eq!(store.leaf_proof(&[1; 32]).unwrap().as_deref(), Some(&b"leaf"[..]));
+        // A dropped result replaced by one without a leaf proof keeps no leaf of the old proof.
+        store.insert_result(&[1; 32], &record(1), b"q", None, &plain(&[5])).unwrap();
+        assert_eq!(store.leaf_proof(&[1; 32]).unwrap(), None);
+        assert_eq!(store.leaf_proof(&[2; 32]).unwrap(), None);
     }
 
     #[test]
@@ -699,7 +726,9 @@ mod tests {
             let store = Store::open(dir.path()).unwrap();
             // Deadlines 300, 100, 200: the queue hands out 100 first, whatever the arrival order.
             for (id, deadline) in [(1u8, 300), (2, 100), (3, 200)] {
-                store.insert_result(&[id; 32], &TaskRecord { deadline, ..record(id) }, b"p", &plain(&[])).unwrap();
+                store
+                    .insert_result(&[id; 32], &TaskRecord { deadline, ..record(id) }, b"p", None, &plain(&[]))
+                    .unwrap();
             }
             assert_eq!(store.queued_count(), 3);
             assert_eq!(store.next_queued().unwrap().unwrap().deadline, 100);
@@ -717,8 +746,8 @@ mod tests {
             assert_eq!(store.next_queued().unwrap().unwrap().deadline, 100);
             assert_eq!(store.task(&[2; 32]).unwrap().unwrap().failed_batches, 1);
             // A dropped task resubmitted is queued again, once.
-            store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", &plain(&[])).unwrap();
-            store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", &plain(&[])).unwrap();
+            store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", None, &plain(&[])).unwrap();
+            store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", None, &plain(&[])).unwrap();
             assert_eq!(store.queued_count(), 3);
 
             store.put_batch(&batch(1, BatchState::Open)).unwrap();
@@ -770,7 +799,7 @@ mod tests {
             TaskState::Dropped { reason: "expired".into() },
         ] {
             store
-                .insert_result(&[5; 32], &TaskRecord { state: state.clone(), ..record(5) }, b"p", &plain(&[1]))
+                .insert_result(&[5; 32], &TaskRecord { state: state.clone(), ..record(5) }, b"p", None, &plain(&[1]))
                 .unwrap();
             assert_eq!(store.task(&[5; 32]).unwrap().unwrap().state, state);
         }

@@ -128,6 +128,13 @@ pub struct SubmitRequest {
     pub sealed_output: Option<SealedOutput>,
     /// The task proof file (.tgp from `tgrid-prover prove`), 0x-prefixed hex.
     pub proof: String,
+    /// Optional: the task's leaf proof (plonky2 bytes, 0x-prefixed hex), proven by the provider
+    /// with the aggregation's leaf circuit under the registry the sequencer batches with
+    /// (`prove_leaves` in the provider daemon). Verified in full: one that is not this task's
+    /// leaf is refused (422 `invalid_leaf`); a valid one under another registry root is dropped
+    /// and the sequencer proves the leaf itself. Not covered by the delivery signature.
+    #[serde(default)]
+    pub leaf_proof: Option<String>,
     /// The provider's EIP-712 signature of `Delivery(orderHash, outputCommitment, proofDigest,
     /// sealedOutputDigest)` (keccak256 of the proof bytes and of the sealed output's, zero for a
     /// public task), by the key that accepted the order: 0x + 65 bytes. Checked before anything
@@ -193,6 +200,10 @@ pub struct TaskView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub receipt: Option<SignedReceipt>,
+    /// In answers to a submission with a leaf proof: `adopted` (the sequencer will not prove
+    /// this task's leaf), or `dropped: <why>` (valid, but under another registry root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaf_proof: Option<String>,
 }
 
 /// A published output.

@@ -100,7 +100,7 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     // "decode" covers the signatures, the hex and the proof's parsing, up to the verify queue.
     let mut stages = StageClock::start();
     let domain = shared.chain.domain();
-    let SubmitRequest { order, acceptance, output, sealed_output, proof, signature } = request;
+    let SubmitRequest { order, acceptance, output, sealed_output, proof, leaf_proof, signature } = request;
     // Signatures first: cheap, and the delivery's makes the rate limit's key the provider who
     // really sent this result (an order and its acceptance are public; a delivery is not).
     let bad_signature = ApiError::bad_signature;
@@ -120,6 +120,13 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     // const-hex (through alloy): a proof is ~300 KB of hex, and the `hex` crate's decoder took
     // about a tenth of an acknowledgement's CPU in the load harness (dev profile).
     let proof_bytes = alloy::hex::decode(proof_hex).map_err(|e| ApiError::bad_request(format!("proof: {e}")))?;
+    let leaf_bytes = match &leaf_proof {
+        None => None,
+        Some(hex) => {
+            let hex = hex.strip_prefix("0x").ok_or_else(|| ApiError::bad_request("leaf proof lacks the 0x prefix"))?;
+            Some(alloy::hex::decode(hex).map_err(|e| ApiError::bad_request(format!("leaf proof: {e}")))?)
+        }
+    };
     // A public task's output is checked against its commitment here; a private task's is sealed
     // to the poster and only its (salted) commitment can be checked, against the proof.
     let (output_commitment, output, delivery) = match sealed_output {
@@ -210,17 +217,31 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     // accept.
     let aggregator = shared.aggregator_for(&proof.model_id);
     let checked_root = aggregator.registry().root();
-    let (leaf, privacy) = tokio::task::spawn_blocking(move || {
-        let leaf = aggregator.check(&proof)?;
-        Ok::<_, tgrid_settlement_proof::AggregateError>((
-            leaf,
-            aggregator.normalizer(&proof.model_id)?.task_verifier().privacy(),
-        ))
+    let (checked, leaf_bytes) = tokio::task::spawn_blocking(move || {
+        let checked = aggregator
+            .check(&proof)
+            .and_then(|leaf| Ok((leaf, aggregator.normalizer(&proof.model_id)?.task_verifier().privacy())));
+        // The provider's leaf proof, only for a valid task proof: milliseconds more.
+        let adopted = match (&checked, leaf_bytes) {
+            (Ok((leaf, _)), Some(bytes)) => Some(aggregator.adopt_leaf_of(leaf, &bytes).map(|_| bytes)),
+            _ => None,
+        };
+        (checked, adopted)
     })
     .await
-    .map_err(ApiError::unavailable)?
-    .map_err(|e| refuse(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_proof", e.to_string())))?;
+    .map_err(ApiError::unavailable)?;
+    let (leaf, privacy) =
+        checked.map_err(|e| refuse(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_proof", e.to_string())))?;
     drop(permit);
+    // A wrong leaf proof is refused but not remembered: the same result without it is welcome.
+    let (leaf_bytes, leaf_answer) = match leaf_bytes {
+        None => (None, None),
+        Some(Ok(bytes)) => (Some(bytes), Some("adopted".to_string())),
+        Some(Err(e @ tgrid_settlement_proof::AggregateError::LeafUnderOtherRegistry { .. })) => {
+            (None, Some(format!("dropped: {e}")))
+        }
+        Some(Err(e)) => return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_leaf", e.to_string())),
+    };
     stages.lap(IngestStage::Verify);
     let o = &order.order;
     let mismatch = if leaf.task_id != task_id {
@@ -301,7 +322,10 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         }),
         state: TaskState::Verified,
     };
-    shared.store.insert_result(&task_id, &record, &proof_bytes, &output).map_err(ApiError::unavailable)?;
+    shared
+        .store
+        .insert_result(&task_id, &record, &proof_bytes, leaf_bytes.as_deref(), &output)
+        .map_err(ApiError::unavailable)?;
     // The relay learns of orders delivered to it without being listed, and of their acceptance.
     let relayed = match listed {
         Some(r) if r.acceptance.is_some() => None,
@@ -317,8 +341,13 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     stages.lap(IngestStage::Store);
     stages.record(&shared.metrics);
     shared.metrics.queue_depth.inc();
+    if let Some(answer) = &leaf_answer {
+        let outcome = if leaf_bytes.is_some() { "adopted" } else { "dropped" };
+        shared.metrics.leaves.with_label_values(&[outcome]).inc();
+        tracing::info!(task = %record.task_id, leaf_proof = %answer, "the provider's leaf proof");
+    }
     tracing::info!(task = %record.task_id, provider = %record.provider, "result acknowledged");
-    view_with_receipt(shared, record, false)
+    Ok(TaskView { leaf_proof: leaf_answer, ..view_with_receipt(shared, record, false)? })
 }
 
 /// The answer to a submission: the task's view with the sequencer's signed receipt.
@@ -373,6 +402,7 @@ fn view(shared: &Shared, record: TaskRecord, duplicate: bool) -> TaskView {
         tx,
         duplicate,
         receipt: None,
+        leaf_proof: None,
     }
 }
 
@@ -399,6 +429,7 @@ pub(super) async fn task_status(
             tx: None,
             duplicate: false,
             receipt: None,
+            leaf_proof: None,
         })),
         None => Err(ApiError::not_found(format!("no acknowledged result for task {task_id}"))),
     }

@@ -1,0 +1,81 @@
+//! [`Aggregator::adopt_leaf`]: a leaf proof made by the task's provider replaces the
+//! sequencer's own only when it is exactly the leaf the sequencer would prove.
+
+use tgrid_aggregation::{Normalizer, Registry, RegistryEntry};
+use tgrid_circuits::testing::{random_input, tiny_model};
+use tgrid_circuits::{SegmentPlan, TaskProof, TaskProver, TaskVerifier};
+
+use crate::{AggregateError, Aggregator};
+
+fn task_proof(prover: &TaskProver, i: u8) -> TaskProof {
+    let (proof, _, _) = prover.prove(&random_input(u64::from(i), 16), [i; 32], [0x42; 20], &mut |_, _, _| {}).unwrap();
+    proof
+}
+
+fn normalizer(plan: &SegmentPlan) -> Normalizer {
+    Normalizer::new(TaskVerifier::new(&tiny_model(1), plan).unwrap()).unwrap()
+}
+
+#[test]
+fn a_providers_leaf_is_adopted_only_for_its_own_task_and_registry() {
+    let plan = SegmentPlan::default();
+    let prover = TaskProver::new(tiny_model(1), plan.clone()).unwrap();
+    let sequencer = Aggregator::with_normalizers(vec![normalizer(&plan)]).unwrap();
+    let (a, b) = (task_proof(&prover, 1), task_proof(&prover, 2));
+    // The provider proves its leaf with the same circuits and registry.
+    let (leaf_a, provided) = sequencer.prove_leaf(&a).unwrap();
+    let bytes = provided.proof.to_bytes();
+
+    let (leaf, adopted) = sequencer.adopt_leaf(&a, &bytes).unwrap();
+    assert_eq!(leaf, leaf_a);
+    assert_eq!(adopted.public_inputs().unwrap(), provided.public_inputs().unwrap());
+    // It merges like a leaf proven here.
+    let (_, leaf_b) = sequencer.prove_leaf(&b).unwrap();
+    let merged = sequencer.circuits().prove_merge(&adopted, &leaf_b).unwrap();
+    assert_eq!(sequencer.circuits().verify_root(&merged).unwrap().count, 2);
+
+    // A batch of the two takes both leaves as given (one merge is all it proves); given in the
+    // wrong places they are not used, and the leaves are proven instead.
+    let leaves_of = |file: &tgrid_aggregation::BatchFile| {
+        let verified = sequencer.circuits().verify_batch(file, &sequencer.registry().root()).unwrap();
+        verified.leaves.iter().map(|l| l.task_id).collect::<Vec<_>>()
+    };
+    let given = [Some(adopted.clone()), Some(leaf_b.clone())];
+    let file = sequencer.aggregate_with(&[a.clone(), b.clone()], &given, &|_| {}).unwrap();
+    assert_eq!(leaves_of(&file), [[1; 32], [2; 32]]);
+    let file = sequencer.aggregate_with(&[b.clone(), a.clone()], &given, &|_| {}).unwrap();
+    assert_eq!(leaves_of(&file), [[2; 32], [1; 32]]);
+
+    let invalid = |result: Result<_, AggregateError>| match result {
+        Err(AggregateError::InvalidLeaf(reason)) => reason,
+        Err(other) => panic!("expected an invalid leaf, got {other}"),
+        Ok(_) => panic!("an invalid leaf was adopted"),
+    };
+    // Another task's leaf.
+    assert!(invalid(sequencer.adopt_leaf(&b, &bytes)).contains("this task's leaf is"));
+    // A merge proof (two tasks) does not verify as a leaf.
+    invalid(sequencer.adopt_leaf(&a, &merged.proof.to_bytes()));
+    // Bytes that are not a proof, or a truncated one.
+    invalid(sequencer.adopt_leaf(&a, &[7u8; 1000]));
+    invalid(sequencer.adopt_leaf(&a, &bytes[..bytes.len() / 2]));
+    invalid(sequencer.adopt_leaf(&a, &[]));
+    let mut flipped = bytes.clone();
+    let last = flipped.len() - 40;
+    flipped[last] ^= 1;
+    invalid(sequencer.adopt_leaf(&a, &flipped));
+
+    // Governance moved the registry: the same leaf is valid but proves membership under the old
+    // root, so a sequencer batching under the new one proves the leaf itself.
+    let n = normalizer(&plan);
+    let other = RegistryEntry { model_id: [9; 32], normalized_digest: [0; 32] };
+    let moved =
+        Registry::new([RegistryEntry { model_id: n.model_id(), normalized_digest: n.digest() }, other]).unwrap();
+    let after_the_move = Aggregator::with_registry(moved, vec![n]).unwrap();
+    match after_the_move.adopt_leaf(&a, &bytes) {
+        Err(AggregateError::LeafUnderOtherRegistry { proven, current }) => {
+            assert_eq!(proven, sequencer.registry().root());
+            assert_eq!(current, after_the_move.registry().root());
+        }
+        other => panic!("expected a leaf under another registry, got {:?}", other.map(|(l, _)| l)),
+    }
+}
