@@ -48,7 +48,7 @@ bench-transformers:
 ## end to end (about 13 minutes on 2 cores, release build). One JSON object.
 bench-aggregation:
 	$(CARGO) build --release --locked -p tgrid-sequencer
-	target/release/tgrid-sequencer bench --tasks 64
+	target/release/tgrid-sequencer bench --tasks 64 --provider-leaves
 
 ## The same batch in-process and on a job queue with 2 worker processes (a throwaway NATS
 ## broker): same root checked, seconds per task and each worker's share. One JSON object.
