@@ -160,6 +160,8 @@ impl Daemon {
                 .map_err(|e| tracing::warn!(order = %id, "no leaf proof for this result: {e:#}"))
                 .ok(),
         };
+        // A leaf left from an earlier attempt at this order is not this proof's.
+        let _ = std::fs::remove_file(self.leaf_path(&id));
         let bar = self.out.spinner(&format!("proving order {}", short(&id)));
         let started = Instant::now();
         let x = input.values;
