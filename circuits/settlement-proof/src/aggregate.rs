@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use tgrid_aggregation::batch::split_point;
+use tgrid_aggregation::batch::{split_point, AggregationPublicInputs};
 use tgrid_aggregation::{
     check_leaves, AggregationCircuits, BatchFile, Normalizer, Registry, RegistryFile, SubtreeProof, TaskLeaf,
 };
@@ -204,6 +204,16 @@ impl Aggregator {
         Ok((leaf, subtree))
     }
 
+    /// The public inputs of `leaf`'s leaf proof under this aggregator's circuits and registry.
+    pub fn leaf_public_inputs(&self, leaf: &TaskLeaf) -> AggregationPublicInputs {
+        AggregationPublicInputs {
+            root: leaf.hash(),
+            registry_root: self.registry.root(),
+            count: 1,
+            digests: self.circuits.digests(),
+        }
+    }
+
     /// [`adopt_leaf`](Self::adopt_leaf) for a task proof already checked: `leaf` must be what
     /// [`check`](Self::check) returned for it.
     pub fn adopt_leaf_of(&self, leaf: &TaskLeaf, leaf_bytes: &[u8]) -> Result<SubtreeProof> {
@@ -246,15 +256,11 @@ impl Aggregator {
         check_leaves(&leaves)?;
         let indexed: Vec<usize> = (0..proofs.len()).collect();
         let subtrees = rayon_map(&indexed, |&i| {
-            let given = provided.get(i).and_then(Option::as_ref).filter(|leaf| {
-                leaf.public_inputs().is_ok_and(|p| {
-                    !leaf.is_merge
-                        && p.count == 1
-                        && p.root == leaves[i].hash()
-                        && p.registry_root == self.registry.root()
-                        && p.digests == self.circuits.digests()
-                })
-            });
+            let expected = self.leaf_public_inputs(&leaves[i]);
+            let given = provided
+                .get(i)
+                .and_then(Option::as_ref)
+                .filter(|leaf| !leaf.is_merge && leaf.public_inputs().is_ok_and(|p| p == expected));
             let leaf = match given {
                 Some(leaf) => leaf.clone(),
                 None => self.prove_leaf(&proofs[i])?.1,

@@ -395,13 +395,7 @@ impl<'a> Context<'a> {
 
     async fn leaf(&self, index: usize) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
         let proof = &self.proofs[index];
-        let registry = self.aggregator.registry();
-        let expected = AggregationPublicInputs {
-            root: self.leaves[index].hash(),
-            registry_root: registry.root(),
-            count: 1,
-            digests: self.aggregator.circuits().digests(),
-        };
+        let expected = self.aggregator.leaf_public_inputs(&self.leaves[index]);
         if let Some(Some(provided)) = self.provided.get(index) {
             let publics = provided.public_inputs().map_err(crate::Error::from)?;
             if publics == expected {
