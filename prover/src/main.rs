@@ -115,7 +115,9 @@ enum Command {
         /// repeated, in the same order as --proof.
         #[arg(long = "order", required = true)]
         orders: Vec<PathBuf>,
-        /// The proof (.tgp) of the --order at the same position.
+        /// The proof (.tgp) of the --order at the same position. A leaf proof kept beside it
+        /// with the extension `.leaf` (as the daemon's `prove_leaves` keeps them) is used
+        /// instead of proving that leaf again, if it is this task's under the chain's registry.
         #[arg(long = "proof", required = true)]
         proofs: Vec<PathBuf>,
         /// Compiled models (.tgm) of the orders.
@@ -510,7 +512,9 @@ fn settle_command(
             .with_context(|| format!("{} is not a task proof", p.display()))
             .map_err(bad_input)?;
         tracing::debug!(order = %hash, proof = %p.display(), "to settle");
-        results.push(settle::OwnResult { order: signed, proof });
+        // The daemon keeps a result's leaf proof beside its proof (`<order>.leaf`); used when valid.
+        let leaf = std::fs::read(p.with_extension("leaf")).ok();
+        results.push(settle::OwnResult { order: signed, proof, leaf });
     }
     let fri = match fri {
         FriArg::Production => tgrid_wrap::FinalFri::PRODUCTION,
@@ -521,9 +525,10 @@ fn settle_command(
         let chain = tgrid_chain::signing(rpc, signer)?;
         tgrid_chain::check_chain(&chain, rpc, &deployment).await?;
         let bar = out.spinner("building the aggregation and wrap circuits, loading the key");
-        let settler = std::sync::Arc::new(settle::SelfSettler::build(&chain, &deployment, &files, &key, fri).await?);
+        let aggregator = std::sync::Arc::new(settle::chain_aggregator(&chain, &deployment, &files).await?);
+        let settler = std::sync::Arc::new(settle::SelfSettler::build(&chain, &deployment, &key, fri).await?);
         bar.set_message(format!("aggregating and wrapping {} proof(s)", results.len()));
-        let settled = settler.settle(&chain, &deployment, me, results).await;
+        let settled = settler.settle(aggregator, &chain, &deployment, me, results).await;
         bar.finish_and_clear();
         let settled = settled?;
         out.emit(
@@ -531,6 +536,7 @@ fn settle_command(
                 "tx": settled.transaction.to_string(),
                 "gas_used": settled.gas_used,
                 "prove_seconds": settled.prove_seconds,
+                "leaves_reused": settled.leaves_reused,
                 "skipped": settled.skipped.iter().map(|(h, r)| json!({"task_id": h.to_string(), "reason": r})).collect::<Vec<_>>(),
                 "unpaid": settled.unpaid.iter().map(|(h, r)| json!({"task_id": h.to_string(), "reason": r})).collect::<Vec<_>>(),
             }),

@@ -4,8 +4,10 @@
 //!
 //! The registry membership is proven against the chain's registry: its active models are read
 //! from the ModelRegistry and their tree must give the on-chain root; the provider normalizes
-//! only its own models. The Groth16 key must be the one the deployed verifier was generated from
-//! (its digest is checked before any proving).
+//! only its own models. The aggregator doing so ([`chain_aggregator`]) is the one the daemon
+//! proves its leaves with (`prove_leaves`), so a leaf proven with a result is not proven again
+//! when the provider settles that result itself. The Groth16 key must be the one the deployed
+//! verifier was generated from (its digest is checked before any proving).
 
 use std::path::PathBuf;
 
@@ -36,6 +38,9 @@ pub struct OwnResult {
     pub order: SignedOrder,
     /// The task proof (bound to the order's hash and this provider).
     pub proof: TaskProof,
+    /// The leaf proof proven with it (`prove_leaves`), if any: used if valid under the
+    /// aggregator's registry, proven again otherwise.
+    pub leaf: Option<Vec<u8>>,
 }
 
 /// What a self-settlement did.
@@ -51,11 +56,13 @@ pub struct SelfSettled {
     pub unpaid: Vec<(B256, String)>,
     /// Seconds spent proving (aggregation and wrap).
     pub prove_seconds: f64,
+    /// Results whose leaf proof was taken as the provider proved it rather than proven again.
+    pub leaves_reused: usize,
 }
 
-/// The circuits and key of self-settlement, built once (tens of seconds, a few GB).
+/// The wrap circuits and key of self-settlement, built once (tens of seconds, a few GB). The
+/// aggregator is the caller's: it follows the chain's registry, which the key does not.
 pub struct SelfSettler {
-    aggregator: Aggregator,
     wrapper: BatchWrapper,
     key: WrapKey,
 }
@@ -133,17 +140,9 @@ pub async fn chain_registry_root(chain: &DynProvider, deployment: &Deployment) -
 }
 
 impl SelfSettler {
-    /// Builds the aggregation and wrap circuits for `models` (in each mode the chain registers
-    /// them under) and loads the key, after checking
-    /// the key against the verifier the market calls. Blocking work runs off the async threads.
-    pub async fn build(
-        chain: &DynProvider,
-        deployment: &Deployment,
-        models: &[ModelFile],
-        key: &WrapKeySetting,
-        fri: FinalFri,
-    ) -> Result<Self> {
-        let registry = chain_registry(chain, deployment).await?;
+    /// Builds the wrap circuits and loads the key, checking the key against the verifier the
+    /// market calls. Blocking work runs off the async threads.
+    pub async fn build(chain: &DynProvider, deployment: &Deployment, key: &WrapKeySetting, fri: FinalFri) -> Result<Self> {
         let params = ITaskMarket::new(deployment.market, chain)
             .parameters()
             .call()
@@ -154,16 +153,14 @@ impl SelfSettler {
             .call()
             .await
             .context("the market's verifier has no VERIFYING_KEY_DIGEST")?;
-        let models = models.to_vec();
         let source = match key {
             WrapKeySetting::File(p) => KeySource::File(p.clone()),
             WrapKeySetting::InsecureDevnet(dir) => KeySource::InsecureDevnet { dir: dir.clone() },
         };
         let settler = tokio::task::spawn_blocking(move || -> Result<Self> {
-            let aggregator = aggregator_for(registry, &models)?;
             let wrapper = BatchWrapper::build(fri)?;
             let key = wrapper.load_or_setup_key(&source)?;
-            Ok(Self { aggregator, wrapper, key })
+            Ok(Self { wrapper, key })
         })
         .await??;
         if settler.key.verifying_key_digest != deployed_digest.0 {
@@ -182,18 +179,24 @@ impl SelfSettler {
         Ok(settler)
     }
 
-    /// Aggregates and wraps `results` (blocking: run it off the async threads).
-    pub fn prove(&self, results: &[OwnResult]) -> Result<SettlementProofFile> {
+    /// Aggregates `results` with `aggregator` and wraps the batch (blocking: run it off the
+    /// async threads). Returns the settlement proof and how many of the results' own leaf
+    /// proofs it used.
+    pub fn prove(&self, aggregator: &Aggregator, results: &[OwnResult]) -> Result<(SettlementProofFile, usize)> {
         let proofs: Vec<TaskProof> = results.iter().map(|r| r.proof.clone()).collect();
-        let batch = self.aggregator.aggregate(&proofs, &|_| {})?;
+        let provided: Vec<_> = results.iter().map(|r| reusable_leaf(aggregator, r)).collect();
+        let reused = provided.iter().flatten().count();
+        let batch = aggregator.aggregate_with(&proofs, &provided, &|_| {})?;
         let (file, _) = self.wrapper.prove(&self.key, &batch, &|_| {})?;
-        Ok(file)
+        Ok((file, reused))
     }
 
-    /// Proves `results` and settles them with `signing` (the provider's connection): one
+    /// Proves `results` with `aggregator` (the chain's current registry, see
+    /// [`chain_aggregator`]) and settles them with `signing` (the provider's connection): one
     /// `settleBatch` transaction, simulated first so a revert is reported with its reason.
     pub async fn settle(
         self: &std::sync::Arc<Self>,
+        aggregator: std::sync::Arc<Aggregator>,
         signing: &DynProvider,
         deployment: &Deployment,
         me: Address,
@@ -205,7 +208,7 @@ impl SelfSettler {
         let started = std::time::Instant::now();
         let this = self.clone();
         let proven = results.clone();
-        let file = tokio::task::spawn_blocking(move || this.prove(&proven)).await??;
+        let (file, leaves_reused) = tokio::task::spawn_blocking(move || this.prove(&aggregator, &proven)).await??;
         let prove_seconds = started.elapsed().as_secs_f64();
         let leaves = file.task_leaves()?;
         for (r, leaf) in results.iter().zip(&leaves) {
@@ -248,6 +251,20 @@ impl SelfSettler {
             skipped,
             unpaid,
             prove_seconds,
+            leaves_reused,
         })
+    }
+}
+
+/// The leaf proof kept with `result`, if it is a proof of this task's leaf under `aggregator`'s
+/// circuits and registry (a leaf proven before governance moved the registry is not).
+fn reusable_leaf(aggregator: &Aggregator, result: &OwnResult) -> Option<tgrid_aggregation::SubtreeProof> {
+    let bytes = result.leaf.as_deref()?;
+    match aggregator.adopt_leaf(&result.proof, bytes) {
+        Ok((_, leaf)) => Some(leaf),
+        Err(e) => {
+            tracing::info!(nonce = %result.order.order.nonce, reason = %e, "a kept leaf proof does not fit: proving the leaf again");
+            None
+        }
     }
 }

@@ -8,7 +8,8 @@
 //! sealed to its poster, zero-knowledge proof) in one transaction, the posters check every output
 //! against its settled commitment (and catch a tampered one), an auditor re-verifies the batch
 //! from calldata; a private order sealed to a key its provider does not hold is never accepted; then, with the sequencer stopped after acknowledging a result, its provider settles
-//! it itself before the deadline and cannot be disputed; and a provider that accepted an order
+//! it itself before the deadline (reusing the leaf proof it proved with the result) and cannot
+//! be disputed; and a provider that accepted an order
 //! and never delivered is disputed and slashed on the terms it signed.
 //!
 //! The wrap uses the INSECURE test FRI parameters and the INSECURE devnet Groth16 key (cached in
@@ -444,37 +445,39 @@ async fn the_task_market_end_to_end_on_anvil() {
     let acceptance = Acceptance::sign(lazy_order.parse().unwrap(), &devnet.signer(4), &domain).unwrap();
     relay.accept(&acceptance).await.unwrap();
 
-    // 2. The sequencer acknowledges P1's result and then stops; near the deadline P1 settles the
-    //    order itself, and cannot be disputed for it.
-    let own = post(&env, 4, p1, "3000", &[]);
-    events_until(&d1, Duration::from_secs(600), "P1 submitting the order", |e| {
+    // 2. The sequencer acknowledges P2's result and then stops; near the deadline P2 settles the
+    //    order itself, and cannot be disputed for it. P2 proves its leaves (`prove_leaves`): its
+    //    self-settlement takes that leaf as proven rather than proving it again.
+    let own = post(&env, 4, p2, "3000", &[]);
+    events_until(&d2, Duration::from_secs(600), "P2 submitting the order", |e| {
         e.iter().any(|e| e["event"] == "submitted" && e["task_id"] == own.as_str())
     });
     drop(sequencer);
     json("tgrid", &["devnet", "advance-time", "2200"], &env);
-    let events = events_until(&d1, Duration::from_secs(1200), "P1 settling its order itself", |e| {
+    let events = events_until(&d2, Duration::from_secs(1200), "P2 settling its order itself", |e| {
         e.iter().any(|e| e["event"] == "settled" && e["task_id"] == own.as_str())
     });
     let self_settled = events.iter().find(|e| e["event"] == "self_settled").expect("a self-settlement");
     eprintln!("self-settlement (dev build, test FRI): {self_settled}");
+    assert_eq!(self_settled["leaves_reused"], 1, "{self_settled}");
     let settled = events.iter().find(|e| e["event"] == "settled" && e["task_id"] == own.as_str()).unwrap();
     assert_eq!((settled["self_settled"].as_bool(), settled["paid"].as_bool()), (Some(true), Some(true)), "{settled}");
     let receipt =
         reader.get_transaction_receipt(self_settled["tx"].as_str().unwrap().parse().unwrap()).await.unwrap().unwrap();
-    assert_eq!(receipt.from, p1, "P1 sent its own settlement");
+    assert_eq!(receipt.from, p2, "P2 sent its own settlement");
     let order_file = work.path().join("poster-state/orders").join(format!("{own}.json"));
     let signed: SignedOrder = serde_json::from_slice(&std::fs::read(&order_file).unwrap()).unwrap();
     assert!(chain_now(&reader).await < signed.order.deadline, "settled before the deadline");
     json("tgrid", &["devnet", "advance-time", "1000"], &env);
-    let p1_acceptance = w("p1-acceptance.json");
+    let p2_acceptance = w("p2-acceptance.json");
     std::fs::write(
-        &p1_acceptance,
-        serde_json::to_vec(&Acceptance::sign(own.parse().unwrap(), &devnet.signer(1), &domain).unwrap()).unwrap(),
+        &p2_acceptance,
+        serde_json::to_vec(&Acceptance::sign(own.parse().unwrap(), &devnet.signer(2), &domain).unwrap()).unwrap(),
     )
     .unwrap();
-    let refused = run("tgrid", &["dispute", &own, "--acceptance", &p1_acceptance], &env);
+    let refused = run("tgrid", &["dispute", &own, "--acceptance", &p2_acceptance], &env);
     assert_ne!(refused.status.code(), Some(0), "a settled order cannot be disputed");
-    assert_eq!(market.earner(p1).await.unwrap().tasksSlashed, 0);
+    assert_eq!(market.earner(p2).await.unwrap().tasksSlashed, 0);
     drop(d1);
     drop(d2);
 

@@ -78,11 +78,12 @@ struct Daemon {
     models: HashMap<B256, HeldModel>,
     state: State,
     state_path: PathBuf,
-    /// Built on the first self-settlement (a few GB, tens of seconds), then kept.
+    /// The wrap circuits and key, built on the first self-settlement (a few GB, tens of
+    /// seconds), then kept.
     settler: Option<Arc<SelfSettler>>,
-    /// With `prove_leaves`: the aggregator proving this provider's leaves, built on first use
-    /// and rebuilt when the chain's registry root moves.
-    leaf_prover: Option<Arc<tgrid_settlement_proof::Aggregator>>,
+    /// The aggregator of the provider's leaves (`prove_leaves`) and self-settlements, built on
+    /// first use and rebuilt when the chain's registry root moves.
+    aggregator: Option<Arc<tgrid_settlement_proof::Aggregator>>,
     /// Orders settled since the last earnings withdrawal.
     settled_since_withdrawal: u64,
     /// Opens inputs of private tasks sealed to this provider.
@@ -211,7 +212,7 @@ impl Daemon {
             state,
             state_path,
             settler: None,
-            leaf_prover: None,
+            aggregator: None,
             settled_since_withdrawal: 0,
             opening_key,
             key_announced: false,

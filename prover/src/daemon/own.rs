@@ -32,7 +32,9 @@ impl Daemon {
             }
             let bytes = std::fs::read(self.proof_path(&id))?;
             let proof = TaskProof::from_bytes(&bytes).with_context(|| format!("the stored proof of order {id}"))?;
-            results.push(OwnResult { order: self.state.tasks[&id].order.clone(), proof });
+            // Its leaf, if it was proven with the result (`prove_leaves`); checked before use.
+            let leaf = std::fs::read(self.leaf_path(&id)).ok();
+            results.push(OwnResult { order: self.state.tasks[&id].order.clone(), proof, leaf });
         }
         if results.is_empty() {
             return Ok(());
@@ -46,9 +48,10 @@ impl Daemon {
                 results.len()
             ),
         );
+        let aggregator = self.chain_aggregator().await?;
         let settler = self.settler().await?;
         let bar = self.out.spinner("self-settlement: aggregating and wrapping");
-        let settled = settler.settle(&self.chain, &self.deployment, self.me, results).await;
+        let settled = settler.settle(aggregator, &self.chain, &self.deployment, self.me, results).await;
         bar.finish_and_clear();
         let settled = settled?;
         self.event(
@@ -57,6 +60,7 @@ impl Daemon {
                 "tx": settled.transaction.to_string(),
                 "gas_used": settled.gas_used,
                 "prove_seconds": settled.prove_seconds,
+                "leaves_reused": settled.leaves_reused,
                 "skipped": settled.skipped.iter().map(|(h, r)| json!({"task_id": h.to_string(), "reason": r})).collect::<Vec<_>>(),
                 "unpaid": settled.unpaid.len(),
             }),
@@ -71,38 +75,36 @@ impl Daemon {
         Ok(())
     }
 
-    /// The self-settlement circuits, built on first use.
+    /// The self-settlement wrap circuits and key, built on first use.
     async fn settler(&mut self) -> Result<Arc<SelfSettler>> {
         if let Some(s) = &self.settler {
             return Ok(s.clone());
         }
-        let bar = self.out.spinner("building the self-settlement circuits and loading the wrap key");
-        // One file per model: the settler builds each mode the chain registers it under.
-        let models = self.own_model_files();
+        let bar = self.out.spinner("building the self-settlement wrap circuits and loading the wrap key");
         let fri = self.settings.wrap_fri.params();
-        let built =
-            SelfSettler::build(&self.chain, &self.deployment, &models, &self.settings.wrap_key_setting(), fri).await;
+        let built = SelfSettler::build(&self.chain, &self.deployment, &self.settings.wrap_key_setting(), fri).await;
         bar.finish_and_clear();
         let settler = Arc::new(built?);
         self.settler = Some(settler.clone());
         Ok(settler)
     }
 
-    /// The aggregator proving this provider's leaves (`prove_leaves`): built on first use (the
-    /// aggregation circuits, a normalizer per model), rebuilt when the chain's registry root
-    /// is no longer the one it proves membership under.
-    pub(super) async fn leaf_prover(&mut self) -> Result<Arc<tgrid_settlement_proof::Aggregator>> {
+    /// The aggregator of this provider's models under the chain's current registry: it proves
+    /// the provider's leaves (`prove_leaves`) and its self-settlements, one copy for both.
+    /// Built on first use (the aggregation circuits, a normalizer per model and mode), rebuilt
+    /// when the chain's registry root is no longer the one it proves membership under.
+    pub(super) async fn chain_aggregator(&mut self) -> Result<Arc<tgrid_settlement_proof::Aggregator>> {
         let root = crate::settle::chain_registry_root(&self.chain, &self.deployment).await?;
-        if let Some(p) = self.leaf_prover.as_ref().filter(|p| p.registry().root() == root) {
-            return Ok(p.clone());
+        if let Some(a) = self.aggregator.as_ref().filter(|a| a.registry().root() == root) {
+            return Ok(a.clone());
         }
-        let bar = self.out.spinner("building the leaf circuits for the chain's registry");
+        let bar = self.out.spinner("building the aggregation circuits for the chain's registry");
         let models = self.own_model_files();
         let built = crate::settle::chain_aggregator(&self.chain, &self.deployment, &models).await;
         bar.finish_and_clear();
-        let prover = Arc::new(built?);
-        self.leaf_prover = Some(prover.clone());
-        Ok(prover)
+        let aggregator = Arc::new(built?);
+        self.aggregator = Some(aggregator.clone());
+        Ok(aggregator)
     }
 
     /// The model files this provider holds, each once (a model held in both modes is one file).

@@ -155,7 +155,7 @@ impl Daemon {
         let leaf_prover = match self.settings.prove_leaves {
             false => None,
             true => self
-                .leaf_prover()
+                .chain_aggregator()
                 .await
                 .map_err(|e| tracing::warn!(order = %id, "no leaf proof for this result: {e:#}"))
                 .ok(),
