@@ -142,7 +142,12 @@ pub async fn chain_registry_root(chain: &DynProvider, deployment: &Deployment) -
 impl SelfSettler {
     /// Builds the wrap circuits and loads the key, checking the key against the verifier the
     /// market calls. Blocking work runs off the async threads.
-    pub async fn build(chain: &DynProvider, deployment: &Deployment, key: &WrapKeySetting, fri: FinalFri) -> Result<Self> {
+    pub async fn build(
+        chain: &DynProvider,
+        deployment: &Deployment,
+        key: &WrapKeySetting,
+        fri: FinalFri,
+    ) -> Result<Self> {
         let params = ITaskMarket::new(deployment.market, chain)
             .parameters()
             .call()
