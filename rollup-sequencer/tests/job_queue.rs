@@ -7,7 +7,8 @@
 //! A forged outcome planted in the queue's store before the batch (what a hostile worker could
 //! store) fails its checks, is discarded and the job proven again by an honest worker. The batch
 //! is then wrapped by `tgrid-sequencer wrap --queue` on a worker holding the (INSECURE test)
-//! Groth16 key. A job over the broker's message limit is refused at once with the remedy.
+//! Groth16 key. A job over the broker's message limit is refused at once with the remedy. A
+//! subtree proven ahead, as the service does while a batch is open, is found done at close.
 //! About 2.5 minutes on 2 cores in the test profile, mostly the circuit builds of five processes
 //! (the aggregation and wrap circuits of the wrapping worker and of `wrap --queue` included).
 
@@ -22,8 +23,12 @@ use std::time::{Duration, Instant};
 
 use tgrid_aggregation::{batch_root, RegistryFile, TaskLeaf};
 use tgrid_circuits::testing::{random_input, tiny_model};
-use tgrid_circuits::{SegmentPlan, TaskProver, TaskVerifier};
-use tgrid_sequencer::jobs::{job_id, ChildProof, Job, JobMetrics, JobQueue, Outcome, QueueSettings, WORKER_HEADER};
+use tgrid_circuits::{SegmentPlan, TaskProof, TaskProver, TaskVerifier};
+use tgrid_sequencer::jobs::{
+    aggregate, job_id, prove_ahead, ChildProof, Job, JobMetrics, JobQueue, Outcome, QueueSettings, RESULTS_STREAM,
+    WORKER_HEADER,
+};
+use tgrid_sequencer::Aggregator;
 
 /// A process whose stderr (its log) is collected as it is written.
 struct Logged {
@@ -184,6 +189,54 @@ fn workers_aggregate_the_in_process_batch_through_a_worker_kill_and_a_broker_res
     );
 
     wrap_on_a_worker(d, &url, &batch, &verified);
+    drop(broker);
+}
+
+/// The sequencer service's proving ahead (`jobs::prove_ahead`): the workers prove an aligned
+/// block of an open batch (two tasks: their leaves and their merge) before the batch closes,
+/// uncounted; the batch's aggregation at close then finds those outcomes and has only what the
+/// third task adds proven (its leaf and the top merge): 3 outcomes in the broker after proving
+/// ahead, 5 after the batch, which verifies and has the natively computed root.
+#[test]
+fn a_subtree_proven_ahead_is_found_done_when_the_batch_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let broker = nats::Broker::start(&d.join("jetstream"));
+    let url = broker.url.clone();
+    let model = tiny_model(7);
+    let mut registry = RegistryFile::empty(d.to_path_buf());
+    common::add_model(&mut registry, &model, "m.tgm");
+    let prover = TaskProver::new(model, SegmentPlan::default()).unwrap();
+    let proofs: Vec<TaskProof> = (0..3u8)
+        .map(|i| {
+            let input = random_input(70 + u64::from(i), 16);
+            prover.prove(&input, [0x70 + i; 32], [0x23; 20], &mut |_, _, _| {}).unwrap().0
+        })
+        .collect();
+    let aggregator = Arc::new(Aggregator::new(registry).unwrap());
+    let _worker = worker(&url, "ahead");
+
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let settings = QueueSettings { url: url.parse().unwrap(), ack_wait: Duration::from_secs(3) };
+        let queue = Arc::new(JobQueue::connect(settings, JobMetrics::new()).await.unwrap());
+        let js = async_nats::jetstream::new(async_nats::connect(url.as_str()).await.unwrap());
+        let outcomes = || async {
+            let mut stream = js.get_stream(RESULTS_STREAM).await.unwrap();
+            stream.info().await.unwrap().state.messages
+        };
+
+        prove_ahead(aggregator.clone(), queue.clone(), proofs[..2].to_vec(), vec![None, None]).await.unwrap();
+        assert_eq!(outcomes().await, 3, "two leaves and their merge");
+        assert!(queue.tally().is_empty(), "proving ahead is not counted: {:?}", queue.tally());
+
+        let batch = aggregate(&aggregator, &queue, &proofs, &[]).await.unwrap();
+        assert_eq!(outcomes().await, 5, "only the third leaf and the top merge were proven at close");
+        let jobs: u64 = queue.tally().values().map(|t| t.jobs).sum();
+        assert_eq!(jobs, 5, "the batch used five outcomes, each counted once");
+        let verified = aggregator.circuits().verify_batch(&batch, &aggregator.registry().root()).unwrap();
+        let hashes: Vec<[u8; 32]> = proofs.iter().map(|p| aggregator.check(p).unwrap().hash()).collect();
+        assert_eq!(verified.batch_root, batch_root(&hashes).unwrap());
+    });
     drop(broker);
 }
 

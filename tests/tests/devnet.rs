@@ -3,7 +3,8 @@
 //! market parameter by vote, two posters fund deposit books and sign orders that travel through
 //! the sequencer's relay, two provider daemons accept by signature, prove and submit (provider 2
 //! with its tasks' leaf proofs, which the sequencer adopts), a worker on the sequencer's job queue
-//! proves the other leaves, the merges and the Groth16 wrap, the
+//! proves the other leaves, the merges (the open batch's complete subtrees are handed to it
+//! before the batch closes) and the Groth16 wrap, the
 //! sequencer settles all five orders (one of them private: input sealed to its provider, output
 //! sealed to its poster, zero-knowledge proof) in one transaction, the posters check every output
 //! against its settled commitment (and catch a tampered one), an auditor re-verifies the batch
@@ -301,6 +302,12 @@ async fn the_task_market_end_to_end_on_anvil() {
     assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"merge\"}"), 4.0);
     assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"wrap\"}"), 1.0);
     assert_eq!(metric("tgrid_sequencer_jobs_in_flight"), 0.0);
+    // Before the batch closed at five tasks, its complete aligned blocks (tasks 0..2, then 0..4)
+    // were handed to the worker; how many were proven by the close depends on timing, none may
+    // fail.
+    let log = std::fs::read_to_string(work.path().join("sequencer.log")).unwrap();
+    assert_eq!(log.matches("handing a complete subtree of the open batch to the workers").count(), 2, "{log}");
+    assert!(!metrics.contains("tgrid_sequencer_subtrees_ahead_total{outcome=\"failed\"}"), "{metrics}");
     assert_eq!(metric("tgrid_sequencer_job_workers"), 1.0);
     let mut txs = std::collections::BTreeSet::new();
     let mut batch_roots = std::collections::BTreeSet::new();

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::message::PublishMessage as Publish;
@@ -165,6 +165,14 @@ impl JobQueue {
     /// `attempt` > 0 re-queues a job whose earlier outcome was discarded ([`JobQueue::discard`]):
     /// it gets another deduplication id, so the broker does not drop it as a repeat.
     pub async fn run(&self, job: &Job, attempt: u32) -> Result<Delivered, JobError> {
+        self.run_metered(job, attempt, true).await
+    }
+
+    /// [`run`](Self::run), counted in the metrics only if `counted`.
+    async fn run_metered(&self, job: &Job, attempt: u32, counted: bool) -> Result<Delivered, JobError> {
+        if !counted {
+            return self.run_uncounted(job, attempt).await;
+        }
         let started = Instant::now();
         self.metrics.in_flight.inc();
         let outcome = self.run_uncounted(job, attempt).await;
@@ -254,18 +262,21 @@ impl JobQueue {
 
     /// Runs `job` and returns `check`'s reading of its outcome. A refusal or an outcome `check`
     /// rejects (one faulty or hostile worker) is discarded and the job queued again, up to
-    /// [`MAX_ATTEMPTS`] times.
+    /// [`MAX_ATTEMPTS`] times. Counted in the metrics and the workers' tallies if `counted`.
     async fn run_checked<T>(
         &self,
         job: &Job,
+        counted: bool,
         check: impl Fn(&Delivered) -> Result<T, JobError>,
     ) -> Result<T, JobError> {
         let mut attempt = 0;
         loop {
-            let error = match self.run(job, attempt).await {
+            let error = match self.run_metered(job, attempt, counted).await {
                 Ok(delivered) => match check(&delivered) {
                     Ok(checked) => {
-                        self.credit(&delivered);
+                        if counted {
+                            self.credit(&delivered);
+                        }
                         return Ok(checked);
                     }
                     Err(e) => e,
@@ -324,17 +335,59 @@ pub async fn aggregate(
     proofs: &[TaskProof],
     provided: &[Option<SubtreeProof>],
 ) -> Result<BatchFile, JobError> {
+    let leaves = checked_leaves(aggregator, proofs)?;
+    let root = prove_root(aggregator, queue, proofs, provided, &leaves, true).await?;
+    Ok(aggregator.circuits().batch_file(leaves, &root).map_err(crate::Error::from)?)
+}
+
+/// Has the workers prove the subtree over `proofs`, an aligned block of an open batch's tasks
+/// (a power of two of them, starting at a multiple of it: a subtree of the batch's RFC 6962 tree
+/// whatever size the batch closes at), so that [`aggregate`] at the batch's close finds its
+/// leaves and merges done: the same jobs, so the same ids, whose outcomes the broker keeps.
+/// Every proof is checked as in [`aggregate`]. Nothing is counted in the metrics or the workers'
+/// tallies: the aggregation at close counts each job once.
+pub async fn prove_ahead(
+    aggregator: Arc<Aggregator>,
+    queue: Arc<JobQueue>,
+    proofs: Vec<TaskProof>,
+    provided: Vec<Option<SubtreeProof>>,
+) -> Result<(), JobError> {
+    // Verifying the task proofs takes milliseconds each: not on the async threads.
+    let (checker, to_check) = (aggregator.clone(), proofs.clone());
+    let leaves = match tokio::task::spawn_blocking(move || checked_leaves(&checker, &to_check)).await {
+        Ok(checked) => checked?,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // The runtime is shutting down: nothing to prove ahead for.
+        Err(_) => return Ok(()),
+    };
+    prove_root(&aggregator, &queue, &proofs, &provided, &leaves, false).await.map(|_| ())
+}
+
+/// The leaves of `proofs`, each proof verified natively, no task twice.
+fn checked_leaves(aggregator: &Aggregator, proofs: &[TaskProof]) -> Result<Vec<TaskLeaf>, JobError> {
     let leaves = proofs.iter().map(|p| aggregator.check(p)).collect::<crate::Result<Vec<_>>>()?;
     check_leaves(&leaves).map_err(crate::Error::from)?;
+    Ok(leaves)
+}
+
+/// The proof of the subtree over `proofs` (whose checked leaves are `leaves`), proven on the queue.
+async fn prove_root(
+    aggregator: &Aggregator,
+    queue: &JobQueue,
+    proofs: &[TaskProof],
+    provided: &[Option<SubtreeProof>],
+    leaves: &[TaskLeaf],
+    counted: bool,
+) -> Result<SubtreeProof, JobError> {
     let mut model_files: HashMap<[u8; 32], Vec<u8>> = HashMap::new();
     for proof in proofs {
         if let std::collections::hash_map::Entry::Vacant(slot) = model_files.entry(proof.model_id) {
             slot.insert(model_file(aggregator, &proof.model_id)?);
         }
     }
-    let context = Context { aggregator, queue, proofs, provided, leaves: &leaves, model_files: &model_files };
+    let context = Context { aggregator, queue, proofs, provided, leaves, model_files: &model_files, counted };
     let (root, _) = context.subtree(0, proofs.len()).await?;
-    Ok(aggregator.circuits().batch_file(leaves.clone(), &root).map_err(crate::Error::from)?)
+    Ok(root)
 }
 
 /// The model file the registry file names for `model_id`.
@@ -371,6 +424,8 @@ struct Context<'a> {
     provided: &'a [Option<SubtreeProof>],
     leaves: &'a [TaskLeaf],
     model_files: &'a HashMap<[u8; 32], Vec<u8>>,
+    /// Whether the jobs count in the metrics and tallies (not when proving ahead).
+    counted: bool,
 }
 
 impl<'a> Context<'a> {
@@ -414,7 +469,7 @@ impl<'a> Context<'a> {
         is_merge: bool,
         expected: &AggregationPublicInputs,
     ) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
-        self.queue.run_checked(job, |delivered| self.check(job, is_merge, expected, delivered)).await
+        self.queue.run_checked(job, self.counted, |delivered| self.check(job, is_merge, expected, delivered)).await
     }
 
     fn check(
@@ -464,7 +519,7 @@ pub async fn wrap(
 ) -> Result<SettlementProofFile, JobError> {
     let job = Job::Wrap { key_id: key.id.to_string(), batch_file: batch.to_bytes() };
     queue
-        .run_checked(&job, |delivered| {
+        .run_checked(&job, true, |delivered| {
             let invalid = |reason: String| JobError::InvalidOutcome {
                 kind: job.kind(),
                 worker: delivered.worker.clone(),

@@ -18,6 +18,11 @@
 //!   every few seconds, so a broker restart loses nothing). Workers are not trusted: every proof
 //!   they return is verified, and its public inputs compared with the natively computed ones,
 //!   before it is used ([`aggregate`]).
+//! - The sequencer service queues a task's leaf when the task joins the open batch
+//!   ([`queue_leaf`]), and each aligned block of the batch's tasks (2, 4, 8... tasks starting
+//!   at a multiple of that size: a subtree of the batch's tree whatever size it closes at) as
+//!   soon as it is complete ([`prove_ahead`]): the merges below the top of the tree are done
+//!   while the batch is open, and the aggregation at close finds them (same jobs, same ids).
 
 mod address;
 mod codec;
@@ -30,7 +35,7 @@ use async_nats::jetstream::{self, consumer, stream};
 
 pub use address::{BadQueueUrl, QueueUrl};
 pub use codec::{job_id, ChildProof, Job, Outcome, MAX_BATCH_BYTES, MAX_MODEL_FILE_BYTES, MAX_PROOF_BYTES};
-pub use dispatch::{aggregate, queue_leaf, wrap, Delivered, JobMetrics, JobQueue, Product, WorkerTally};
+pub use dispatch::{aggregate, prove_ahead, queue_leaf, wrap, Delivered, JobMetrics, JobQueue, Product, WorkerTally};
 pub use worker::{run_worker, WorkerOptions, WrapSetup};
 
 /// Stream of pending leaf and merge jobs.

@@ -16,6 +16,9 @@ pub struct Metrics {
     /// `dropped` (a provider's, valid but under another registry root), `used` (a batch took a
     /// provider's leaf without proving), `proven` (the sequencer or its workers proved the leaf).
     pub leaves: IntCounterVec,
+    /// With a job queue: subtrees of an open batch its workers proved before the batch closed
+    /// (`proven`), or whose proving ahead failed (`failed`; the aggregation at close retries).
+    pub subtrees_ahead: IntCounterVec,
     /// Relay events (`listed`, `accepted`, `rate_limited`: a write refused by the per-client limit).
     pub orders: IntCounterVec,
     /// Time from request to acknowledgement.
@@ -65,6 +68,14 @@ impl Metrics {
             Opts::new(
                 "tgrid_sequencer_leaves_total",
                 "task leaves: provider leaf proofs adopted or dropped at ingest, then used by a batch, or proven here",
+            ),
+            &["outcome"],
+        )
+        .expect("metric");
+        let subtrees_ahead = IntCounterVec::new(
+            Opts::new(
+                "tgrid_sequencer_subtrees_ahead_total",
+                "subtrees of an open batch proven on the job queue before it closed, or whose proving ahead failed",
             ),
             &["outcome"],
         )
@@ -144,6 +155,7 @@ impl Metrics {
             Box::new(pipeline_ready.clone()),
             Box::new(submissions.clone()),
             Box::new(leaves.clone()),
+            Box::new(subtrees_ahead.clone()),
             Box::new(orders.clone()),
             Box::new(ack_seconds.clone()),
             Box::new(ingest_stage_seconds.clone()),
@@ -169,6 +181,7 @@ impl Metrics {
             queue_depth,
             submissions,
             leaves,
+            subtrees_ahead,
             orders,
             ack_seconds,
             ingest_stage_seconds,

@@ -21,6 +21,9 @@ use crate::service::store::{BatchRecord, BatchState, TaskRecord, TaskState};
 use crate::service::{unix_now, ServiceError, Shared};
 use crate::{Aggregator, IncrementalTree};
 
+mod ahead;
+use ahead::AheadJobs;
+
 type Result<T> = std::result::Result<T, ServiceError>;
 
 /// Failed batches after which a task is dropped rather than queued again.
@@ -94,6 +97,20 @@ struct OpenBatch<'a> {
     /// The most tasks it takes: the setting, or the market's `maxBatchSize` when smaller (read
     /// when the batch opens, so a governance change applies to the next batch).
     max_tasks: usize,
+    /// With a job queue: its complete aligned blocks being proven by the workers.
+    ahead: AheadJobs,
+}
+
+impl<'a> OpenBatch<'a> {
+    fn new(record: BatchRecord, aggregator: &'a Aggregator, max_tasks: usize) -> Self {
+        Self {
+            record,
+            deadlines: vec![],
+            tree: IncrementalTree::new(aggregator),
+            max_tasks,
+            ahead: AheadJobs::default(),
+        }
+    }
 }
 
 /// The Groth16 key as the pipeline needs it: the proving key to wrap in-process, or (with
@@ -112,8 +129,8 @@ struct Worker {
     resent: HashSet<u64>,
     /// When to compare the on-chain registry root with the one new batches use.
     follower: RegistryFollower,
-    /// With the `job_queue` setting: workers prove each closed batch's leaves and merges.
-    queue: Option<JobQueue>,
+    /// With the `job_queue` setting: workers prove the batches' leaves and merges.
+    queue: Option<Arc<JobQueue>>,
 }
 
 fn parse32(s: &str) -> Result<[u8; 32]> {
@@ -152,7 +169,7 @@ impl Worker {
                     QueueSettings { url, ack_wait: Duration::from_secs(settings.job_ack_wait_secs.max(1)) };
                 let queue = rt.block_on(JobQueue::connect(queue_settings, shared.metrics.jobs.clone()))?;
                 rt.block_on(queue.refresh_metrics());
-                Some(queue)
+                Some(Arc::new(queue))
             }
             None => None,
         };
@@ -290,8 +307,7 @@ impl Worker {
             if let Some(batch) = self.store().live_batches()?.into_iter().find(|b| b.state == BatchState::Open) {
                 info!(batch = batch.id, tasks = batch.tasks.len(), "resuming the open batch: re-proving its leaves");
                 let max_tasks = self.batch_limit()?.max(batch.tasks.len());
-                let mut resumed =
-                    OpenBatch { deadlines: vec![], tree: IncrementalTree::new(aggregator), record: batch, max_tasks };
+                let mut resumed = OpenBatch::new(batch, aggregator, max_tasks);
                 let mut kept = Vec::new();
                 for t in std::mem::take(&mut resumed.record.tasks) {
                     let record = self.task(&t)?;
@@ -312,6 +328,7 @@ impl Worker {
                 resumed.record.tasks = kept;
                 self.store().put_batch(&resumed.record)?;
                 self.store().flush_blocking()?;
+                self.prove_ahead(aggregator, &mut resumed);
                 if !resumed.record.tasks.is_empty() {
                     *open = Some(resumed);
                 } else {
@@ -351,7 +368,9 @@ impl Worker {
 
     /// Closes the open batch: stored as proving (a crash from here re-proves it), aggregated, wrapped.
     fn close(&mut self, open: OpenBatch<'_>) -> Result<()> {
-        let OpenBatch { mut record, tree, .. } = open;
+        let OpenBatch { mut record, tree, ahead, .. } = open;
+        // The aggregation below takes over every job (done, in flight or not queued yet).
+        drop(ahead);
         record.state = BatchState::Proving;
         record.closed_at = Some(unix_now());
         self.store().put_batch(&record)?;
@@ -485,7 +504,7 @@ impl Worker {
             let id = self.store().next_batch_id()?;
             let record =
                 BatchRecord { id, tasks: vec![], opened_at: unix_now(), closed_at: None, state: BatchState::Open };
-            *open = Some(OpenBatch { record, deadlines: vec![], tree: IncrementalTree::new(aggregator), max_tasks });
+            *open = Some(OpenBatch::new(record, aggregator, max_tasks));
         }
         let o = open.as_mut().expect("opened above");
         if let Some((leaf, subtree)) = proven {
@@ -497,6 +516,7 @@ impl Worker {
         self.store().set_task_state(&task_id, TaskState::Batched { batch: o.record.id })?;
         self.store().flush_blocking()?;
         info!(task = %next.task_id, batch = o.record.id, size = o.record.tasks.len(), "task joined the batch");
+        self.prove_ahead(aggregator, o);
         Ok(())
     }
 
