@@ -39,7 +39,9 @@ enum Command {
     },
     /// Aggregate task proofs, in the given order, into one batch proof (.tgb).
     Aggregate {
-        /// Task proofs (.tgp) of registered models, in batch order.
+        /// Task proofs (.tgp) of registered models, in batch order. A leaf proof beside a proof
+        /// with the extension `.leaf` (as a provider daemon with `prove_leaves` keeps them) is
+        /// used instead of proving that leaf, if it is this task's leaf under this registry.
         #[arg(required = true)]
         proofs: Vec<PathBuf>,
         /// Registry file (JSON) listing the models and their files.
@@ -370,10 +372,11 @@ fn aggregate(proof_paths: &[PathBuf], registry_path: &Path, batch_path: &Path, o
     let bar = out.spinner("building the aggregation circuits");
     let aggregator = Aggregator::new(registry)?;
     bar.finish_and_clear();
+    let provided = leaves_beside(&aggregator, proof_paths, &proofs);
     let n = proofs.len() as u64;
     let bar = out.progress(2 * n - 1, "proofs");
     let batch = aggregator
-        .aggregate(&proofs, &|step| {
+        .aggregate_with(&proofs, &provided, &|step| {
             bar.set_message(match step {
                 Step::Leaf => "leaves",
                 Step::Merge => "merges",
@@ -386,7 +389,33 @@ fn aggregate(proof_paths: &[PathBuf], registry_path: &Path, batch_path: &Path, o
             other => other.into(),
         })?;
     bar.finish_and_clear();
-    write_and_report_batch(&aggregator, &batch, batch_path, started, None, out)
+    let leaves_used = provided.iter().flatten().count();
+    write_and_report_batch(&aggregator, &batch, batch_path, started, leaves_used, None, out)
+}
+
+/// The leaf proof kept beside each task proof (`PROOF.leaf`), where there is one that proves
+/// this task's leaf under `aggregator`'s circuits and registry; any other file is reported and
+/// the leaf proven here.
+pub(crate) fn leaves_beside(
+    aggregator: &Aggregator,
+    paths: &[PathBuf],
+    proofs: &[TaskProof],
+) -> Vec<Option<tgrid_aggregation::SubtreeProof>> {
+    paths
+        .iter()
+        .zip(proofs)
+        .map(|(path, proof)| {
+            let leaf_path = path.with_extension("leaf");
+            let bytes = std::fs::read(&leaf_path).ok()?;
+            match aggregator.adopt_leaf(proof, &bytes) {
+                Ok((_, leaf)) => Some(leaf),
+                Err(e) => {
+                    tracing::warn!(file = %leaf_path.display(), error = %e, "not using this leaf proof: proving the leaf");
+                    None
+                }
+            }
+        })
+        .collect()
 }
 
 /// Where the proofs of `aggregate --queue` came from: the queue and each worker's share.
@@ -402,6 +431,7 @@ pub(crate) fn write_and_report_batch(
     batch: &BatchFile,
     batch_path: &Path,
     started: Instant,
+    leaves_used: usize,
     queue: Option<QueueReport<'_>>,
     out: &Output,
 ) -> Result<()> {
@@ -414,6 +444,7 @@ pub(crate) fn write_and_report_batch(
         "registry_root": hex32(&verified.registry_root),
         "count": verified.leaves.len(),
         "proof_bytes": batch.proof.len(),
+        "leaves_used": leaves_used,
         "seconds": seconds,
     });
     if let Some(q) = &queue {
@@ -433,6 +464,9 @@ pub(crate) fn write_and_report_batch(
             let workers: Vec<String> =
                 q.workers.iter().map(|(n, t)| format!("{n}: {} jobs, {:.1} s", t.jobs, t.seconds)).collect();
             text += &format!("\n  workers        {}", workers.join("; "));
+        }
+        if leaves_used > 0 {
+            text += &format!("\n  leaf proofs    {leaves_used} used as given (PROOF.leaf)");
         }
         text + &format!("\n  {seconds:.1} s")
     })

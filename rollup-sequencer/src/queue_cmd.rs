@@ -120,12 +120,13 @@ pub fn aggregate(
     let bar = out.spinner("building the aggregation circuits (to check the workers' proofs)");
     let aggregator = Aggregator::new(registry)?;
     bar.finish_and_clear();
+    let provided = super::leaves_beside(&aggregator, proof_paths, &proofs);
     let url = queue.url.to_string();
     let bar = out.spinner(&format!("{} tasks: leaves and merges on the workers of {url}", proofs.len()));
     let (batch, tally) = runtime()?
         .block_on(async {
             let queue = JobQueue::connect(queue, JobMetrics::new()).await?;
-            let batch = jobs::aggregate(&aggregator, &queue, &proofs, &[]).await?;
+            let batch = jobs::aggregate(&aggregator, &queue, &proofs, &provided).await?;
             Ok::<_, JobError>((batch, queue.tally()))
         })
         .map_err(|e| match e {
@@ -142,6 +143,7 @@ pub fn aggregate(
         &batch,
         batch_path,
         started,
+        provided.iter().flatten().count(),
         Some(super::QueueReport { url: &url, workers: &tally }),
         out,
     )

@@ -1,7 +1,7 @@
 //! The registry, aggregation and batch verification CLIs end to end on compiled fixtures:
 //! `tgrid-prover compile/prove` → `tgrid-sequencer registry add` → `tgrid-sequencer aggregate`
 //! → `tgrid-verifier batch` → `tgrid-sequencer wrap` → `tgrid-verifier groth16`, and the errors
-//! each one gives for wrong input.
+//! each one gives for wrong input; `aggregate` with a provider's leaf proof beside a task proof.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -104,6 +104,28 @@ fn register_aggregate_and_verify_a_batch_of_two_models() {
         .arg(&batch)));
     assert_eq!(aggregated["count"], 3);
     assert_eq!(aggregated["registry_root"], added["root"]);
+    assert_eq!(aggregated["leaves_used"], 0);
+
+    // A provider's leaf proof kept beside its task proof (PROOF.leaf, as the daemon's
+    // `prove_leaves` keeps them) is used as given; beside another task's proof the same file is
+    // not this task's leaf: reported, and that leaf proven here. The batch is the same.
+    let aggregator =
+        tgrid_sequencer::Aggregator::new(tgrid_aggregation::RegistryFile::load(&registry).unwrap()).unwrap();
+    let cnn_proof = tgrid_circuits::TaskProof::from_bytes(&std::fs::read(&proofs[1]).unwrap()).unwrap();
+    let (_, cnn_leaf) = aggregator.prove_leaf(&cnn_proof).unwrap();
+    std::fs::write(proofs[1].with_extension("leaf"), cnn_leaf.proof.to_bytes()).unwrap();
+    std::fs::write(proofs[2].with_extension("leaf"), cnn_leaf.proof.to_bytes()).unwrap();
+    let with_leaves = run(sequencer()
+        .args(["--json", "aggregate"])
+        .args(&proofs)
+        .arg("--registry")
+        .arg(&registry)
+        .arg("--out")
+        .arg(d.join("with-leaves.tgb")));
+    assert!(String::from_utf8_lossy(&with_leaves.stderr).contains("not using this leaf proof"));
+    let with_leaves = json(&with_leaves);
+    assert_eq!(with_leaves["leaves_used"], 1, "{with_leaves}");
+    assert_eq!(with_leaves["batch_root"], aggregated["batch_root"]);
 
     let verified =
         json(&run(sibling("tgrid-verifier").args(["--json", "batch"]).arg(&batch).arg("--registry").arg(&registry)));

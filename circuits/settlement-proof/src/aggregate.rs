@@ -252,7 +252,8 @@ impl Aggregator {
         provided: &[Option<SubtreeProof>],
         progress: &(dyn Fn(Step) + Sync),
     ) -> Result<BatchFile> {
-        let leaves = proofs.iter().map(|p| self.check(p)).collect::<Result<Vec<_>>>()?;
+        // In parallel: the first check of a model builds its normalizer (about a second).
+        let leaves = rayon_map(proofs, |p| self.check(p))?;
         check_leaves(&leaves)?;
         let indexed: Vec<usize> = (0..proofs.len()).collect();
         let subtrees = rayon_map(&indexed, |&i| {
