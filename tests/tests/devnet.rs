@@ -32,11 +32,10 @@ use alloy::providers::{Provider, ProviderBuilder};
 use serde_json::Value;
 use tgrid_chain::bindings::IERC20;
 use tgrid_chain::market::{Acceptance, Market, MarketDomain, RelayClient, SignedOrder, SignedReceipt};
-use tgrid_chain::{Devnet, DevnetConfig};
 
 use support::{
-    chain_now, count, events_until, http_get, json, pass_proposal, provider_env, repo_root, run, sequencer_env,
-    wrap_key, Service,
+    chain_now, count, events_until, http_get, json, pass_proposal, poster_env, provider_env, repo_root, run,
+    sequencer_env, start_devnet, Service,
 };
 
 #[tokio::test(flavor = "multi_thread")]
@@ -71,24 +70,14 @@ async fn the_task_market_end_to_end_on_anvil() {
     assert_ne!(private_model_id, model_id.to_lowercase());
 
     // Devnet: the verifier is a Groth16KeyedVerifier for the test-FRI devnet key.
-    let keys_for_setup = keys.clone();
-    let (key_id, key_words) = tokio::task::spawn_blocking(move || wrap_key(&keys_for_setup)).await.unwrap();
-    let config = DevnetConfig::new(repo_root())
-        .deploy_env("TGRID_DEVNET_MODEL_ID", B256::ZERO.to_string())
-        .deploy_env("TGRID_VERIFIER_KEY", key_words)
-        .deploy_env("TGRID_VERIFIER_KEY_ID", key_id);
-    let devnet = tokio::task::spawn_blocking(move || Devnet::start(&config)).await.unwrap().expect("devnet");
+    let devnet = start_devnet(&keys, &[("TGRID_DEVNET_MODEL_ID", B256::ZERO.to_string())]).await;
     let d = devnet.deployment().clone();
     let domain = MarketDomain::of(&d);
     let rpc = devnet.rpc_url();
     let deployment = devnet.deployment_path().display().to_string();
     // `tgrid` signs as anvil account 0 (the token holder, poster A) unless told otherwise; its
     // signed orders and poster state live in the test's directory.
-    let env = [
-        ("TGRID_RPC_URL", rpc.clone()),
-        ("TGRID_DEPLOYMENT", deployment.clone()),
-        ("TGRID_STATE_DIR", w("poster-state")),
-    ];
+    let env = poster_env(&devnet, w("poster-state"));
     let with_key = |i: usize| {
         let mut e = env.to_vec();
         e.push(("TGRID_PRIVATE_KEY", B256::from(devnet.signer(i).to_bytes()).to_string()));

@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use alloy::primitives::B256;
 use serde_json::Value;
-use tgrid_chain::{Devnet, DevnetConfig};
 
-use support::{count, events_until, json, pass_proposal, provider_env, repo_root, sequencer_env, wrap_key, Service};
+use support::{
+    count, events_until, json, pass_proposal, poster_env, provider_env, repo_root, sequencer_env, start_devnet, Service,
+};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_gpt_order_is_proven_settled_and_decoded_on_anvil() {
@@ -36,21 +37,11 @@ async fn a_gpt_order_is_proven_settled_and_decoded_on_anvil() {
     let model_id = compiled["model_id"].as_str().unwrap().to_lowercase();
     json("tgrid-sequencer", &["registry", "add", &w("gpt.tgm"), "--registry", &w("registry.json")], &[]);
 
-    let keys_for_setup = keys.clone();
-    let (key_id, key_words) = tokio::task::spawn_blocking(move || wrap_key(&keys_for_setup)).await.unwrap();
-    let config = DevnetConfig::new(repo_root())
-        .deploy_env("TGRID_DEVNET_MODEL_ID", B256::ZERO.to_string())
-        .deploy_env("TGRID_VERIFIER_KEY", key_words)
-        .deploy_env("TGRID_VERIFIER_KEY_ID", key_id);
-    let devnet = tokio::task::spawn_blocking(move || Devnet::start(&config)).await.unwrap().expect("devnet");
+    let devnet = start_devnet(&keys, &[("TGRID_DEVNET_MODEL_ID", B256::ZERO.to_string())]).await;
     let rpc = devnet.rpc_url();
     let deployment = devnet.deployment_path().display().to_string();
     // `tgrid` signs as anvil account 0: token holder, DAO voter and the poster.
-    let env = [
-        ("TGRID_RPC_URL", rpc.clone()),
-        ("TGRID_DEPLOYMENT", deployment.clone()),
-        ("TGRID_STATE_DIR", w("poster-state")),
-    ];
+    let env = poster_env(&devnet, w("poster-state"));
 
     // DAO: the GPT is registered by a vote.
     json("tgrid", &["dao", "delegate"], &env);

@@ -13,9 +13,8 @@ mod support;
 use alloy::primitives::B256;
 use alloy::providers::{Provider, ProviderBuilder};
 use tgrid_chain::market::Market;
-use tgrid_chain::{Devnet, DevnetConfig};
 
-use support::{json, repo_root, run, wrap_key};
+use support::{json, poster_env, repo_root, run, start_devnet};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_provider_settles_its_own_result_with_the_cli() {
@@ -30,22 +29,18 @@ async fn a_provider_settles_its_own_result_with_the_cli() {
         &[],
     );
     let registry = json("tgrid-sequencer", &["registry", "add", &w("mlp.tgm"), "--registry", &w("registry.json")], &[]);
-    let keys_for_setup = keys.clone();
-    let (key_id, key_words) = tokio::task::spawn_blocking(move || wrap_key(&keys_for_setup)).await.unwrap();
-    let config = DevnetConfig::new(repo_root())
-        .deploy_env("TGRID_REGISTRY_ROOT", registry["root"].as_str().unwrap().to_string())
-        .deploy_env("TGRID_DEVNET_MODEL_ID", compiled["model_id"].as_str().unwrap().to_string())
-        .deploy_env("TGRID_DEVNET_CIRCUIT_DIGEST", compiled["normalized_digest"].as_str().unwrap().to_string())
-        .deploy_env("TGRID_VERIFIER_KEY", key_words)
-        .deploy_env("TGRID_VERIFIER_KEY_ID", key_id);
-    let devnet = tokio::task::spawn_blocking(move || Devnet::start(&config)).await.unwrap().expect("devnet");
+    let devnet = start_devnet(
+        &keys,
+        &[
+            ("TGRID_REGISTRY_ROOT", registry["root"].as_str().unwrap().to_string()),
+            ("TGRID_DEVNET_MODEL_ID", compiled["model_id"].as_str().unwrap().to_string()),
+            ("TGRID_DEVNET_CIRCUIT_DIGEST", compiled["normalized_digest"].as_str().unwrap().to_string()),
+        ],
+    )
+    .await;
     let rpc = devnet.rpc_url();
     let deployment = devnet.deployment_path().display().to_string();
-    let env = [
-        ("TGRID_RPC_URL", rpc.clone()),
-        ("TGRID_DEPLOYMENT", deployment.clone()),
-        ("TGRID_STATE_DIR", w("poster-state")),
-    ];
+    let env = poster_env(&devnet, w("poster-state"));
 
     // Anvil account 0 posts an order naming account 1, the provider.
     let provider = devnet.address(1);

@@ -67,6 +67,30 @@ pub fn wrap_key(keys: &Path) -> (String, String) {
     (v["id"].as_str().unwrap().into(), words.join(","))
 }
 
+/// A devnet whose market verifies with the INSECURE test-FRI devnet key (set up once and cached
+/// in `keys`), deployed with `deploy_env` besides; set up and started off the async threads.
+pub async fn start_devnet(keys: &Path, deploy_env: &[(&str, String)]) -> tgrid_chain::Devnet {
+    let keys = keys.to_path_buf();
+    let (key_id, key_words) = tokio::task::spawn_blocking(move || wrap_key(&keys)).await.unwrap();
+    let mut config = tgrid_chain::DevnetConfig::new(repo_root())
+        .deploy_env("TGRID_VERIFIER_KEY", key_words)
+        .deploy_env("TGRID_VERIFIER_KEY_ID", key_id);
+    for (name, value) in deploy_env {
+        config = config.deploy_env(*name, value.clone());
+    }
+    tokio::task::spawn_blocking(move || tgrid_chain::Devnet::start(&config)).await.unwrap().expect("devnet")
+}
+
+/// The environment of `tgrid` on `devnet`: it signs as anvil account 0 unless told otherwise,
+/// its signed orders and poster state live in `state_dir`.
+pub fn poster_env(devnet: &tgrid_chain::Devnet, state_dir: String) -> [(&'static str, String); 3] {
+    [
+        ("TGRID_RPC_URL", devnet.rpc_url()),
+        ("TGRID_DEPLOYMENT", devnet.deployment_path().display().to_string()),
+        ("TGRID_STATE_DIR", state_dir),
+    ]
+}
+
 /// A long-running child, killed when dropped; its stdout lines arrive on a channel.
 pub struct Service {
     child: Child,
