@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: demo demo-offline test test-rust test-contracts setup-nats bench bench-transformers bench-aggregation bench-queue bench-wrap bench-sequencer bench-self-settle bench-ezkl setup-contracts fmt
+.PHONY: demo demo-offline test test-rust test-contracts setup-nats bench bench-transformers bench-aggregation bench-latency bench-queue bench-wrap bench-sequencer bench-self-settle bench-ezkl setup-contracts fmt
 
 ## Every role end to end on a local devnet: compile the bundled models, deploy, register them by a
 ## DAO vote, stake a provider, post 8 tasks, prove, batch, wrap, settle one batch on-chain, check
@@ -50,11 +50,19 @@ bench-aggregation:
 	$(CARGO) build --release --locked -p tgrid-sequencer
 	target/release/tgrid-sequencer bench --tasks 64 --provider-leaves
 
+## Close → settleable proof of a 64-task batch with provider leaves (production FRI wrap with the
+## INSECURE devnet Groth16 key, set up once into .tgrid/keys): all tasks there at the close, and
+## tasks arriving one every 4 s into the open batch. One JSON object; ~20 minutes.
+bench-latency:
+	$(CARGO) build --release --locked -p tgrid-sequencer
+	target/release/tgrid-sequencer bench --tasks 64 --provider-leaves --skip-sequencer-leaves --arrival-every 4 --wrap-insecure-devnet-key
+
 ## The same batch in-process and on a job queue with 2 worker processes (a throwaway NATS
-## broker): same root checked, seconds per task and each worker's share. One JSON object.
+## broker): same root checked, seconds per task and each worker's share, then its wrap as a job
+## on a worker (INSECURE devnet key; the workers hold it, ~4 GB each). One JSON object.
 bench-queue: setup-nats
 	$(CARGO) build --release --locked -p tgrid-sequencer
-	bash scripts/bench-queue.sh target/release/tgrid-sequencer 16 2
+	bash scripts/bench-queue.sh target/release/tgrid-sequencer 16 2 --wrap-insecure-devnet-key
 
 ## Wrap benchmarks: BN254 Poseidon speed, the settle and BN254 final layers over a one-task
 ## batch (production and test FRI parameters), Groth16 setup and proving of a 2^20-constraint

@@ -151,7 +151,29 @@ enum Command {
         /// `prove_leaves`): reports the providers' leaf time and what the sequencer still pays.
         #[arg(long)]
         provider_leaves: bool,
+        /// Skip the batch in which the sequencer proves every leaf (the slowest part at 64 tasks).
+        #[arg(long, conflicts_with = "queue")]
+        skip_sequencer_leaves: bool,
+        /// With `--provider-leaves`, also feed the tasks one every SECONDS into an incremental
+        /// tree, as a service's open batch receives them, and time the batch's close → root.
+        #[arg(long, value_name = "SECONDS", requires = "provider_leaves", value_parser = positive_seconds)]
+        arrival_every: Option<f64>,
+        /// Also wrap (production FRI) and time close → Groth16: the provider-leaf batches in this
+        /// process, and with `--queue` the queued batch on a worker (the workers then hold the
+        /// key). INSECURE: the devnet Groth16 key from a public seed (benchmark only).
+        #[arg(long)]
+        wrap_insecure_devnet_key: bool,
+        /// Directory of cached devnet keys (`<id>.pk`, `<id>.vk.json`).
+        #[arg(long, env = "TGRID_KEYS_DIR", default_value = ".tgrid/keys")]
+        keys_dir: PathBuf,
     },
+}
+
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 3600.0 => Ok(s),
+        _ => Err(format!("`{text}` is not a number of seconds in (0, 3600]")),
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -203,8 +225,27 @@ fn main() {
             let (source, fri) = key.source();
             wrap_cmd::wrap(&batch, &path, &source, fri, queue.map(|url| ack_wait.settings(url)), &out)
         }
-        Command::Bench { tasks, models, queue, workers, provider_leaves } => {
-            bench::run(tasks, &models, queue.map(|url| bench::QueueBench { url, workers }), provider_leaves)
+        Command::Bench {
+            tasks,
+            models,
+            queue,
+            workers,
+            provider_leaves,
+            skip_sequencer_leaves,
+            arrival_every,
+            wrap_insecure_devnet_key,
+            keys_dir,
+        } => {
+            let latency = arrival_every.map(|s| bench::LatencyBench { every: std::time::Duration::from_secs_f64(s) });
+            bench::run(
+                tasks,
+                &models,
+                queue.map(|url| bench::QueueBench { url, workers }),
+                provider_leaves,
+                skip_sequencer_leaves,
+                wrap_insecure_devnet_key.then_some(keys_dir),
+                latency,
+            )
         }
         Command::Run { config, print_settings } => run_service(config.as_deref(), print_settings),
         Command::Key { key } => {

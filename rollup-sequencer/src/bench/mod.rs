@@ -1,9 +1,12 @@
 //! `tgrid-sequencer bench`: times each aggregation step alone, then a whole batch (and, with
 //! `--queue`, the same batch on worker processes; with `--provider-leaves`, the same batch with
-//! every leaf proven by its provider, as the daemon's `prove_leaves` does).
+//! every leaf proven by its provider, as the daemon's `prove_leaves` does; with
+//! `--arrival-every`, those tasks arriving over time, timed from the batch's close).
 
+mod latency;
 mod queue;
 
+pub(crate) use latency::LatencyBench;
 pub(crate) use queue::QueueBench;
 
 use std::path::PathBuf;
@@ -27,8 +30,22 @@ pub(crate) fn run(
     model_paths: &[PathBuf],
     queue: Option<QueueBench>,
     provider_leaves: bool,
+    skip_sequencer_leaves: bool,
+    wrap_insecure_devnet_keys: Option<PathBuf>,
+    latency: Option<LatencyBench>,
 ) -> Result<()> {
     anyhow::ensure!(tasks >= 2, "the batch needs at least 2 tasks");
+    anyhow::ensure!(
+        wrap_insecure_devnet_keys.is_none() || provider_leaves || queue.is_some(),
+        "--wrap-insecure-devnet-key wraps the --provider-leaves or --queue batches: give one of them"
+    );
+    // Built first (tens of seconds, minutes for a first devnet key setup) and outside every
+    // timing, as the service builds its wrap circuits and loads its key at start-up.
+    let wrap_keys_dir = wrap_insecure_devnet_keys;
+    let wrapping = match wrap_keys_dir.clone() {
+        Some(dir) => Some(latency::Wrapping::load(dir)?),
+        None => None,
+    };
     let models = if model_paths.is_empty() {
         vec![(tiny_model(1), SegmentPlan::default()), (tiny_model(2), SegmentPlan::default())]
     } else {
@@ -104,16 +121,34 @@ pub(crate) fn run(
     }
     let steps_peak_rss_mib = peak_rss_mib();
 
-    let started = Instant::now();
-    let batch = aggregator.aggregate(&proofs, &|_| {})?;
-    let batch_seconds = started.elapsed().as_secs_f64();
-    check_batch(&aggregator, &batch, &expected_leaves)?;
-    let queued = match &queue {
-        Some(q) => Some(queue::run(q, &aggregator, &models, &circuit_digests, &proofs, &batch)?),
-        None => None,
+    let mut sequencer_leaves = None;
+    if !skip_sequencer_leaves {
+        let started = Instant::now();
+        let batch = aggregator.aggregate(&proofs, &|_| {})?;
+        let batch_seconds = started.elapsed().as_secs_f64();
+        check_batch(&aggregator, &batch, &expected_leaves)?;
+        let queued = match &queue {
+            Some(q) => {
+                let wrap = wrapping.as_ref().zip(wrap_keys_dir.as_deref()).map(|(wrapping, keys_dir)| {
+                    queue::QueueWrap { wrapping, keys_dir }
+                });
+                Some(queue::run(q, &aggregator, &models, &circuit_digests, &proofs, &batch, wrap)?)
+            }
+            None => None,
+        };
+        sequencer_leaves = Some((batch_seconds, batch.proof.len(), queued));
+    }
+    let provided = if provider_leaves {
+        let (mut report, leaf_bytes) =
+            with_provider_leaves(&aggregator, &proofs, &expected_leaves, wrapping.as_ref())?;
+        if let Some(latency) = &latency {
+            report["arriving"] =
+                latency::run(latency, &aggregator, &proofs, &leaf_bytes, &expected_leaves, wrapping.as_ref())?;
+        }
+        Some(report)
+    } else {
+        None
     };
-    let provided =
-        if provider_leaves { Some(with_provider_leaves(&aggregator, &proofs, &expected_leaves)?) } else { None };
 
     let mut report = json!({
         "models": models.len(),
@@ -125,13 +160,15 @@ pub(crate) fn run(
         "steps_peak_rss_mib": steps_peak_rss_mib,
         "batch_tasks": tasks,
         "task_proofs_seconds": task_prove_seconds,
-        "batch_seconds": batch_seconds,
-        "batch_seconds_per_task": batch_seconds / tasks as f64,
-        "batch_proof_bytes": batch.proof.len(),
         "peak_rss_mib": peak_rss_mib(),
     });
-    if let Some(queued) = queued {
-        report["queue"] = queued;
+    if let Some((batch_seconds, proof_bytes, queued)) = sequencer_leaves {
+        report["batch_seconds"] = json!(batch_seconds);
+        report["batch_seconds_per_task"] = json!(batch_seconds / tasks as f64);
+        report["batch_proof_bytes"] = json!(proof_bytes);
+        if let Some(queued) = queued {
+            report["queue"] = queued;
+        }
     }
     if let Some(provided) = provided {
         report["provider_leaves"] = provided;
@@ -141,12 +178,14 @@ pub(crate) fn run(
 
 /// The batch again with every leaf proven beforehand by its provider (timed apart: the providers'
 /// cost), so the sequencer only checks each leaf proof and merges: what it pays per task when
-/// providers run with `prove_leaves`.
+/// providers run with `prove_leaves`; all tasks there at the close, so with `wrapping` this is
+/// also the close → Groth16 latency of a batch that arrives at once. Returns the leaf proofs.
 fn with_provider_leaves(
     aggregator: &Aggregator,
     proofs: &[TaskProof],
     expected: &[TaskLeaf],
-) -> Result<serde_json::Value> {
+    wrapping: Option<&latency::Wrapping>,
+) -> Result<(serde_json::Value, Vec<Vec<u8>>)> {
     let started = Instant::now();
     let leaf_bytes = proofs
         .iter()
@@ -165,12 +204,18 @@ fn with_provider_leaves(
     let merge_seconds = started.elapsed().as_secs_f64();
     check_batch(aggregator, &batch, expected)?;
     let n = proofs.len() as f64;
-    Ok(json!({
+    let mut report = json!({
         "provider_leaf_seconds_per_task": provider_seconds / n,
         "adopt_seconds_per_task": adopt_seconds / n,
         "batch_seconds": adopt_seconds + merge_seconds,
         "batch_seconds_per_task": (adopt_seconds + merge_seconds) / n,
-    }))
+    });
+    if let Some(wrapping) = wrapping {
+        let wrapped = wrapping.wrap(&batch)?;
+        report["close_to_groth16_seconds"] = json!(adopt_seconds + merge_seconds + wrapped.seconds);
+        report["wrap"] = wrapped.report;
+    }
+    Ok((report, leaf_bytes))
 }
 
 /// The benchmark doubles as the large-batch test (too slow for `make test`): the batch verifies,

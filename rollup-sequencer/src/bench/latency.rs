@@ -1,0 +1,142 @@
+//! `tgrid-sequencer bench --arrival-every S`: how long a batch takes from its close to a settleable
+//! proof when its tasks arrive over time, as they do in service, rather than all at once.
+//!
+//! Each task arrives with its provider's leaf proof, S seconds after the previous one; the
+//! sequencer checks the leaf and pushes it into an incremental tree, which merges equal subtrees
+//! as soon as both exist (what the in-process service does while a batch is open; a job queue's
+//! workers prove the same subtrees ahead). The batch closes when its last task arrives: only the
+//! merges on that task's path remain, then (with a Groth16 key) the wrap. If the sequencer falls
+//! behind the arrivals, the backlog is part of the measured latency.
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use tgrid_aggregation::{BatchFile, TaskLeaf};
+use tgrid_circuits::TaskProof;
+use tgrid_sequencer::{Aggregator, IncrementalTree};
+use tgrid_settlement_proof::{BatchWrapper, KeySource};
+use tgrid_wrap::FinalFri;
+
+/// How the tasks arrive.
+pub(crate) struct LatencyBench {
+    /// Time between two arrivals.
+    pub every: Duration,
+}
+
+/// What the wrap costs once the batch root exists, measured on one batch.
+pub(crate) struct Wrapped {
+    pub seconds: f64,
+    pub report: serde_json::Value,
+}
+
+/// The wrap circuits (production FRI) and the INSECURE devnet key, built and loaded before the
+/// batch starts (the service does both
+/// at start-up), so that only the proof is timed.
+pub(crate) struct Wrapping {
+    wrapper: BatchWrapper,
+    key: tgrid_settlement_proof::WrapKey,
+}
+
+impl Wrapping {
+    pub(crate) fn load(keys_dir: PathBuf) -> Result<Self> {
+        let wrapper = BatchWrapper::build(FinalFri::PRODUCTION)?;
+        wrapper.prepare_prover()?;
+        let key = wrapper.load_or_setup_key(&KeySource::InsecureDevnet { dir: keys_dir })?;
+        eprintln!("WARNING: INSECURE devnet Groth16 key {} (public seed): benchmark only", key.id);
+        Ok(Self { wrapper, key })
+    }
+
+    pub(crate) fn wrapper(&self) -> &BatchWrapper {
+        &self.wrapper
+    }
+
+    /// The key's verifying half, which checks a queue worker's wrap.
+    pub(crate) fn verifying_key(&self) -> tgrid_settlement_proof::WrapVerifyingKey {
+        self.key.verifying()
+    }
+
+    pub(crate) fn wrap(&self, batch: &BatchFile) -> Result<Wrapped> {
+        let started = Instant::now();
+        let (file, stats) = self.wrapper.prove(&self.key, batch, &|_| {})?;
+        let seconds = started.elapsed().as_secs_f64();
+        anyhow::ensure!(file.count as usize == batch.leaves.len(), "the settlement proof counts another batch");
+        Ok(Wrapped {
+            seconds,
+            report: json!({
+                "insecure_devnet_key": true,
+                "fri": self.wrapper.fri_label(),
+                "seconds": seconds,
+                "settle_layer_seconds": stats.settle_seconds,
+                "final_layer_seconds": stats.final_layer_seconds,
+                "groth16_seconds": stats.groth16_seconds,
+            }),
+        })
+    }
+}
+
+/// Feeds the tasks at the set pace into an incremental tree and times close → root (and
+/// root → Groth16 with `wrapping`). `leaf_bytes` are the providers' leaf proofs.
+pub(crate) fn run(
+    bench: &LatencyBench,
+    aggregator: &Aggregator,
+    proofs: &[TaskProof],
+    leaf_bytes: &[Vec<u8>],
+    expected: &[TaskLeaf],
+    wrapping: Option<&Wrapping>,
+) -> Result<serde_json::Value> {
+    let (arrivals, arrived) = mpsc::channel::<(usize, Instant)>();
+    let every = bench.every;
+    let n = proofs.len();
+    let started = Instant::now();
+    let feeder = std::thread::spawn(move || {
+        for i in 0..n {
+            let due = started + every * i as u32;
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            if arrivals.send((i, Instant::now())).is_err() {
+                return;
+            }
+        }
+    });
+
+    let mut tree = IncrementalTree::new(aggregator);
+    let mut closed_at = None;
+    let mut most_waiting = 0usize;
+    let mut waited = Duration::ZERO;
+    for (i, at) in arrived.iter() {
+        most_waiting = most_waiting.max(backlog(i, started, every, n));
+        waited += at.elapsed();
+        let (leaf, subtree) = aggregator.adopt_leaf(&proofs[i], &leaf_bytes[i])?;
+        tree.push(leaf, subtree)?;
+        if i + 1 == n {
+            closed_at = Some(at);
+        }
+    }
+    feeder.join().map_err(|_| anyhow::anyhow!("the arrival thread panicked"))?;
+    let closed_at = closed_at.context("the last task never arrived")?;
+    let batch = tree.finish()?;
+    let close_to_root = closed_at.elapsed().as_secs_f64();
+    super::check_batch(aggregator, &batch, expected)?;
+
+    let mut report = json!({
+        "arrival_every_seconds": every.as_secs_f64(),
+        "open_seconds": (closed_at - started).as_secs_f64(),
+        "mean_wait_before_check_seconds": waited.as_secs_f64() / n as f64,
+        "most_tasks_waiting": most_waiting,
+        "close_to_root_seconds": close_to_root,
+    });
+    if let Some(wrapping) = wrapping {
+        let wrapped = wrapping.wrap(&batch)?;
+        report["close_to_groth16_seconds"] = json!(close_to_root + wrapped.seconds);
+        report["wrap"] = wrapped.report;
+    }
+    Ok(report)
+}
+
+/// How many tasks arrived after task `i` and wait while it is taken up: the sequencer's backlog.
+fn backlog(i: usize, started: Instant, every: Duration, n: usize) -> usize {
+    let scheduled = (started.elapsed().as_secs_f64() / every.as_secs_f64()) as usize + 1;
+    scheduled.min(n).saturating_sub(i + 1)
+}
