@@ -5,6 +5,7 @@
 
 mod latency;
 mod queue;
+mod wrapping;
 
 pub(crate) use latency::LatencyBench;
 pub(crate) use queue::QueueBench;
@@ -41,9 +42,8 @@ pub(crate) fn run(
     );
     // Built first (tens of seconds, minutes for a first devnet key setup) and outside every
     // timing, as the service builds its wrap circuits and loads its key at start-up.
-    let wrap_keys_dir = wrap_insecure_devnet_keys;
-    let wrapping = match wrap_keys_dir.clone() {
-        Some(dir) => Some(latency::Wrapping::load(dir)?),
+    let wrapping = match wrap_insecure_devnet_keys.clone() {
+        Some(dir) => Some(wrapping::Wrapping::load(dir)?),
         None => None,
     };
     let models = if model_paths.is_empty() {
@@ -129,9 +129,10 @@ pub(crate) fn run(
         check_batch(&aggregator, &batch, &expected_leaves)?;
         let queued = match &queue {
             Some(q) => {
-                let wrap = wrapping.as_ref().zip(wrap_keys_dir.as_deref()).map(|(wrapping, keys_dir)| {
-                    queue::QueueWrap { wrapping, keys_dir }
-                });
+                let wrap = wrapping
+                    .as_ref()
+                    .zip(wrap_insecure_devnet_keys.as_deref())
+                    .map(|(wrapping, keys_dir)| queue::QueueWrap { wrapping, keys_dir });
                 Some(queue::run(q, &aggregator, &models, &circuit_digests, &proofs, &batch, wrap)?)
             }
             None => None,
@@ -139,8 +140,7 @@ pub(crate) fn run(
         sequencer_leaves = Some((batch_seconds, batch.proof.len(), queued));
     }
     let provided = if provider_leaves {
-        let (mut report, leaf_bytes) =
-            with_provider_leaves(&aggregator, &proofs, &expected_leaves, wrapping.as_ref())?;
+        let (mut report, leaf_bytes) = with_provider_leaves(&aggregator, &proofs, &expected_leaves, wrapping.as_ref())?;
         if let Some(latency) = &latency {
             report["arriving"] =
                 latency::run(latency, &aggregator, &proofs, &leaf_bytes, &expected_leaves, wrapping.as_ref())?;
@@ -184,7 +184,7 @@ fn with_provider_leaves(
     aggregator: &Aggregator,
     proofs: &[TaskProof],
     expected: &[TaskLeaf],
-    wrapping: Option<&latency::Wrapping>,
+    wrapping: Option<&wrapping::Wrapping>,
 ) -> Result<(serde_json::Value, Vec<Vec<u8>>)> {
     let started = Instant::now();
     let leaf_bytes = proofs

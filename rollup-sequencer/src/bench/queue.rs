@@ -11,7 +11,7 @@ use tgrid_circuits::{ModelFile, QuantModel, SegmentPlan, TaskProof};
 use tgrid_sequencer::jobs::{self, JobMetrics, JobQueue, QueueSettings, QueueUrl};
 use tgrid_sequencer::Aggregator;
 
-use super::latency::Wrapping;
+use super::wrapping::Wrapping;
 
 /// Where to run the batch a second time: a job queue and how many worker processes to start.
 pub(crate) struct QueueBench {
