@@ -1,6 +1,6 @@
 //! Proving an open batch's subtrees ahead of its close on the job queue's workers.
 
-use super::{OpenBatch, Result, Worker};
+use super::{OpenBatch, Result, ServiceError, Worker};
 use crate::Aggregator;
 use tracing::{info, warn};
 
@@ -64,9 +64,12 @@ impl Worker {
                 }
                 !inside
             });
-            let tasks = &open.record.tasks[block.clone()];
-            let proofs = tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
-            let provided = self.provider_leaves(aggregator, tasks, &proofs)?;
+            // As checked when they joined: the batch's registry has not moved since.
+            let joined = open.joined.get(block.clone()).ok_or_else(|| {
+                ServiceError::Store(format!("the open batch holds {} joined tasks", open.joined.len()))
+            })?;
+            let proofs = joined.iter().map(|t| t.proof.clone()).collect::<Vec<_>>();
+            let provided = joined.iter().map(|t| t.provider_leaf.clone()).collect::<Vec<_>>();
             let (aggregator, queue) = (owned.clone(), queue.clone());
             let (batch, range, metric) = (open.record.id, block.clone(), self.shared.metrics.subtrees_ahead.clone());
             info!(batch = open.record.id, tasks = ?block, "handing a complete subtree of the open batch to the workers");

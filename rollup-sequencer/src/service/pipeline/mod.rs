@@ -99,6 +99,26 @@ struct OpenBatch<'a> {
     max_tasks: usize,
     /// With a job queue: its complete aligned blocks being proven by the workers.
     ahead: AheadJobs,
+    /// With a job queue: each task's proof and, if its provider sent a valid one, its leaf
+    /// proof, in task order, as checked when the task joined (under this batch's registry), so
+    /// that handing blocks to the workers neither reloads nor re-checks them.
+    joined: Vec<JoinedTask>,
+}
+
+/// A task of the open batch as it joined: see [`OpenBatch::joined`].
+struct JoinedTask {
+    proof: TaskProof,
+    provider_leaf: Option<tgrid_aggregation::SubtreeProof>,
+}
+
+/// Where a joining task's leaf went.
+enum JoinedLeaf {
+    /// Proven (or its provider's, checked) in this process: it goes into the incremental tree.
+    Here(tgrid_aggregation::TaskLeaf, tgrid_aggregation::SubtreeProof),
+    /// With a job queue: its provider's leaf proof, checked.
+    Provided(tgrid_aggregation::SubtreeProof),
+    /// With a job queue: its leaf job is queued.
+    Queued,
 }
 
 impl<'a> OpenBatch<'a> {
@@ -109,7 +129,21 @@ impl<'a> OpenBatch<'a> {
             tree: IncrementalTree::new(aggregator),
             max_tasks,
             ahead: AheadJobs::default(),
+            joined: Vec::new(),
         }
+    }
+
+    /// Records a task that joined: its leaf into the tree, or (with a job queue) its proof and
+    /// provider leaf for the blocks handed ahead.
+    fn join(&mut self, task_id: String, deadline: u64, proof: TaskProof, leaf: JoinedLeaf) -> Result<()> {
+        match leaf {
+            JoinedLeaf::Here(leaf, subtree) => self.tree.push(leaf, subtree)?,
+            JoinedLeaf::Provided(subtree) => self.joined.push(JoinedTask { proof, provider_leaf: Some(subtree) }),
+            JoinedLeaf::Queued => self.joined.push(JoinedTask { proof, provider_leaf: None }),
+        }
+        self.deadlines.push(deadline);
+        self.record.tasks.push(task_id);
+        Ok(())
     }
 }
 
@@ -308,7 +342,6 @@ impl Worker {
                 info!(batch = batch.id, tasks = batch.tasks.len(), "resuming the open batch: re-proving its leaves");
                 let max_tasks = self.batch_limit()?.max(batch.tasks.len());
                 let mut resumed = OpenBatch::new(batch, aggregator, max_tasks);
-                let mut kept = Vec::new();
                 for t in std::mem::take(&mut resumed.record.tasks) {
                     let record = self.task(&t)?;
                     let proof = self.proof(&t)?;
@@ -319,13 +352,9 @@ impl Worker {
                         self.store().set_task_state(&parse32(&t)?, TaskState::Dropped { reason })?;
                         continue;
                     }
-                    if let Some((leaf, subtree)) = self.leaf_now(aggregator, &parse32(&t)?, &proof)? {
-                        resumed.tree.push(leaf, subtree)?;
-                    }
-                    resumed.deadlines.push(record.deadline);
-                    kept.push(t);
+                    let leaf = self.leaf_now(aggregator, &parse32(&t)?, &proof)?;
+                    resumed.join(t, record.deadline, proof, leaf)?;
                 }
-                resumed.record.tasks = kept;
                 self.store().put_batch(&resumed.record)?;
                 self.store().flush_blocking()?;
                 self.prove_ahead(aggregator, &mut resumed);
@@ -368,7 +397,7 @@ impl Worker {
 
     /// Closes the open batch: stored as proving (a crash from here re-proves it), aggregated, wrapped.
     fn close(&mut self, open: OpenBatch<'_>) -> Result<()> {
-        let OpenBatch { mut record, tree, ahead, .. } = open;
+        let OpenBatch { mut record, tree, ahead, joined, .. } = open;
         // The aggregation below takes over every job (done, in flight or not queued yet).
         drop(ahead);
         record.state = BatchState::Proving;
@@ -376,35 +405,33 @@ impl Worker {
         self.store().put_batch(&record)?;
         self.store().flush_blocking()?;
         let batch_file = match &self.queue {
-            Some(_) => self.aggregate_on_queue(tree.aggregator(), &record)?,
+            Some(_) => self.aggregate_on_queue(tree.aggregator(), &record, joined)?,
             None => tree.finish()?,
         };
         self.wrap(record, &batch_file)
     }
 
     /// The leaf of a task joining the open batch: its provider's leaf proof if it sent one that
-    /// is valid under this registry, else proven now in-process; `None` with a job queue: the
-    /// proof is checked natively (milliseconds) and, unless its provider proved the leaf, its
-    /// leaf job queued, so a worker proves it while the batch is open and the batch's
-    /// aggregation finds it done.
-    fn leaf_now(
-        &self,
-        aggregator: &Aggregator,
-        task_id: &[u8; 32],
-        proof: &TaskProof,
-    ) -> Result<Option<(tgrid_aggregation::TaskLeaf, tgrid_aggregation::SubtreeProof)>> {
+    /// is valid under this registry, else proven now in-process; with a job queue the proof is
+    /// checked natively (milliseconds) and, unless its provider proved the leaf, its leaf job
+    /// queued, so a worker proves it while the batch is open and the batch's aggregation finds
+    /// it done.
+    fn leaf_now(&self, aggregator: &Aggregator, task_id: &[u8; 32], proof: &TaskProof) -> Result<JoinedLeaf> {
         let provided = self.provider_leaf(aggregator, task_id, proof)?;
         let outcome = if provided.is_some() { "used" } else { "proven" };
         self.shared.metrics.leaves.with_label_values(&[outcome]).inc();
         match (&self.queue, provided) {
-            (Some(_), Some(_)) => Ok(None),
+            (Some(_), Some((_, subtree))) => Ok(JoinedLeaf::Provided(subtree)),
             (Some(queue), None) => {
                 aggregator.check(proof)?;
                 self.rt.block_on(crate::jobs::queue_leaf(aggregator, queue, proof))?;
-                Ok(None)
+                Ok(JoinedLeaf::Queued)
             }
-            (None, Some(provided)) => Ok(Some(provided)),
-            (None, None) => Ok(aggregator.prove_leaf(proof).map(Some)?),
+            (None, Some((leaf, subtree))) => Ok(JoinedLeaf::Here(leaf, subtree)),
+            (None, None) => {
+                let (leaf, subtree) = aggregator.prove_leaf(proof)?;
+                Ok(JoinedLeaf::Here(leaf, subtree))
+            }
         }
     }
 
@@ -442,14 +469,22 @@ impl Worker {
     }
 
     /// Proves a closed batch on the job queue's workers (every returned proof is verified).
+    /// `joined`: its tasks as they joined under `aggregator` (empty after a restart: then they
+    /// are loaded and their provider leaves checked again).
     fn aggregate_on_queue(
         &self,
         aggregator: &Aggregator,
         record: &BatchRecord,
+        joined: Vec<JoinedTask>,
     ) -> Result<tgrid_aggregation::BatchFile> {
         let queue = self.queue.as_ref().ok_or_else(|| ServiceError::Config("no job queue".into()))?;
-        let proofs = record.tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
-        let provided = self.provider_leaves(aggregator, &record.tasks, &proofs)?;
+        let (proofs, provided) = if joined.len() == record.tasks.len() {
+            joined.into_iter().map(|t| (t.proof, t.provider_leaf)).unzip()
+        } else {
+            let proofs = record.tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
+            let provided = self.provider_leaves(aggregator, &record.tasks, &proofs)?;
+            (proofs, provided)
+        };
         let started = std::time::Instant::now();
         info!(
             batch = record.id,
@@ -507,11 +542,7 @@ impl Worker {
             *open = Some(OpenBatch::new(record, aggregator, max_tasks));
         }
         let o = open.as_mut().expect("opened above");
-        if let Some((leaf, subtree)) = proven {
-            o.tree.push(leaf, subtree)?;
-        }
-        o.deadlines.push(next.deadline);
-        o.record.tasks.push(next.task_id.clone());
+        o.join(next.task_id.clone(), next.deadline, proof, proven)?;
         self.store().put_batch(&o.record)?;
         self.store().set_task_state(&task_id, TaskState::Batched { batch: o.record.id })?;
         self.store().flush_blocking()?;
@@ -586,7 +617,7 @@ impl Worker {
             return self.fail(record, reason, unlisted);
         }
         let batch_file = match &self.queue {
-            Some(_) => self.aggregate_on_queue(aggregator, &record)?,
+            Some(_) => self.aggregate_on_queue(aggregator, &record, Vec::new())?,
             None => {
                 let proofs = record.tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
                 let provided = self.provider_leaves(aggregator, &record.tasks, &proofs)?;
