@@ -512,3 +512,17 @@ pub(crate) fn write_and_report_batch(
         text + &format!("\n  {seconds:.1} s")
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::positive_seconds;
+
+    #[test]
+    fn arrival_intervals_are_positive_finite_seconds() {
+        assert_eq!(positive_seconds("4"), Ok(4.0));
+        assert_eq!(positive_seconds("0.25"), Ok(0.25));
+        for bad in ["0", "-1", "NaN", "inf", "3601", "four", ""] {
+            assert!(positive_seconds(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -54,7 +54,7 @@ pub(crate) fn run(
     let mut most_waiting = 0usize;
     let mut waited = Duration::ZERO;
     for (i, at) in arrived.iter() {
-        most_waiting = most_waiting.max(backlog(i, started, every, n));
+        most_waiting = most_waiting.max(backlog(i, started.elapsed(), every, n));
         waited += at.elapsed();
         let (leaf, subtree) = aggregator.adopt_leaf(&proofs[i], &leaf_bytes[i])?;
         tree.push(leaf, subtree)?;
@@ -83,8 +83,27 @@ pub(crate) fn run(
     Ok(report)
 }
 
-/// How many tasks arrived after task `i` and wait while it is taken up: the sequencer's backlog.
-fn backlog(i: usize, started: Instant, every: Duration, n: usize) -> usize {
-    let scheduled = (started.elapsed().as_secs_f64() / every.as_secs_f64()) as usize + 1;
+/// How many tasks arrived after task `i` and wait while it is taken up `elapsed` after the first
+/// arrival: the sequencer's backlog.
+fn backlog(i: usize, elapsed: Duration, every: Duration, n: usize) -> usize {
+    let scheduled = (elapsed.as_secs_f64() / every.as_secs_f64()) as usize + 1;
     scheduled.min(n).saturating_sub(i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backlog;
+    use std::time::Duration;
+
+    #[test]
+    fn the_backlog_counts_the_tasks_scheduled_after_the_one_taken_up() {
+        let (every, s) = (Duration::from_secs(4), Duration::from_secs);
+        assert_eq!(backlog(0, s(0), every, 64), 0);
+        // Task 3 taken up at 20 s: tasks 4 and 5 (due at 16 and 20 s) wait.
+        assert_eq!(backlog(3, s(20), every, 64), 2);
+        // Never more than the batch holds.
+        assert_eq!(backlog(60, s(1000), every, 64), 3);
+        // Taken up before its own arrival time cannot be negative.
+        assert_eq!(backlog(10, s(4), every, 64), 0);
+    }
 }
