@@ -405,7 +405,7 @@ impl Worker {
         self.store().put_batch(&record)?;
         self.store().flush_blocking()?;
         let batch_file = match &self.queue {
-            Some(_) => self.aggregate_on_queue(tree.aggregator(), &record, joined)?,
+            Some(_) => self.aggregate_on_queue(tree.aggregator(), &record, Some(joined))?,
             None => tree.finish()?,
         };
         self.wrap(record, &batch_file)
@@ -469,21 +469,22 @@ impl Worker {
     }
 
     /// Proves a closed batch on the job queue's workers (every returned proof is verified).
-    /// `joined`: its tasks as they joined under `aggregator` (empty after a restart: then they
-    /// are loaded and their provider leaves checked again).
+    /// `joined`: its tasks as they joined under `aggregator`; `None` after a restart, when they
+    /// are loaded and their provider leaves checked again.
     fn aggregate_on_queue(
         &self,
         aggregator: &Aggregator,
         record: &BatchRecord,
-        joined: Vec<JoinedTask>,
+        joined: Option<Vec<JoinedTask>>,
     ) -> Result<tgrid_aggregation::BatchFile> {
         let queue = self.queue.as_ref().ok_or_else(|| ServiceError::Config("no job queue".into()))?;
-        let (proofs, provided) = if joined.len() == record.tasks.len() {
-            joined.into_iter().map(|t| (t.proof, t.provider_leaf)).unzip()
-        } else {
-            let proofs = record.tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
-            let provided = self.provider_leaves(aggregator, &record.tasks, &proofs)?;
-            (proofs, provided)
+        let (proofs, provided) = match joined {
+            Some(joined) => joined.into_iter().map(|t| (t.proof, t.provider_leaf)).unzip(),
+            None => {
+                let proofs = record.tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
+                let provided = self.provider_leaves(aggregator, &record.tasks, &proofs)?;
+                (proofs, provided)
+            }
         };
         let started = std::time::Instant::now();
         info!(
@@ -617,7 +618,7 @@ impl Worker {
             return self.fail(record, reason, unlisted);
         }
         let batch_file = match &self.queue {
-            Some(_) => self.aggregate_on_queue(aggregator, &record, Vec::new())?,
+            Some(_) => self.aggregate_on_queue(aggregator, &record, None)?,
             None => {
                 let proofs = record.tasks.iter().map(|t| self.proof(t)).collect::<Result<Vec<_>>>()?;
                 let provided = self.provider_leaves(aggregator, &record.tasks, &proofs)?;
