@@ -111,14 +111,33 @@ pub fn zk_join_config() -> CircuitConfig {
 /// force 135 on every row.
 pub const SEGMENT_WIRES: usize = crate::gates::HEAD_WIRES;
 
-/// The configuration of a segment circuit (every task circuit of a model that fits one segment):
-/// [`join_config`] narrowed to [`SEGMENT_WIRES`] wires, with room in the row constants for the
-/// circuit's custom gates: the five fixed-point constants of a [`crate::gates::RequantizeGate`]
-/// and the weights of its widest [`WeightedSumGate`] (`weighted_sum_terms`).
-pub fn segment_config(weighted_sum_terms: usize) -> CircuitConfig {
-    let mut config = join_config();
+/// The configuration of a segment circuit (every task circuit of a model that fits one segment)
+/// of a task of mode `privacy`, narrowed to [`SEGMENT_WIRES`] wires, with room in the row
+/// constants for the circuit's custom gates: the five fixed-point constants of a
+/// [`crate::gates::RequantizeGate`] and the weights of its widest [`WeightedSumGate`]
+/// (`weighted_sum_terms`).
+///
+/// A public segment is proven at FRI rate 1/4 with 42 queries ([`public_segment_fri`]); a private
+/// one keeps [`zk_join_config`]'s rate 1/8 with 28 queries, where its blinding rows (which grow
+/// with the queries) would cost more than the rate saves.
+pub fn segment_config(weighted_sum_terms: usize, privacy: Privacy) -> CircuitConfig {
+    let mut config = if privacy.zero_knowledge() { zk_join_config() } else { public_segment_fri(join_config()) };
     config.num_wires = SEGMENT_WIRES;
     config.num_constants = weighted_sum_terms.max(REQUANTIZE_CONSTANTS);
+    config
+}
+
+/// `config` proven at FRI rate 1/4: 42 queries and 16 bits of proof of work, so the conjectured
+/// security is that of rate 1/8 with 28 queries, `2·42 + 16 = 3·28 + 16 = 100` bits. The
+/// low-degree extension of every column is half as long, which roughly halves a proof's
+/// hashing and FFTs (docs/BENCHMARKS.md); verification opens 42 queries instead of 28. At this
+/// rate plonky2 allows constraints of degree 4 at most (with their selector, the quotient's
+/// degree factor 4), so the circuit's Poseidon takes the degree-3 rows
+/// ([`crate::gates::PoseidonLowDegreeGate`]).
+pub fn public_segment_fri(mut config: CircuitConfig) -> CircuitConfig {
+    config.fri_config.rate_bits = 2;
+    config.fri_config.num_query_rounds = 42;
+    config.max_quotient_degree_factor = 4;
     config
 }
 
@@ -261,7 +280,7 @@ impl BuildOptions {
 impl SegmentCircuit {
     /// Builds the circuit of `segment`.
     pub(crate) fn build(model: &QuantModel, segment: Segment, options: BuildOptions) -> Result<Self> {
-        let routed_wires = segment_config(0).num_routed_wires;
+        let routed_wires = segment_config(0, options.privacy).num_routed_wires;
         #[allow(unused_mut)]
         let mut layouts: Vec<MacLayout> =
             segment.nodes.clone().map(|i| choose_layout(model, i, routed_wires)).collect();
@@ -270,8 +289,7 @@ impl SegmentCircuit {
             layouts.fill(layout);
         }
         let widest = layouts.iter().map(|l| if let MacLayout::WeightedSum(g) = l { g.terms } else { 0 }).max();
-        let mut config = segment_config(widest.unwrap_or(0));
-        config.zero_knowledge = options.privacy.zero_knowledge();
+        let config = segment_config(widest.unwrap_or(0), options.privacy);
         let mut builder = CircuitBuilder::<F, D>::new(config);
         let mut gadgets = Gadgets::new(&mut builder);
         #[cfg(test)]

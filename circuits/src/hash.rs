@@ -3,7 +3,11 @@
 //! ([`crate::gates::PoseidonHeadGate`], [`crate::gates::PoseidonTailGate`]) in circuits too
 //! narrow for plonky2's 135-wire `PoseidonGate` (the task circuits, see [`crate::segment_config`]).
 //!
-//! The choice is made per circuit by its width, so a wide circuit (a recursive verifier, every
+//! A circuit proven at FRI rate 1/4 (a public task's segment, see [`crate::segment_config`])
+//! allows no constraint of degree 7: there the permutation takes five rows of degree 3
+//! ([`crate::gates::PoseidonLowDegreeGate`]).
+//!
+//! The choice is made per circuit by its width and degree bound, so a wide circuit (a recursive verifier, every
 //! aggregation and wrap layer) is gate for gate what `PoseidonGoldilocksConfig` builds, with the
 //! same digests; and a narrow circuit computes the same hashes. A recursive verifier of a narrow
 //! proof hashes that proof's public inputs with `PoseidonGate`: the permutation is one function,
@@ -20,7 +24,7 @@ use plonky2::iop::target::{BoolTarget, Target};
 use plonky2::plonk::circuit_builder::CircuitBuilder;
 use plonky2::plonk::config::{AlgebraicHasher, GenericConfig, Hasher};
 
-use crate::gates::{permute_rows, PoseidonHeadGate, PoseidonTailGate};
+use crate::gates::{low_degree_rows, permute_low_degree_rows, permute_rows, PoseidonHeadGate, PoseidonTailGate};
 use crate::F;
 
 /// plonky2's Poseidon hash; in a circuit narrower than `PoseidonGate`, two narrow rows.
@@ -52,7 +56,9 @@ impl AlgebraicHasher<F> for TgridPoseidonHash {
     where
         F: RichField + Extendable<D>,
     {
-        if builder.config.num_wires >= PoseidonGate::<F, D>::new().num_wires() {
+        // A degree-7 gate needs a quotient degree factor of 7 or more (FRI rate 1/8).
+        let degree_seven = builder.config.max_quotient_degree_factor >= 7;
+        if degree_seven && builder.config.num_wires >= PoseidonGate::<F, D>::new().num_wires() {
             return <PoseidonHash as AlgebraicHasher<F>>::permute_swapped(inputs, swap, builder);
         }
         let mut state: [Target; SPONGE_WIDTH] =
@@ -66,7 +72,11 @@ impl AlgebraicHasher<F> for TgridPoseidonHash {
                 state[i + 4] = builder.select(swap, left, right);
             }
         }
-        let out = permute_rows(builder, state, PoseidonHeadGate::default(), PoseidonTailGate::default());
+        let out = if degree_seven {
+            permute_rows(builder, state, PoseidonHeadGate::default(), PoseidonTailGate::default())
+        } else {
+            permute_low_degree_rows(builder, state, low_degree_rows())
+        };
         PoseidonPermutation::new(out)
     }
 }

@@ -30,12 +30,13 @@ mod tests;
 mod token_tests;
 
 pub use circuit::{
-    join_config, segment_config, zk_join_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS, SEGMENT_WIRES,
+    join_config, public_segment_fri, segment_config, zk_join_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS,
+    SEGMENT_WIRES,
 };
 pub use commit::{commit, commit_salted, Commitment, Salt};
 pub use error::{Error, Result};
 pub use files::{check_header, decode_plonky2_proof, hash_to_bytes, ModelFile, TaskProof, MODEL_MAGIC, PROOF_MAGIC};
-pub use gates::{PoseidonHeadGate, PoseidonTailGate};
+pub use gates::{LowDegreeRow, PoseidonHeadGate, PoseidonLowDegreeGate, PoseidonTailGate};
 pub use hash::{TgridPoseidonConfig, TgridPoseidonHash};
 pub use lower::{check_layer_norm, requant_for, window_indices};
 pub use model::{

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 
 /// Version of the integer semantics and of the circuit layout. It is part of the model id, so a
 /// change of either gives every model a new id.
-pub const CIRCUIT_VERSION: u32 = 4;
+pub const CIRCUIT_VERSION: u32 = 5;
 
 /// Largest tensor (elements) and largest model (multiply-accumulates) we accept. They bound the
 /// memory a malformed or hostile model file can make us allocate.

@@ -47,7 +47,10 @@ fn estimated_rows(model: &QuantModel, node: usize) -> usize {
         Op::MaxPool { kernel, .. } => out * kernel[0] * kernel[1] / 20 + out,
         Op::MatMul { .. } => {
             let k = model.tensor_shape(n.inputs[0]).last().copied().unwrap_or(1);
-            let (_, rows_per_sum) = crate::gates::DotProductGate::for_len(k, crate::segment_config(0).num_routed_wires);
+            let (_, rows_per_sum) = crate::gates::DotProductGate::for_len(
+                k,
+                crate::segment_config(0, crate::Privacy::Public).num_routed_wires,
+            );
             (out as f64 * rows_per_sum).ceil() as usize + requantized
         }
         Op::LayerNorm { .. } | Op::Softmax { .. } => out / 2 + requantized,

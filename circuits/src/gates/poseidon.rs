@@ -87,14 +87,14 @@ pub struct PoseidonTailGate {
 }
 
 /// The wires of one gate row as the round functions read them: `get(w)` is wire `w`.
-fn wires<T: Copy, const N: usize>(first: usize, get: impl Fn(usize) -> T) -> [T; N] {
+pub(super) fn wires<T: Copy, const N: usize>(first: usize, get: impl Fn(usize) -> T) -> [T; N] {
     std::array::from_fn(|i| get(first + i))
 }
 
 /// The layers of the permutation over one kind of value. The constraints are written once over
 /// this; the base field uses plonky2's specialised native layers (the quotient evaluates every
 /// gate at each point of the low-degree extension), extensions the generic ones.
-trait Layers: Copy + std::ops::Sub<Output = Self> {
+pub(super) trait Layers: Copy + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self> {
     fn constant_layer(state: &mut [Self; SPONGE_WIDTH], round: usize);
     fn sbox_layer(state: &mut [Self; SPONGE_WIDTH]);
     fn mds_layer(state: &[Self; SPONGE_WIDTH]) -> [Self; SPONGE_WIDTH];
@@ -103,11 +103,20 @@ trait Layers: Copy + std::ops::Sub<Output = Self> {
     /// `x^7` plus the fast partial round's constant.
     fn partial_sbox(x: Self, round: usize) -> Self;
     fn mds_partial_layer_fast(state: &[Self; SPONGE_WIDTH], round: usize) -> [Self; SPONGE_WIDTH];
+    /// `x` plus the fast partial round's constant (what follows the S-box in the fast form).
+    fn add_partial_constant(x: Self, round: usize) -> Self;
 }
 
 /// A value of the base field.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Base<F>(F);
+pub(super) struct Base<F>(pub(super) F);
+
+impl<F: Field> std::ops::Mul for Base<F> {
+    type Output = Self;
+    fn mul(self, rhs: Self) -> Self {
+        Base(self.0 * rhs.0)
+    }
+}
 
 impl<F: Field> std::ops::Sub for Base<F> {
     type Output = Self;
@@ -147,11 +156,21 @@ impl<F: RichField> Layers for Base<F> {
     fn mds_partial_layer_fast(state: &[Self; SPONGE_WIDTH], round: usize) -> [Self; SPONGE_WIDTH] {
         <F as Poseidon>::mds_partial_layer_fast(&state.map(|x| x.0), round).map(Base)
     }
+    fn add_partial_constant(x: Self, round: usize) -> Self {
+        Base(x.0 + F::from_canonical_u64(<F as Poseidon>::FAST_PARTIAL_ROUND_CONSTANTS[round]))
+    }
 }
 
 /// A value of an extension of the base field `F` (degree `DE`).
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Ext<F, T, const DE: usize>(T, PhantomData<F>);
+pub(super) struct Ext<F, T, const DE: usize>(pub(super) T, pub(super) PhantomData<F>);
+
+impl<F, T: std::ops::Mul<Output = T>, const DE: usize> std::ops::Mul for Ext<F, T, DE> {
+    type Output = Self;
+    fn mul(self, rhs: Self) -> Self {
+        Ext(self.0 * rhs.0, PhantomData)
+    }
+}
 
 impl<F, T: std::ops::Sub<Output = T>, const DE: usize> std::ops::Sub for Ext<F, T, DE> {
     type Output = Self;
@@ -188,6 +207,10 @@ impl<F: RichField, T: FieldExtension<DE, BaseField = F>, const DE: usize> Layers
     }
     fn mds_partial_layer_fast(state: &[Self; SPONGE_WIDTH], round: usize) -> [Self; SPONGE_WIDTH] {
         <F as Poseidon>::mds_partial_layer_fast_field(&state.map(|x| x.0), round).map(|x| Ext(x, PhantomData))
+    }
+    fn add_partial_constant(x: Self, round: usize) -> Self {
+        let c = T::from_canonical_u64(<F as Poseidon>::FAST_PARTIAL_ROUND_CONSTANTS[round]);
+        Ext(x.0 + c, PhantomData)
     }
 }
 

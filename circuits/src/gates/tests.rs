@@ -249,7 +249,7 @@ mod poseidon {
         head: PoseidonHeadGate,
         tail: PoseidonTailGate,
     ) -> (plonky2::plonk::circuit_data::CircuitData<F, C, D>, [Target; SPONGE_WIDTH]) {
-        let config = CircuitConfig { zero_knowledge: false, ..segment_config(0) };
+        let config = CircuitConfig { zero_knowledge: false, ..segment_config(0, crate::Privacy::Private) };
         let mut b = CircuitBuilder::<F, D>::new(config);
         let inputs: [Target; SPONGE_WIDTH] = std::array::from_fn(|_| b.add_virtual_target());
         let out = permute_rows(&mut b, inputs, head, tail);
@@ -314,7 +314,7 @@ mod poseidon {
     fn the_hasher_matches_plonky2_poseidon_in_narrow_and_wide_circuits() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(6);
         for (config, narrow) in [
-            (CircuitConfig { zero_knowledge: false, ..segment_config(0) }, true),
+            (CircuitConfig { zero_knowledge: false, ..segment_config(0, crate::Privacy::Private) }, true),
             (CircuitConfig::standard_recursion_config(), false),
         ] {
             let mut b = CircuitBuilder::<F, D>::new(config);
@@ -353,6 +353,213 @@ mod poseidon {
                 expected.extend(F::poseidon(expected_in));
                 assert_eq!(proof.public_inputs, expected, "narrow {narrow}, swapped {swapped}");
             }
+        }
+    }
+}
+
+mod poseidon_low_degree {
+    use plonky2::hash::hashing::PlonkyPermutation;
+    use plonky2::hash::poseidon::{Poseidon, PoseidonHash, PoseidonPermutation, SPONGE_WIDTH};
+    use plonky2::iop::target::Target;
+    use plonky2::iop::witness::{PartialWitness, WitnessWrite};
+    use plonky2::plonk::circuit_builder::CircuitBuilder;
+    use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData};
+    use plonky2::plonk::config::{AlgebraicHasher, Hasher};
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::gates::poseidon::{wire_input, wire_output};
+    use crate::gates::poseidon_low_degree::{
+        low_degree_rows, permute_low_degree_rows, row_witness, wire_full_cube, wire_full_sbox, wire_partial_cube,
+        wire_partial_sbox, FULL_WIRES, PARTIAL_WIRES,
+    };
+    use crate::gates::{LowDegreeRow, PoseidonLowDegreeGate};
+    use crate::{segment_config, Privacy, TgridPoseidonHash};
+
+    fn random_state(rng: &mut impl Rng) -> [F; SPONGE_WIDTH] {
+        std::array::from_fn(|_| F::from_noncanonical_u64(rng.gen()))
+    }
+
+    /// The witnesses of the five rows, each fed the previous row's outputs.
+    fn rows_witness(input: [F; SPONGE_WIDTH]) -> Vec<Vec<F>> {
+        let mut state = input;
+        LowDegreeRow::ALL
+            .iter()
+            .map(|&row| {
+                let w = row_witness(row, state);
+                state = std::array::from_fn(|i| w[wire_output(i)]);
+                w
+            })
+            .collect()
+    }
+
+    #[test]
+    fn low_degree_rows_have_degree_three_and_their_evaluations_agree() {
+        for row in LowDegreeRow::ALL {
+            let gate = PoseidonLowDegreeGate::new(row);
+            assert_eq!(<PoseidonLowDegreeGate as Gate<F, D>>::degree(&gate), 3);
+            test_low_degree::<F, _, D>(gate);
+            test_eval_fns::<F, C, _, D>(gate).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_five_rows_compute_plonky2_poseidon() {
+        assert_eq!((FULL_WIRES, PARTIAL_WIRES), (60, 67));
+        let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+        for _ in 0..200 {
+            let input = random_state(&mut rng);
+            let last = rows_witness(input).pop().unwrap();
+            let output: [F; SPONGE_WIDTH] = std::array::from_fn(|i| last[wire_output(i)]);
+            assert_eq!(output, F::poseidon(input));
+        }
+    }
+
+    /// The wire each constraint compares against, in the gate's constraint order.
+    fn constraint_wires(row: LowDegreeRow) -> Vec<usize> {
+        let outputs = (0..SPONGE_WIDTH).map(wire_output);
+        match row {
+            LowDegreeRow::Full(_) => (0..SPONGE_WIDTH)
+                .map(|i| wire_full_cube(false, i))
+                .chain((0..SPONGE_WIDTH).flat_map(|i| [wire_full_sbox(i), wire_full_cube(true, i)]))
+                .chain(outputs)
+                .collect(),
+            LowDegreeRow::Partial => std::iter::once(wire_partial_cube(0))
+                .chain((1..22).flat_map(|r| [wire_partial_sbox(r), wire_partial_cube(r)]))
+                .chain(outputs)
+                .collect(),
+        }
+    }
+
+    /// On the honest witness every constraint is zero; changing any wire but an input breaks
+    /// its own constraint, and changing an input breaks some constraint.
+    #[test]
+    fn each_low_degree_constraint_rejects_a_changed_wire() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(14);
+        for (row, witness) in LowDegreeRow::ALL.into_iter().zip(rows_witness(random_state(&mut rng))) {
+            let gate = PoseidonLowDegreeGate::new(row);
+            let witness: Vec<FE> = witness.iter().map(|&x| <FE as FieldExtension<D>>::from_basefield(x)).collect();
+            let nonzero = |wires: &[FE]| -> Vec<usize> {
+                eval(&gate, wires, &[]).iter().enumerate().filter(|(_, c)| **c != FE::ZERO).map(|(i, _)| i).collect()
+            };
+            assert_eq!(nonzero(&witness), Vec::<usize>::new(), "{row:?}");
+            let order = constraint_wires(row);
+            assert_eq!(order.len(), <PoseidonLowDegreeGate as Gate<F, D>>::num_constraints(&gate), "{row:?}");
+            for w in 0..witness.len() {
+                let mut bad = witness.clone();
+                bad[w] += FE::ONE;
+                let broken = nonzero(&bad);
+                assert!(!broken.is_empty(), "{row:?} wire {w}");
+                match order.iter().position(|&o| o == w) {
+                    Some(own) => assert!(broken.contains(&own), "{row:?} wire {w}: {broken:?}"),
+                    None => assert!(w < wire_input(SPONGE_WIDTH), "{row:?} wire {w} has no constraint of its own"),
+                }
+            }
+        }
+    }
+
+    /// A public segment's configuration (rate 1/4) that permutes `inputs` with the given rows.
+    fn rate_quarter_permutation(gates: [PoseidonLowDegreeGate; 5]) -> (CircuitData<F, C, D>, [Target; SPONGE_WIDTH]) {
+        let mut b = CircuitBuilder::<F, D>::new(segment_config(0, Privacy::Public));
+        let inputs: [Target; SPONGE_WIDTH] = std::array::from_fn(|_| b.add_virtual_target());
+        let out = permute_low_degree_rows(&mut b, inputs, gates);
+        b.register_public_inputs(&out);
+        (b.build::<C>(), inputs)
+    }
+
+    #[test]
+    fn a_rate_quarter_circuit_proves_the_permutation_and_a_recursive_verifier_checks_it() {
+        let (data, inputs) = rate_quarter_permutation(low_degree_rows());
+        assert_eq!(data.common.config.fri_config.rate_bits, 2);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(15);
+        let input = random_state(&mut rng);
+        let mut pw = PartialWitness::new();
+        for (&t, &x) in inputs.iter().zip(&input) {
+            pw.set_target(t, x).unwrap();
+        }
+        let proof = data.prove(pw).unwrap();
+        assert_eq!(proof.public_inputs, F::poseidon(input).to_vec());
+        data.verify(proof.clone()).unwrap();
+
+        let mut outer = CircuitBuilder::<F, D>::new(CircuitConfig::standard_recursion_config());
+        let pt = outer.add_virtual_proof_with_pis(&data.common);
+        let vd = outer.constant_verifier_data(&data.verifier_only);
+        outer.verify_proof::<C>(&pt, &vd, &data.common);
+        let outer = outer.build::<C>();
+        let mut pw = PartialWitness::new();
+        pw.set_proof_with_pis_target(&pt, &proof).unwrap();
+        outer.verify(outer.prove(pw).unwrap()).unwrap();
+    }
+
+    /// A prover who writes one wrong value into any kind of wire of any row (the generator's
+    /// fault; the circuit is the honest one) gets no valid proof.
+    #[test]
+    fn a_wrong_value_in_any_kind_of_low_degree_wire_is_rejected() {
+        let faults: [(&str, usize, usize); 8] = [
+            ("first full row, first round's cube", 0, wire_full_cube(false, 3)),
+            ("second full row, second round's S-box input", 1, wire_full_sbox(8)),
+            ("second full row, second round's cube", 1, wire_full_cube(true, 0)),
+            ("partial row, round 0's cube", 2, wire_partial_cube(0)),
+            ("partial row, an S-box input", 2, wire_partial_sbox(17)),
+            ("partial row, a cube", 2, wire_partial_cube(9)),
+            ("partial row, an output", 2, wire_output(4)),
+            ("last full row, an output", 4, wire_output(11)),
+        ];
+        let (honest, _) = rate_quarter_permutation(low_degree_rows());
+        for (what, row, wire) in faults {
+            let mut gates = low_degree_rows();
+            gates[row].fault = Some(wire);
+            let (data, inputs) = rate_quarter_permutation(gates);
+            assert_eq!(data.verifier_only.circuit_digest, honest.verifier_only.circuit_digest, "{what}");
+            let mut pw = PartialWitness::new();
+            for (i, &t) in inputs.iter().enumerate() {
+                pw.set_target(t, F::from_canonical_usize(i)).unwrap();
+            }
+            let verified = crate::prove_circuit(&data, pw)
+                .and_then(|p| honest.verify(p).map_err(|e| crate::Error::InvalidProof(e.to_string())));
+            assert!(verified.is_err(), "{what}: a faulty witness verified");
+        }
+    }
+
+    /// The hasher takes the low-degree rows exactly where degree 7 is not allowed, with
+    /// plonky2's hashes, the swap of a Merkle step included.
+    #[test]
+    fn the_hasher_matches_plonky2_poseidon_at_rate_one_quarter() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(16);
+        let mut b = CircuitBuilder::<F, D>::new(segment_config(0, Privacy::Public));
+        let message = b.add_virtual_targets(19);
+        let hash = b.hash_n_to_hash_no_pad::<TgridPoseidonHash>(message.clone());
+        b.register_public_inputs(&hash.elements);
+        let state: [Target; SPONGE_WIDTH] = std::array::from_fn(|_| b.add_virtual_target());
+        let swap = b.add_virtual_bool_target_safe();
+        let out = TgridPoseidonHash::permute_swapped(PoseidonPermutation::new(state), swap, &mut b);
+        b.register_public_inputs(out.as_ref());
+        let data = b.build::<C>();
+        let ids: Vec<String> = data.common.gates.iter().map(|g| g.0.id()).collect();
+        assert!(ids.iter().any(|id| id.starts_with("tgrid::PoseidonLowDegreeGate")), "{ids:?}");
+        assert!(!ids.iter().any(|id| id == "tgrid::PoseidonHeadGate"), "{ids:?}");
+        for swapped in [false, true] {
+            let values: Vec<F> = (0..19).map(|_| F::from_noncanonical_u64(rng.gen())).collect();
+            let s = random_state(&mut rng);
+            let mut pw = PartialWitness::new();
+            for (&t, &v) in message.iter().zip(&values) {
+                pw.set_target(t, v).unwrap();
+            }
+            for (&t, &v) in state.iter().zip(&s) {
+                pw.set_target(t, v).unwrap();
+            }
+            pw.set_bool_target(swap, swapped).unwrap();
+            let proof = data.prove(pw).unwrap();
+            data.verify(proof.clone()).unwrap();
+            let mut expected_in = s;
+            if swapped {
+                for i in 0..4 {
+                    expected_in.swap(i, i + 4);
+                }
+            }
+            let mut expected = PoseidonHash::hash_no_pad(&values).elements.to_vec();
+            expected.extend(F::poseidon(expected_in));
+            assert_eq!(proof.public_inputs, expected, "swapped {swapped}");
         }
     }
 }
