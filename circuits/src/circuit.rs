@@ -112,16 +112,13 @@ pub fn zk_join_config() -> CircuitConfig {
 pub const SEGMENT_WIRES: usize = crate::gates::HEAD_WIRES;
 
 /// The configuration of a segment circuit (every task circuit of a model that fits one segment)
-/// of a task of mode `privacy`, narrowed to [`SEGMENT_WIRES`] wires, with room in the row
-/// constants for the circuit's custom gates: the five fixed-point constants of a
-/// [`crate::gates::RequantizeGate`] and the weights of its widest [`WeightedSumGate`]
-/// (`weighted_sum_terms`).
-///
-/// A public segment is proven at FRI rate 1/4 with 42 queries ([`public_segment_fri`]); a private
-/// one keeps [`zk_join_config`]'s rate 1/8 with 28 queries, where its blinding rows (which grow
-/// with the queries) would cost more than the rate saves.
+/// of a task of mode `privacy`: [`join_config`] or [`zk_join_config`] narrowed to
+/// [`SEGMENT_WIRES`] wires, with room in the row constants for the circuit's custom gates: the
+/// five fixed-point constants of a [`crate::gates::RequantizeGate`] and the weights of its widest
+/// [`WeightedSumGate`] (`weighted_sum_terms`). A public segment of at most
+/// [`QUARTER_RATE_MAX_ROWS`] rows is then proven at [`public_segment_fri`].
 pub fn segment_config(weighted_sum_terms: usize, privacy: Privacy) -> CircuitConfig {
-    let mut config = if privacy.zero_knowledge() { zk_join_config() } else { public_segment_fri(join_config()) };
+    let mut config = if privacy.zero_knowledge() { zk_join_config() } else { join_config() };
     config.num_wires = SEGMENT_WIRES;
     config.num_constants = weighted_sum_terms.max(REQUANTIZE_CONSTANTS);
     config
@@ -140,6 +137,13 @@ pub fn public_segment_fri(mut config: CircuitConfig) -> CircuitConfig {
     config.max_quotient_degree_factor = 4;
     config
 }
+
+/// The largest public segment proven at FRI rate 1/4. A task proof is normalized in the fixed
+/// 2^13-row normalization shape, and verifying a rate-1/4 proof (42 queries) takes more rows
+/// than a rate-1/8 one, growing with the proof's degree: a 2^13-row LeNet or vit fits, the GPT's
+/// 2^16 rows needed 9,212. Larger public segments keep rate 1/8; private ones always do (their
+/// blinding rows grow with the queries: ~4,900 at 42 against 3,286 at 28).
+pub const QUARTER_RATE_MAX_ROWS: usize = 1 << 13;
 
 /// Row constants of a requantization gate.
 const REQUANTIZE_CONSTANTS: usize = 5;
@@ -278,8 +282,29 @@ impl BuildOptions {
 }
 
 impl SegmentCircuit {
-    /// Builds the circuit of `segment`.
+    /// Builds the circuit of `segment`: a public one at FRI rate 1/4 if it has at most
+    /// [`QUARTER_RATE_MAX_ROWS`] rows, any other at rate 1/8. The choice depends on the model
+    /// alone, so every party rebuilds the same circuit.
     pub(crate) fn build(model: &QuantModel, segment: Segment, options: BuildOptions) -> Result<Self> {
+        if !options.privacy.zero_knowledge() {
+            let quarter = Self::build_at(model, segment.clone(), options.clone(), Some(QUARTER_RATE_MAX_ROWS))?;
+            // Building pads; a circuit whose gates fit may still not (rare: then it is built twice).
+            if let Some(circuit) = quarter.filter(|c| c.rows() <= QUARTER_RATE_MAX_ROWS) {
+                return Ok(circuit);
+            }
+        }
+        Self::build_at(model, segment, options, None)?
+            .ok_or_else(|| Error::InvalidModel("a segment at FRI rate 1/8 has no row limit".into()))
+    }
+
+    /// Builds the circuit of `segment` at FRI rate 1/4 if `quarter_rate_rows` is given (`None`
+    /// when its gates already exceed that many rows), at rate 1/8 otherwise.
+    fn build_at(
+        model: &QuantModel,
+        segment: Segment,
+        options: BuildOptions,
+        quarter_rate_rows: Option<usize>,
+    ) -> Result<Option<Self>> {
         let routed_wires = segment_config(0, options.privacy).num_routed_wires;
         #[allow(unused_mut)]
         let mut layouts: Vec<MacLayout> =
@@ -289,7 +314,10 @@ impl SegmentCircuit {
             layouts.fill(layout);
         }
         let widest = layouts.iter().map(|l| if let MacLayout::WeightedSum(g) = l { g.terms } else { 0 }).max();
-        let config = segment_config(widest.unwrap_or(0), options.privacy);
+        let mut config = segment_config(widest.unwrap_or(0), options.privacy);
+        if quarter_rate_rows.is_some() {
+            config = public_segment_fri(config);
+        }
         let mut builder = CircuitBuilder::<F, D>::new(config);
         let mut gadgets = Gadgets::new(&mut builder);
         #[cfg(test)]
@@ -413,13 +441,16 @@ impl SegmentCircuit {
         if tracing::enabled!(target: "plonky2::plonk::circuit_builder", tracing::Level::DEBUG) {
             builder.print_gate_counts(0);
         }
+        if quarter_rate_rows.is_some_and(|max| builder.num_gates() > max) {
+            return Ok(None);
+        }
         let data = builder.build::<C>();
         let tensors = values
             .into_iter()
             .filter(|(t, _)| !segment.live_in.contains(t))
             .map(|(t, v)| (t, v.into_iter().map(|b| b.0).collect()))
             .collect();
-        Ok(SegmentCircuit { data, inputs, tensors, binding, salts })
+        Ok(Some(SegmentCircuit { data, inputs, tensors, binding, salts }))
     }
 
     /// Number of gate rows (the padded circuit degree).

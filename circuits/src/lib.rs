@@ -31,7 +31,7 @@ mod token_tests;
 
 pub use circuit::{
     join_config, public_segment_fri, segment_config, zk_join_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS,
-    SEGMENT_WIRES,
+    QUARTER_RATE_MAX_ROWS, SEGMENT_WIRES,
 };
 pub use commit::{commit, commit_salted, Commitment, Salt};
 pub use error::{Error, Result};

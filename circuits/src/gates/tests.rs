@@ -374,7 +374,7 @@ mod poseidon_low_degree {
         wire_partial_sbox, FULL_WIRES, PARTIAL_WIRES,
     };
     use crate::gates::{LowDegreeRow, PoseidonLowDegreeGate};
-    use crate::{segment_config, Privacy, TgridPoseidonHash};
+    use crate::{public_segment_fri, segment_config, Privacy, TgridPoseidonHash};
 
     fn random_state(rng: &mut impl Rng) -> [F; SPONGE_WIDTH] {
         std::array::from_fn(|_| F::from_noncanonical_u64(rng.gen()))
@@ -460,7 +460,7 @@ mod poseidon_low_degree {
 
     /// A public segment's configuration (rate 1/4) that permutes `inputs` with the given rows.
     fn rate_quarter_permutation(gates: [PoseidonLowDegreeGate; 5]) -> (CircuitData<F, C, D>, [Target; SPONGE_WIDTH]) {
-        let mut b = CircuitBuilder::<F, D>::new(segment_config(0, Privacy::Public));
+        let mut b = CircuitBuilder::<F, D>::new(public_segment_fri(segment_config(0, Privacy::Public)));
         let inputs: [Target; SPONGE_WIDTH] = std::array::from_fn(|_| b.add_virtual_target());
         let out = permute_low_degree_rows(&mut b, inputs, gates);
         b.register_public_inputs(&out);
@@ -526,7 +526,7 @@ mod poseidon_low_degree {
     #[test]
     fn the_hasher_matches_plonky2_poseidon_at_rate_one_quarter() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(16);
-        let mut b = CircuitBuilder::<F, D>::new(segment_config(0, Privacy::Public));
+        let mut b = CircuitBuilder::<F, D>::new(public_segment_fri(segment_config(0, Privacy::Public)));
         let message = b.add_virtual_targets(19);
         let hash = b.hash_n_to_hash_no_pad::<TgridPoseidonHash>(message.clone());
         b.register_public_inputs(&hash.elements);
