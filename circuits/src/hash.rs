@@ -3,13 +3,13 @@
 //! ([`crate::gates::PoseidonHeadGate`], [`crate::gates::PoseidonTailGate`]) in circuits too
 //! narrow for plonky2's 135-wire `PoseidonGate` (the task circuits, see [`crate::segment_config`]).
 //!
-//! A circuit proven at FRI rate 1/4 (a public task's segment, see [`crate::segment_config`])
-//! allows no constraint of degree 7: there the permutation takes five rows of degree 3
-//! ([`crate::gates::PoseidonLowDegreeGate`]).
+//! A circuit proven at FRI rate 1/4 (a public task's segment of at most 2^13 rows, see
+//! [`crate::public_segment_fri`]) allows no constraint of degree 7: there the permutation takes
+//! five rows of degree 3 ([`crate::gates::PoseidonLowDegreeGate`]).
 //!
-//! The choice is made per circuit by its width and degree bound, so a wide circuit (a recursive verifier, every
-//! aggregation and wrap layer) is gate for gate what `PoseidonGoldilocksConfig` builds, with the
-//! same digests; and a narrow circuit computes the same hashes. A recursive verifier of a narrow
+//! The choice is made per circuit by its width and degree bound, so a wide circuit (a recursive
+//! verifier, every aggregation and wrap layer) is gate for gate what `PoseidonGoldilocksConfig`
+//! builds, with the same digests; and a narrow circuit computes the same hashes. A recursive verifier of a narrow
 //! proof hashes that proof's public inputs with `PoseidonGate`: the permutation is one function,
 //! whatever rows it occupies.
 

@@ -1,8 +1,9 @@
 //! Custom plonky2 gates of the task circuits. The three arithmetic gates keep their parameters
 //! (weights, fixed-point constants, zero points) in the row's constants, which are preprocessed
 //! and cost nothing per proof; the Poseidon gates hold plonky2's permutation in two narrow rows
-//! (degree 7, FRI rate 1/8) or five rows of degree 3 (FRI rate 1/4). Each is evaluated natively and in-circuit from one definition so recursion checks exactly
-//! the constraints the prover satisfies.
+//! (degree 7, FRI rate 1/8) or five rows of degree 3 (FRI rate 1/4). Each is evaluated natively
+//! and in-circuit from one definition so recursion checks exactly the constraints the prover
+//! satisfies.
 
 mod dot_product;
 mod poseidon;
