@@ -122,20 +122,26 @@ const _: () = assert!(PARTIAL_WIRES <= super::HEAD_WIRES && FULL_WIRES <= PARTIA
 /// A row of the permutation whose constraints have degree 3.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoseidonLowDegreeGate {
-    /// Which rounds the row holds.
-    pub row: LowDegreeRow,
+    /// Which rounds the row holds: one of [`LowDegreeRow::ALL`].
+    pub(crate) row: LowDegreeRow,
     #[cfg(test)]
     pub(crate) fault: super::poseidon::Fault,
 }
 
 impl PoseidonLowDegreeGate {
-    /// The gate of `row`.
-    pub fn new(row: LowDegreeRow) -> Self {
+    /// The gate of `row` (one of [`LowDegreeRow::ALL`]).
+    pub(crate) fn new(row: LowDegreeRow) -> Self {
+        debug_assert!(LowDegreeRow::ALL.contains(&row));
         Self {
             row,
             #[cfg(test)]
             fault: None,
         }
+    }
+
+    /// Which rounds the row holds.
+    pub fn row(&self) -> LowDegreeRow {
+        self.row
     }
 }
 
