@@ -520,22 +520,18 @@ impl<F: RichField + Extendable<D>, const D: usize> SimpleGenerator<F, D> for Pos
     }
 
     fn dependencies(&self) -> Vec<Target> {
-        (0..SPONGE_WIDTH).map(|i| Target::wire(self.row, wire_input(i))).collect()
+        row_inputs(self.row)
     }
 
     fn run_once(&self, witness: &PartitionWitness<'_, F>, out: &mut GeneratedValues<F>) -> anyhow::Result<()> {
-        let input: [F; SPONGE_WIDTH] =
-            std::array::from_fn(|i| witness.get_target(Target::wire(self.row, wire_input(i))));
-        #[allow(unused_mut)]
-        let mut values = self.part.witness(input);
-        #[cfg(test)]
-        if let Some(w) = self.fault {
-            values[w] += F::ONE;
-        }
-        for (w, v) in values.into_iter().enumerate().skip(SPONGE_WIDTH) {
-            out.set_target(Target::wire(self.row, w), v)?;
-        }
-        Ok(())
+        fill_row(
+            self.row,
+            witness,
+            out,
+            |input| self.part.witness(input),
+            #[cfg(test)]
+            self.fault,
+        )
     }
 
     fn serialize(&self, dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {
@@ -553,6 +549,33 @@ impl<F: RichField + Extendable<D>, const D: usize> SimpleGenerator<F, D> for Pos
             _field: PhantomData,
         })
     }
+}
+
+/// The twelve input wires of a Poseidon row of either family: what its generator waits for.
+pub(super) fn row_inputs(row: usize) -> Vec<Target> {
+    (0..SPONGE_WIDTH).map(|i| Target::wire(row, wire_input(i))).collect()
+}
+
+/// Fills Poseidon row `row` from its twelve inputs: every later wire as `compute` gives it (a
+/// test `fault` adds one to that wire).
+pub(super) fn fill_row<F: RichField>(
+    row: usize,
+    witness: &PartitionWitness<'_, F>,
+    out: &mut GeneratedValues<F>,
+    compute: impl FnOnce([F; SPONGE_WIDTH]) -> Vec<F>,
+    #[cfg(test)] fault: Fault,
+) -> anyhow::Result<()> {
+    let input: [F; SPONGE_WIDTH] = std::array::from_fn(|i| witness.get_target(Target::wire(row, wire_input(i))));
+    #[allow(unused_mut)]
+    let mut values = compute(input);
+    #[cfg(test)]
+    if let Some(w) = fault {
+        values[w] += F::ONE;
+    }
+    for (w, v) in values.into_iter().enumerate().skip(SPONGE_WIDTH) {
+        out.set_target(Target::wire(row, w), v)?;
+    }
+    Ok(())
 }
 
 /// The permutation of `inputs` in two narrow rows (`head` then `tail`; tests pass faulty ones).

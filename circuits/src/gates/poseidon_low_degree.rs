@@ -30,13 +30,13 @@ use plonky2::hash::poseidon::{Poseidon, HALF_N_FULL_ROUNDS, N_PARTIAL_ROUNDS, SP
 use plonky2::iop::ext_target::ExtensionTarget;
 use plonky2::iop::generator::{GeneratedValues, SimpleGenerator, WitnessGeneratorRef};
 use plonky2::iop::target::Target;
-use plonky2::iop::witness::{PartitionWitness, Witness, WitnessWrite};
+use plonky2::iop::witness::PartitionWitness;
 use plonky2::plonk::circuit_builder::CircuitBuilder;
 use plonky2::plonk::circuit_data::CommonCircuitData;
 use plonky2::plonk::vars::{EvaluationTargets, EvaluationVars, EvaluationVarsBase};
 use plonky2::util::serialization::{Buffer, IoError, IoResult, Read, Write};
 
-use super::poseidon::{wire_input, wire_output, wires, Base, Ext, Layers};
+use super::poseidon::{fill_row, row_inputs, wire_input, wire_output, wires, Base, Ext, Layers};
 
 /// One of the five rows of the permutation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -391,22 +391,18 @@ impl<F: RichField + Extendable<D>, const D: usize> SimpleGenerator<F, D> for Low
     }
 
     fn dependencies(&self) -> Vec<Target> {
-        (0..SPONGE_WIDTH).map(|i| Target::wire(self.row, wire_input(i))).collect()
+        row_inputs(self.row)
     }
 
     fn run_once(&self, witness: &PartitionWitness<'_, F>, out: &mut GeneratedValues<F>) -> anyhow::Result<()> {
-        let input: [F; SPONGE_WIDTH] =
-            std::array::from_fn(|i| witness.get_target(Target::wire(self.row, wire_input(i))));
-        #[allow(unused_mut)]
-        let mut values = row_witness(self.kind, input);
-        #[cfg(test)]
-        if let Some(w) = self.fault {
-            values[w] += F::ONE;
-        }
-        for (w, v) in values.into_iter().enumerate().skip(SPONGE_WIDTH) {
-            out.set_target(Target::wire(self.row, w), v)?;
-        }
-        Ok(())
+        fill_row(
+            self.row,
+            witness,
+            out,
+            |input| row_witness(self.kind, input),
+            #[cfg(test)]
+            self.fault,
+        )
     }
 
     fn serialize(&self, dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {

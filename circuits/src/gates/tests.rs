@@ -164,7 +164,7 @@ mod poseidon {
     use plonky2::iop::target::Target;
     use plonky2::iop::witness::{PartialWitness, WitnessWrite};
     use plonky2::plonk::circuit_builder::CircuitBuilder;
-    use plonky2::plonk::circuit_data::CircuitConfig;
+    use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData};
     use plonky2::plonk::config::{AlgebraicHasher, Hasher};
     use rand::{Rng, SeedableRng};
 
@@ -175,7 +175,7 @@ mod poseidon {
     use crate::gates::{permute_rows, PoseidonHeadGate, PoseidonTailGate, HEAD_WIRES};
     use crate::{segment_config, TgridPoseidonHash, SEGMENT_WIRES};
 
-    fn random_state(rng: &mut impl Rng) -> [F; SPONGE_WIDTH] {
+    pub(super) fn random_state(rng: &mut impl Rng) -> [F; SPONGE_WIDTH] {
         std::array::from_fn(|_| F::from_noncanonical_u64(rng.gen()))
     }
 
@@ -248,7 +248,7 @@ mod poseidon {
     fn narrow_permutation(
         head: PoseidonHeadGate,
         tail: PoseidonTailGate,
-    ) -> (plonky2::plonk::circuit_data::CircuitData<F, C, D>, [Target; SPONGE_WIDTH]) {
+    ) -> (CircuitData<F, C, D>, [Target; SPONGE_WIDTH]) {
         let config = CircuitConfig { zero_knowledge: false, ..segment_config(0, crate::Privacy::Private) };
         let mut b = CircuitBuilder::<F, D>::new(config);
         let inputs: [Target; SPONGE_WIDTH] = std::array::from_fn(|_| b.add_virtual_target());
@@ -261,8 +261,18 @@ mod poseidon {
     fn a_narrow_circuit_proves_the_permutation() {
         let (data, inputs) = narrow_permutation(PoseidonHeadGate::default(), PoseidonTailGate::default());
         assert!(data.common.config.num_wires < 135);
-        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
-        let input = random_state(&mut rng);
+        assert_proves_poseidon_and_recursion_checks_it(&data, &inputs, 5);
+    }
+
+    /// `data` permutes `inputs` into its public inputs: it proves plonky2's Poseidon of a random
+    /// state (seeded by `seed`), and a wide recursive verifier (plonky2's `PoseidonGate`) checks
+    /// the proof.
+    pub(super) fn assert_proves_poseidon_and_recursion_checks_it(
+        data: &CircuitData<F, C, D>,
+        inputs: &[Target; SPONGE_WIDTH],
+        seed: u64,
+    ) {
+        let input = random_state(&mut rand::rngs::StdRng::seed_from_u64(seed));
         let mut pw = PartialWitness::new();
         for (&t, &x) in inputs.iter().zip(&input) {
             pw.set_target(t, x).unwrap();
@@ -271,7 +281,6 @@ mod poseidon {
         assert_eq!(proof.public_inputs, F::poseidon(input).to_vec());
         data.verify(proof.clone()).unwrap();
 
-        // A wide recursive verifier (plonky2's PoseidonGate) checks the narrow proof.
         let mut outer = CircuitBuilder::<F, D>::new(CircuitConfig::standard_recursion_config());
         let pt = outer.add_virtual_proof_with_pis(&data.common);
         let vd = outer.constant_verifier_data(&data.verifier_only);
@@ -280,6 +289,24 @@ mod poseidon {
         let mut pw = PartialWitness::new();
         pw.set_proof_with_pis_target(&pt, &proof).unwrap();
         outer.verify(outer.prove(pw).unwrap()).unwrap();
+    }
+
+    /// `data` (a permutation circuit built with one faulty generator, `what`) has `honest`'s
+    /// digest, and `honest`'s verifier rejects whatever it proves.
+    pub(super) fn assert_faulty_permutation_is_rejected(
+        what: &str,
+        honest: &CircuitData<F, C, D>,
+        data: &CircuitData<F, C, D>,
+        inputs: &[Target; SPONGE_WIDTH],
+    ) {
+        assert_eq!(data.verifier_only.circuit_digest, honest.verifier_only.circuit_digest, "{what}");
+        let mut pw = PartialWitness::new();
+        for (i, &t) in inputs.iter().enumerate() {
+            pw.set_target(t, F::from_canonical_usize(i)).unwrap();
+        }
+        let verified = crate::prove_circuit(data, pw)
+            .and_then(|p| honest.verify(p).map_err(|e| crate::Error::InvalidProof(e.to_string())));
+        assert!(verified.is_err(), "{what}: a faulty witness verified");
     }
 
     /// A prover who writes any one wrong value into a head or tail row (the generator's fault;
@@ -297,14 +324,7 @@ mod poseidon {
         for (what, head_fault, tail_fault) in faults {
             let (data, inputs) =
                 narrow_permutation(PoseidonHeadGate { fault: head_fault }, PoseidonTailGate { fault: tail_fault });
-            assert_eq!(data.verifier_only.circuit_digest, honest.verifier_only.circuit_digest, "{what}");
-            let mut pw = PartialWitness::new();
-            for (i, &t) in inputs.iter().enumerate() {
-                pw.set_target(t, F::from_canonical_usize(i)).unwrap();
-            }
-            let verified = crate::prove_circuit(&data, pw)
-                .and_then(|p| honest.verify(p).map_err(|e| crate::Error::InvalidProof(e.to_string())));
-            assert!(verified.is_err(), "{what}: a faulty witness verified");
+            assert_faulty_permutation_is_rejected(what, &honest, &data, &inputs);
         }
     }
 
@@ -317,56 +337,61 @@ mod poseidon {
             (CircuitConfig { zero_knowledge: false, ..segment_config(0, crate::Privacy::Private) }, true),
             (CircuitConfig::standard_recursion_config(), false),
         ] {
-            let mut b = CircuitBuilder::<F, D>::new(config);
-            let message = b.add_virtual_targets(19);
-            let hash = b.hash_n_to_hash_no_pad::<TgridPoseidonHash>(message.clone());
-            b.register_public_inputs(&hash.elements);
-            // permute_swapped with a witnessed swap bit, both ways.
-            let state: [Target; SPONGE_WIDTH] = std::array::from_fn(|_| b.add_virtual_target());
-            let swap = b.add_virtual_bool_target_safe();
-            let out = TgridPoseidonHash::permute_swapped(PoseidonPermutation::new(state), swap, &mut b);
-            b.register_public_inputs(out.as_ref());
-            let data = b.build::<C>();
-            let narrow_rows = data.common.gates.iter().any(|g| g.0.id() == "tgrid::PoseidonHeadGate");
-            assert_eq!(narrow_rows, narrow);
-
-            for swapped in [false, true] {
-                let values: Vec<F> = (0..19).map(|_| F::from_noncanonical_u64(rng.gen())).collect();
-                let s = random_state(&mut rng);
-                let mut pw = PartialWitness::new();
-                for (&t, &v) in message.iter().zip(&values) {
-                    pw.set_target(t, v).unwrap();
-                }
-                for (&t, &v) in state.iter().zip(&s) {
-                    pw.set_target(t, v).unwrap();
-                }
-                pw.set_bool_target(swap, swapped).unwrap();
-                let proof = data.prove(pw).unwrap();
-                data.verify(proof.clone()).unwrap();
-                let mut expected_in = s;
-                if swapped {
-                    for i in 0..4 {
-                        expected_in.swap(i, i + 4);
-                    }
-                }
-                let mut expected = PoseidonHash::hash_no_pad(&values).elements.to_vec();
-                expected.extend(F::poseidon(expected_in));
-                assert_eq!(proof.public_inputs, expected, "narrow {narrow}, swapped {swapped}");
-            }
+            let gates = assert_hasher_matches_plonky2(config, &mut rng);
+            assert_eq!(gates.iter().any(|id| id == "tgrid::PoseidonHeadGate"), narrow);
         }
+    }
+
+    /// In a circuit of `config`, the hasher's sponge (19 elements) and a `permute_swapped` with a
+    /// witnessed swap bit, both ways, give plonky2's hashes; returns the circuit's gate ids.
+    pub(super) fn assert_hasher_matches_plonky2(config: CircuitConfig, rng: &mut impl Rng) -> Vec<String> {
+        let mut b = CircuitBuilder::<F, D>::new(config);
+        let message = b.add_virtual_targets(19);
+        let hash = b.hash_n_to_hash_no_pad::<TgridPoseidonHash>(message.clone());
+        b.register_public_inputs(&hash.elements);
+        let state: [Target; SPONGE_WIDTH] = std::array::from_fn(|_| b.add_virtual_target());
+        let swap = b.add_virtual_bool_target_safe();
+        let out = TgridPoseidonHash::permute_swapped(PoseidonPermutation::new(state), swap, &mut b);
+        b.register_public_inputs(out.as_ref());
+        let data = b.build::<C>();
+        for swapped in [false, true] {
+            let values: Vec<F> = (0..19).map(|_| F::from_noncanonical_u64(rng.gen())).collect();
+            let s = random_state(rng);
+            let mut pw = PartialWitness::new();
+            for (&t, &v) in message.iter().zip(&values) {
+                pw.set_target(t, v).unwrap();
+            }
+            for (&t, &v) in state.iter().zip(&s) {
+                pw.set_target(t, v).unwrap();
+            }
+            pw.set_bool_target(swap, swapped).unwrap();
+            let proof = data.prove(pw).unwrap();
+            data.verify(proof.clone()).unwrap();
+            let mut expected_in = s;
+            if swapped {
+                for i in 0..4 {
+                    expected_in.swap(i, i + 4);
+                }
+            }
+            let mut expected = PoseidonHash::hash_no_pad(&values).elements.to_vec();
+            expected.extend(F::poseidon(expected_in));
+            assert_eq!(proof.public_inputs, expected, "swapped {swapped}");
+        }
+        data.common.gates.iter().map(|g| g.0.id()).collect()
     }
 }
 
 mod poseidon_low_degree {
-    use plonky2::hash::hashing::PlonkyPermutation;
-    use plonky2::hash::poseidon::{Poseidon, PoseidonHash, PoseidonPermutation, SPONGE_WIDTH};
+    use plonky2::hash::poseidon::{Poseidon, SPONGE_WIDTH};
     use plonky2::iop::target::Target;
-    use plonky2::iop::witness::{PartialWitness, WitnessWrite};
     use plonky2::plonk::circuit_builder::CircuitBuilder;
-    use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData};
-    use plonky2::plonk::config::{AlgebraicHasher, Hasher};
-    use rand::{Rng, SeedableRng};
+    use plonky2::plonk::circuit_data::CircuitData;
+    use rand::SeedableRng;
 
+    use super::poseidon::{
+        assert_faulty_permutation_is_rejected, assert_hasher_matches_plonky2,
+        assert_proves_poseidon_and_recursion_checks_it, random_state,
+    };
     use super::*;
     use crate::gates::poseidon::{wire_input, wire_output};
     use crate::gates::poseidon_low_degree::{
@@ -374,11 +399,7 @@ mod poseidon_low_degree {
         wire_partial_sbox, FULL_WIRES, PARTIAL_WIRES,
     };
     use crate::gates::{LowDegreeRow, PoseidonLowDegreeGate};
-    use crate::{public_segment_fri, segment_config, Privacy, TgridPoseidonHash};
-
-    fn random_state(rng: &mut impl Rng) -> [F; SPONGE_WIDTH] {
-        std::array::from_fn(|_| F::from_noncanonical_u64(rng.gen()))
-    }
+    use crate::{public_segment_fri, segment_config, Privacy};
 
     /// The witnesses of the five rows, each fed the previous row's outputs.
     fn rows_witness(input: [F; SPONGE_WIDTH]) -> Vec<Vec<F>> {
@@ -471,24 +492,7 @@ mod poseidon_low_degree {
     fn a_rate_quarter_circuit_proves_the_permutation_and_a_recursive_verifier_checks_it() {
         let (data, inputs) = rate_quarter_permutation(low_degree_rows());
         assert_eq!(data.common.config.fri_config.rate_bits, 2);
-        let mut rng = rand::rngs::StdRng::seed_from_u64(15);
-        let input = random_state(&mut rng);
-        let mut pw = PartialWitness::new();
-        for (&t, &x) in inputs.iter().zip(&input) {
-            pw.set_target(t, x).unwrap();
-        }
-        let proof = data.prove(pw).unwrap();
-        assert_eq!(proof.public_inputs, F::poseidon(input).to_vec());
-        data.verify(proof.clone()).unwrap();
-
-        let mut outer = CircuitBuilder::<F, D>::new(CircuitConfig::standard_recursion_config());
-        let pt = outer.add_virtual_proof_with_pis(&data.common);
-        let vd = outer.constant_verifier_data(&data.verifier_only);
-        outer.verify_proof::<C>(&pt, &vd, &data.common);
-        let outer = outer.build::<C>();
-        let mut pw = PartialWitness::new();
-        pw.set_proof_with_pis_target(&pt, &proof).unwrap();
-        outer.verify(outer.prove(pw).unwrap()).unwrap();
+        assert_proves_poseidon_and_recursion_checks_it(&data, &inputs, 15);
     }
 
     /// A prover who writes one wrong value into any kind of wire of any row (the generator's
@@ -510,14 +514,7 @@ mod poseidon_low_degree {
             let mut gates = low_degree_rows();
             gates[row].fault = Some(wire);
             let (data, inputs) = rate_quarter_permutation(gates);
-            assert_eq!(data.verifier_only.circuit_digest, honest.verifier_only.circuit_digest, "{what}");
-            let mut pw = PartialWitness::new();
-            for (i, &t) in inputs.iter().enumerate() {
-                pw.set_target(t, F::from_canonical_usize(i)).unwrap();
-            }
-            let verified = crate::prove_circuit(&data, pw)
-                .and_then(|p| honest.verify(p).map_err(|e| crate::Error::InvalidProof(e.to_string())));
-            assert!(verified.is_err(), "{what}: a faulty witness verified");
+            assert_faulty_permutation_is_rejected(what, &honest, &data, &inputs);
         }
     }
 
@@ -526,40 +523,8 @@ mod poseidon_low_degree {
     #[test]
     fn the_hasher_matches_plonky2_poseidon_at_rate_one_quarter() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(16);
-        let mut b = CircuitBuilder::<F, D>::new(public_segment_fri(segment_config(0, Privacy::Public)));
-        let message = b.add_virtual_targets(19);
-        let hash = b.hash_n_to_hash_no_pad::<TgridPoseidonHash>(message.clone());
-        b.register_public_inputs(&hash.elements);
-        let state: [Target; SPONGE_WIDTH] = std::array::from_fn(|_| b.add_virtual_target());
-        let swap = b.add_virtual_bool_target_safe();
-        let out = TgridPoseidonHash::permute_swapped(PoseidonPermutation::new(state), swap, &mut b);
-        b.register_public_inputs(out.as_ref());
-        let data = b.build::<C>();
-        let ids: Vec<String> = data.common.gates.iter().map(|g| g.0.id()).collect();
+        let ids = assert_hasher_matches_plonky2(public_segment_fri(segment_config(0, Privacy::Public)), &mut rng);
         assert!(ids.iter().any(|id| id.starts_with("tgrid::PoseidonLowDegreeGate")), "{ids:?}");
         assert!(!ids.iter().any(|id| id == "tgrid::PoseidonHeadGate"), "{ids:?}");
-        for swapped in [false, true] {
-            let values: Vec<F> = (0..19).map(|_| F::from_noncanonical_u64(rng.gen())).collect();
-            let s = random_state(&mut rng);
-            let mut pw = PartialWitness::new();
-            for (&t, &v) in message.iter().zip(&values) {
-                pw.set_target(t, v).unwrap();
-            }
-            for (&t, &v) in state.iter().zip(&s) {
-                pw.set_target(t, v).unwrap();
-            }
-            pw.set_bool_target(swap, swapped).unwrap();
-            let proof = data.prove(pw).unwrap();
-            data.verify(proof.clone()).unwrap();
-            let mut expected_in = s;
-            if swapped {
-                for i in 0..4 {
-                    expected_in.swap(i, i + 4);
-                }
-            }
-            let mut expected = PoseidonHash::hash_no_pad(&values).elements.to_vec();
-            expected.extend(F::poseidon(expected_in));
-            assert_eq!(proof.public_inputs, expected, "swapped {swapped}");
-        }
     }
 }
