@@ -1,0 +1,288 @@
+//! The structural invariants of a compiled model, checked before it runs or becomes a circuit,
+//! and the shape arithmetic they share with the lowering.
+
+use super::{
+    numel, Op, QParams, QuantModel, Requant, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW, MAX_MACS,
+    MAX_NODES, MAX_RANK, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q, TABLE_LEN,
+};
+use crate::error::{Error, Result};
+
+impl QuantModel {
+    /// Checks every structural invariant the inference and the circuit rely on. Decoding calls
+    /// it, so a model that decodes is safe to run and to build a circuit for.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |node: &str, why: String| Error::InvalidModel(format!("node '{node}': {why}"));
+        check_shape(&self.input_shape).map_err(|e| bad("<input>", e))?;
+        check_q(self.input_q).map_err(|e| bad("<input>", e))?;
+        if self.nodes.is_empty() {
+            return Err(Error::InvalidModel("the model has no layers".into()));
+        }
+        if self.nodes.len() > MAX_NODES {
+            return Err(Error::InvalidModel(format!("more than {MAX_NODES} layers")));
+        }
+        let mut macs: u64 = 0;
+        for (i, n) in self.nodes.iter().enumerate() {
+            let own = i + 1;
+            let name = n.name.as_str();
+            check_shape(&n.shape).map_err(|e| bad(name, e))?;
+            check_q(n.q).map_err(|e| bad(name, e))?;
+            let arity = match n.op {
+                Op::Add { .. } | Op::MatMul { .. } => 2..=2,
+                Op::Concat { .. } => 1..=MAX_CONCAT_INPUTS,
+                _ => 1..=1,
+            };
+            if !arity.contains(&n.inputs.len()) || n.inputs.iter().any(|&t| t >= own) {
+                let count = match (arity.start(), arity.end()) {
+                    (a, b) if a == b => a.to_string(),
+                    (a, b) => format!("{a} to {b}"),
+                };
+                return Err(bad(name, format!("expects {count} earlier input tensor(s), has {:?}", n.inputs)));
+            }
+            let in_shape = self.tensor_shape(n.inputs[0]);
+            let in_q = self.tensor_q(n.inputs[0]);
+            match &n.op {
+                Op::Dense { weights, bias, requant, .. } => {
+                    let [rows, fan_in, out] = dense_dims(in_shape, &n.shape).map_err(|e| bad(name, e))?;
+                    if weights.len() != fan_in * out || bias.len() != out || requant.len() != out {
+                        return Err(bad(name, "weight, bias or multiplier count does not match the shapes".into()));
+                    }
+                    requant.iter().try_for_each(|r| check_requant(*r)).map_err(|e| bad(name, e))?;
+                    macs += (weights.len() * rows) as u64;
+                }
+                Op::Conv { c_out, kernel, stride, pads, weights, bias, requant, .. } => {
+                    let [c_in, h, w] = chw(in_shape).map_err(|e| bad(name, e))?;
+                    let (oh, ow) = window_out(h, w, *kernel, *stride, *pads).map_err(|e| bad(name, e))?;
+                    if n.shape != [*c_out, oh, ow] {
+                        return Err(bad(name, format!("output shape {:?} should be {:?}", n.shape, [*c_out, oh, ow])));
+                    }
+                    let k = c_in * kernel[0] * kernel[1];
+                    if weights.len() != c_out * k || bias.len() != *c_out || requant.len() != *c_out {
+                        return Err(bad(name, "weight, bias or multiplier count does not match the shapes".into()));
+                    }
+                    requant.iter().try_for_each(|r| check_requant(*r)).map_err(|e| bad(name, e))?;
+                    macs += (numel(&n.shape) * k) as u64;
+                }
+                Op::MaxPool { kernel, stride, pads } | Op::AvgPool { kernel, stride, pads, .. } => {
+                    let [c, h, w] = chw(in_shape).map_err(|e| bad(name, e))?;
+                    let (oh, ow) = window_out(h, w, *kernel, *stride, *pads).map_err(|e| bad(name, e))?;
+                    if n.shape != [c, oh, ow] {
+                        return Err(bad(name, format!("output shape {:?} should be {:?}", n.shape, [c, oh, ow])));
+                    }
+                    if pads[0] >= kernel[0] || pads[2] >= kernel[0] || pads[1] >= kernel[1] || pads[3] >= kernel[1] {
+                        return Err(bad(name, "padding must be smaller than the window".into()));
+                    }
+                    match &n.op {
+                        Op::MaxPool { .. } => {
+                            if n.q != in_q {
+                                return Err(bad(name, "MaxPool must keep the quantization".into()));
+                            }
+                        }
+                        Op::AvgPool { requant, .. } => {
+                            if requant.len() != kernel[0] * kernel[1] {
+                                return Err(bad(name, "one multiplier per window population is required".into()));
+                            }
+                            requant.iter().try_for_each(|r| check_requant(*r)).map_err(|e| bad(name, e))?;
+                        }
+                        _ => unreachable!(),
+                    }
+                    macs += (numel(&n.shape) * kernel[0] * kernel[1]) as u64;
+                }
+                Op::Add { requant, .. } => {
+                    let other = self.tensor_shape(n.inputs[1]);
+                    if in_shape != other || n.shape != in_shape {
+                        return Err(bad(name, format!("Add needs equal shapes, got {in_shape:?} and {other:?}")));
+                    }
+                    check_requant(*requant).map_err(|e| bad(name, e))?;
+                }
+                Op::AddConst { constants, requant, .. } => {
+                    if n.shape != in_shape || constants.len() != numel(in_shape) {
+                        return Err(bad(name, "AddConst needs one constant per element and keeps the shape".into()));
+                    }
+                    check_requant(*requant).map_err(|e| bad(name, e))?;
+                }
+                Op::Relu => {
+                    if n.shape != in_shape || n.q != in_q {
+                        return Err(bad(name, "Relu must keep shape and quantization".into()));
+                    }
+                }
+                Op::Reshape => {
+                    if numel(&n.shape) != numel(in_shape) || n.q != in_q {
+                        return Err(bad(name, "Reshape must keep the element count and quantization".into()));
+                    }
+                }
+                Op::Gather { source } => {
+                    let len = numel(in_shape);
+                    if source.len() != numel(&n.shape) || n.q != in_q {
+                        return Err(bad(name, "Gather needs one source per output and keeps the quantization".into()));
+                    }
+                    if let Some(&i) = source.iter().find(|&&i| i as usize >= len) {
+                        return Err(bad(name, format!("Gather source {i} is outside the input's {len} values")));
+                    }
+                }
+                Op::Concat { source, constants } => {
+                    if n.inputs.iter().any(|&t| self.tensor_q(t) != n.q) {
+                        return Err(bad(name, "every Concat input must have the output's quantization".into()));
+                    }
+                    let pool = n.inputs.iter().map(|&t| numel(self.tensor_shape(t))).sum::<usize>() + constants.len();
+                    if source.len() != numel(&n.shape) {
+                        return Err(bad(name, "Concat needs one source per output".into()));
+                    }
+                    if let Some(&i) = source.iter().find(|&&i| i as usize >= pool) {
+                        return Err(bad(name, format!("Concat source {i} is outside the {pool} values it joins")));
+                    }
+                }
+                Op::MatMul { requant } => {
+                    let [batch, m, k, n_] =
+                        matmul_dims(in_shape, self.tensor_shape(n.inputs[1])).map_err(|e| bad(name, e))?;
+                    let mut expected = in_shape[..in_shape.len() - 1].to_vec();
+                    expected.push(n_);
+                    if n.shape != expected {
+                        return Err(bad(name, format!("output shape {:?} should be {expected:?}", n.shape)));
+                    }
+                    check_requant(*requant).map_err(|e| bad(name, e))?;
+                    macs += (batch * m * k * n_) as u64;
+                }
+                Op::Softmax { exp, keep } => {
+                    if n.shape != in_shape || n.q != SOFTMAX_Q {
+                        return Err(bad(
+                            name,
+                            "Softmax keeps the shape and outputs at scale 1/255, zero point -128".into(),
+                        ));
+                    }
+                    if exp.len() != TABLE_LEN || exp[0] == 0 {
+                        return Err(bad(name, format!("Softmax needs {TABLE_LEN} exponentials, the first positive")));
+                    }
+                    let row = *n.shape.last().expect("checked shape");
+                    if row > MAX_SOFTMAX_ROW {
+                        return Err(bad(name, format!("Softmax rows of {row} exceed {MAX_SOFTMAX_ROW}")));
+                    }
+                    let pattern = if n.shape.len() >= 2 { row * n.shape[n.shape.len() - 2] } else { row };
+                    if !keep.is_empty() && (keep.len() != pattern || keep.chunks(row).any(|r| !r.contains(&true))) {
+                        return Err(bad(
+                            name,
+                            "a Softmax mask covers the last two axes and keeps a cell of every row".into(),
+                        ));
+                    }
+                }
+                Op::LayerNorm { gamma, beta, eps, requant } => {
+                    let row = *in_shape.last().expect("checked shape");
+                    if n.shape != in_shape || gamma.len() != row || beta.len() != row {
+                        return Err(bad(name, "LayerNorm keeps the shape, with one gamma and beta per channel".into()));
+                    }
+                    if row > MAX_LAYER_NORM_ROW || *eps == 0 || *eps > MAX_LAYER_NORM_EPS {
+                        return Err(bad(
+                            name,
+                            format!("LayerNorm rows of {row} (at most {MAX_LAYER_NORM_ROW}), eps {eps}"),
+                        ));
+                    }
+                    check_requant(*requant).map_err(|e| bad(name, e))?;
+                }
+                Op::Embedding { table, dim } => {
+                    let vocab = if *dim == 0 { 0 } else { table.len() / dim };
+                    if vocab == 0 || vocab * dim != table.len() || vocab > TABLE_LEN || table.len() > 1 << 16 {
+                        return Err(bad(
+                            name,
+                            format!(
+                                "an embedding of {} values in rows of {dim}: at most 256 tokens and 65536 values",
+                                table.len()
+                            ),
+                        ));
+                    }
+                    let mut expected = in_shape.to_vec();
+                    expected.push(*dim);
+                    if n.shape != expected {
+                        return Err(bad(name, format!("output shape {:?} should be {expected:?}", n.shape)));
+                    }
+                }
+                Op::Table { table } => {
+                    if table.len() != TABLE_LEN || n.shape != in_shape {
+                        return Err(bad(name, format!("Table needs {TABLE_LEN} entries and keeps the shape")));
+                    }
+                }
+            }
+            if macs > MAX_MACS {
+                return Err(Error::InvalidModel(format!("more than {MAX_MACS} multiply-accumulates")));
+            }
+        }
+        crate::lower::check_bounds(self)?;
+        Ok(())
+    }
+}
+
+fn check_shape(shape: &[usize]) -> std::result::Result<(), String> {
+    if shape.is_empty() || shape.len() > MAX_RANK || shape.contains(&0) {
+        return Err(format!("unsupported shape {shape:?}"));
+    }
+    let mut n: usize = 1;
+    for &d in shape {
+        n = n.checked_mul(d).filter(|&n| n <= MAX_TENSOR_LEN).ok_or(format!("tensor {shape:?} is too large"))?;
+    }
+    Ok(())
+}
+
+fn check_q(q: QParams) -> std::result::Result<(), String> {
+    if !(q.scale.is_finite() && q.scale > 0.0) {
+        return Err(format!("invalid scale {}", q.scale));
+    }
+    Ok(())
+}
+
+fn check_requant(r: Requant) -> std::result::Result<(), String> {
+    if r.multiplier == 0 || r.multiplier >= 1 << 31 || r.shift % 8 != 0 || r.shift > 56 {
+        return Err(format!("invalid requantization {r:?}"));
+    }
+    Ok(())
+}
+
+/// Rows, inputs per row and outputs per row of a [`Op::Dense`] from its input and output
+/// shapes: one row of the whole input for an output `[out]`, else one row per position of the
+/// leading axes, which input and output share.
+pub(crate) fn dense_dims(in_shape: &[usize], out_shape: &[usize]) -> std::result::Result<[usize; 3], String> {
+    match out_shape {
+        [out] => Ok([1, numel(in_shape), *out]),
+        [lead @ .., out] if in_shape.len() == out_shape.len() && in_shape[..lead.len()] == *lead => {
+            Ok([numel(lead), in_shape[lead.len()], *out])
+        }
+        _ => Err(format!("a Dense from {in_shape:?} to {out_shape:?} must keep the leading axes")),
+    }
+}
+
+/// `[batch, m, k, n]` of a product of tensors of shapes `[.., m, k]` and `[.., k, n]` with
+/// equal leading axes.
+pub(crate) fn matmul_dims(a: &[usize], b: &[usize]) -> std::result::Result<[usize; 4], String> {
+    let rank = a.len();
+    if rank < 2 || b.len() != rank || a[..rank - 2] != b[..rank - 2] || a[rank - 1] != b[rank - 2] {
+        return Err(format!("cannot multiply {a:?} by {b:?}: shapes [.., m, k] and [.., k, n] are required"));
+    }
+    Ok([numel(&a[..rank - 2]), a[rank - 2], a[rank - 1], b[rank - 1]])
+}
+
+pub(super) fn dense_rows(out_shape: &[usize]) -> usize {
+    numel(&out_shape[..out_shape.len() - 1])
+}
+
+/// `[C, H, W]` of a rank-3 shape.
+pub(crate) fn chw(shape: &[usize]) -> std::result::Result<[usize; 3], String> {
+    match shape {
+        [c, h, w] => Ok([*c, *h, *w]),
+        _ => Err(format!("expects a [C, H, W] input, got {shape:?}")),
+    }
+}
+
+/// Output height and width of a sliding window.
+fn window_out(
+    h: usize,
+    w: usize,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    pads: [usize; 4],
+) -> std::result::Result<(usize, usize), String> {
+    if kernel.contains(&0) || stride.contains(&0) || kernel.iter().chain(&stride).chain(&pads).any(|&v| v > 1024) {
+        return Err(format!("invalid window kernel {kernel:?} stride {stride:?} pads {pads:?}"));
+    }
+    let (ph, pw) = (h + pads[0] + pads[2], w + pads[1] + pads[3]);
+    if ph < kernel[0] || pw < kernel[1] {
+        return Err(format!("window {kernel:?} larger than the padded input {ph}x{pw}"));
+    }
+    Ok(((ph - kernel[0]) / stride[0] + 1, (pw - kernel[1]) / stride[1] + 1))
+}
