@@ -1,0 +1,231 @@
+//! The store's records, indexes and reopening on a real sled database in a temporary directory.
+
+use alloy::primitives::Address;
+use alloy::signers::local::PrivateKeySigner;
+use tgrid_chain::market::{Acceptance, MarketDomain, Order, SignedOrder};
+
+use super::*;
+
+fn signed(nonce: u64, model: u8, deadline: u64) -> SignedOrder {
+    let key = PrivateKeySigner::from_bytes(&B256::repeat_byte(0x42)).unwrap();
+    let order = Order {
+        poster: key.address(),
+        provider: Address::ZERO,
+        model_id: B256::repeat_byte(model),
+        input_commitment: B256::repeat_byte(2),
+        payment: 1,
+        collateral: 1,
+        deadline,
+        nonce,
+        slash_bps: 0,
+        poster_share_bps: 0,
+    };
+    let domain = MarketDomain { chain_id: 1, market: Address::ZERO };
+    SignedOrder::sign(order, &key, &domain).unwrap()
+}
+
+fn record(id: u8) -> TaskRecord {
+    let key = PrivateKeySigner::from_bytes(&B256::repeat_byte(0x43)).unwrap();
+    let domain = MarketDomain { chain_id: 1, market: Address::ZERO };
+    TaskRecord {
+        task_id: format!("0x{}", hex::encode([id; 32])),
+        provider: format!("0x{}", hex::encode([7u8; 20])),
+        model_id: "0x01".into(),
+        input_commitment: "0x02".into(),
+        output_commitment: "0x03".into(),
+        deadline: 100,
+        received_at: 1,
+        order: signed(u64::from(id), 1, 100),
+        acceptance: Acceptance::sign(B256::repeat_byte(id), &key, &domain).unwrap(),
+        proof_digest: Some(B256::repeat_byte(4)),
+        failed_batches: 0,
+        sealed_delivery: None,
+        state: TaskState::Verified,
+    }
+}
+
+fn plain(values: &[i8]) -> StoredOutput {
+    StoredOutput::Plain(values.to_vec())
+}
+
+#[test]
+fn the_relay_lists_orders_by_model_and_deadline_one_per_nonce() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        for (nonce, model, deadline) in [(1u64, 1u8, 300u64), (2, 1, 100), (3, 2, 200), (4, 1, 50)] {
+            let order = signed(nonce, model, deadline);
+            let record = OrderRecord { signed: order, acceptance: None, listed_at: 1 };
+            store.put_order(&B256::repeat_byte(nonce as u8), &record).unwrap();
+        }
+        // Another order for a listed nonce is refused; the same one again is fine.
+        let other = OrderRecord { signed: signed(2, 1, 999), acceptance: None, listed_at: 1 };
+        assert!(store.put_order(&B256::repeat_byte(0x99), &other).is_err());
+        let again = store.order(&B256::repeat_byte(2)).unwrap().unwrap();
+        store.put_order(&B256::repeat_byte(2), &again).unwrap();
+        store.flush_blocking().unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let listed = store.orders_of_model(&B256::repeat_byte(1), 60, 10, |_, _| true).unwrap();
+    let deadlines: Vec<u64> = listed.iter().map(|(_, r)| r.signed.order.deadline).collect();
+    assert_eq!(deadlines, vec![100, 300], "nearest deadline first, expired ones left out");
+    assert_eq!(store.orders_of_model(&B256::repeat_byte(1), 0, 1, |_, _| true).unwrap().len(), 1);
+    let poster = signed(1, 1, 1).order.poster;
+    assert_eq!(store.order_for_nonce(&poster, 3).unwrap(), Some(B256::repeat_byte(3)));
+    assert_eq!(store.order_for_nonce(&poster, 9).unwrap(), None);
+}
+
+#[test]
+fn records_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store.insert_result(&[1; 32], &record(1), b"proof", None, &plain(&[-3, 0, 127])).unwrap();
+        store.set_task_state(&[1; 32], TaskState::Batched { batch: 1 }).unwrap();
+        assert_eq!(store.next_batch_id().unwrap(), 1);
+        assert_eq!(store.next_batch_id().unwrap(), 2);
+        store
+            .put_batch(&BatchRecord {
+                id: 2,
+                tasks: vec![record(1).task_id],
+                opened_at: 5,
+                closed_at: None,
+                state: BatchState::Open,
+            })
+            .unwrap();
+        store.flush_blocking().unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let task = store.task(&[1; 32]).unwrap().unwrap();
+    assert_eq!(task.state, TaskState::Batched { batch: 1 });
+    assert_eq!(store.proof(&[1; 32]).unwrap().unwrap(), b"proof");
+    assert_eq!(store.output(&[1; 32]).unwrap().unwrap(), plain(&[-3, 0, 127]));
+    assert_eq!(store.batches().unwrap()[0].state, BatchState::Open);
+    assert_eq!(store.next_batch_id().unwrap(), 3);
+    assert!(store.task(&[2; 32]).unwrap().is_none());
+}
+
+#[test]
+fn a_private_output_is_kept_sealed_and_replaces_any_earlier_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    store.insert_result(&[1; 32], &record(1), b"p", None, &plain(&[5])).unwrap();
+    let sealed = StoredOutput::Sealed(b"TGRIDSEL...".to_vec());
+    store.insert_result(&[1; 32], &record(1), b"p", None, &sealed).unwrap();
+    assert_eq!(store.output(&[1; 32]).unwrap(), Some(sealed));
+    assert!(store.outputs.get([1; 32]).unwrap().is_none(), "no plaintext left behind");
+}
+
+#[test]
+fn a_providers_leaf_proof_is_kept_with_its_result_and_not_with_a_replacement() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    store.insert_result(&[1; 32], &record(1), b"p", Some(b"leaf"), &plain(&[5])).unwrap();
+    assert_eq!(store.leaf_proof(&[1; 32]).unwrap().as_deref(), Some(&b"leaf"[..]));
+    // A dropped result replaced by one without a leaf proof keeps no leaf of the old proof.
+    store.insert_result(&[1; 32], &record(1), b"q", None, &plain(&[5])).unwrap();
+    assert_eq!(store.leaf_proof(&[1; 32]).unwrap(), None);
+    assert_eq!(store.leaf_proof(&[2; 32]).unwrap(), None);
+}
+
+#[test]
+fn the_newest_sealing_key_of_a_provider_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let provider = PrivateKeySigner::random();
+    let domain = MarketDomain { chain_id: 1, market: Address::ZERO };
+    let announce =
+        |key: u8, at: u64| SealingKeyAnnouncement::sign(B256::repeat_byte(key), at, &provider, &domain).unwrap();
+    let id = provider.address().0 .0;
+    assert_eq!(store.sealing_key(&id).unwrap(), None);
+    assert_eq!(store.put_sealing_key(&announce(1, 10)).unwrap(), announce(1, 10));
+    assert_eq!(store.put_sealing_key(&announce(2, 20)).unwrap(), announce(2, 20));
+    // A replay of the older key does not take the newer one's place.
+    assert_eq!(store.put_sealing_key(&announce(1, 10)).unwrap(), announce(2, 20));
+    assert_eq!(store.sealing_key(&id).unwrap(), Some(announce(2, 20)));
+}
+
+#[test]
+fn the_queue_and_live_batches_follow_every_write_and_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = |id, state| BatchRecord { id, tasks: vec![], opened_at: 1, closed_at: None, state };
+    {
+        let store = Store::open(dir.path()).unwrap();
+        // Deadlines 300, 100, 200: the queue hands out 100 first, whatever the arrival order.
+        for (id, deadline) in [(1u8, 300), (2, 100), (3, 200)] {
+            store.insert_result(&[id; 32], &TaskRecord { deadline, ..record(id) }, b"p", None, &plain(&[])).unwrap();
+        }
+        assert_eq!(store.queued_count(), 3);
+        assert_eq!(store.next_queued().unwrap().unwrap().deadline, 100);
+        store.set_task_state(&[2; 32], TaskState::Batched { batch: 1 }).unwrap();
+        assert_eq!(store.next_queued().unwrap().unwrap().deadline, 200);
+        store.set_task_state(&[3; 32], TaskState::Dropped { reason: "x".into() }).unwrap();
+        assert_eq!(store.queued_count(), 1);
+        // A failed batch puts its task back in the queue, counted.
+        store
+            .update_task(&[2; 32], |t| {
+                t.failed_batches += 1;
+                t.state = TaskState::Verified;
+            })
+            .unwrap();
+        assert_eq!(store.next_queued().unwrap().unwrap().deadline, 100);
+        assert_eq!(store.task(&[2; 32]).unwrap().unwrap().failed_batches, 1);
+        // A dropped task resubmitted is queued again, once.
+        store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", None, &plain(&[])).unwrap();
+        store.insert_result(&[3; 32], &TaskRecord { deadline: 200, ..record(3) }, b"p", None, &plain(&[])).unwrap();
+        assert_eq!(store.queued_count(), 3);
+
+        store.put_batch(&batch(1, BatchState::Open)).unwrap();
+        store.put_batch(&batch(2, BatchState::Proving)).unwrap();
+        store.put_batch(&batch(3, BatchState::Failed { reason: "x".into() })).unwrap();
+        store.put_batch(&batch(1, BatchState::Settled { tx: "0x01".into(), block: 1, gas_used: 1 })).unwrap();
+        let live: Vec<u64> = store.live_batches().unwrap().iter().map(|b| b.id).collect();
+        assert_eq!(live, vec![2]);
+        store.flush_blocking().unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.queued_count(), 3);
+    assert_eq!(store.next_queued().unwrap().unwrap().deadline, 100);
+    assert_eq!(store.task(&[2; 32]).unwrap().unwrap().failed_batches, 1);
+    let live: Vec<u64> = store.live_batches().unwrap().iter().map(|b| b.id).collect();
+    assert_eq!(live, vec![2]);
+}
+
+#[test]
+fn every_batch_state_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let states = [
+        BatchState::Open,
+        BatchState::Proving,
+        BatchState::Proven { proof: "{}".into() },
+        BatchState::Submitted {
+            proof: "{}".into(),
+            nonce: 7,
+            txs: vec!["0x01".into(), "0x02".into()],
+            raw: "0x02f8".into(),
+            max_fee_per_gas: u128::MAX.to_string(),
+            max_priority_fee_per_gas: "1000000000".into(),
+            sent_at: 9,
+        },
+        BatchState::Settled { tx: "0x02".into(), block: 12, gas_used: 230_000 },
+        BatchState::Failed { reason: "deadline".into() },
+    ];
+    for (id, state) in states.into_iter().enumerate() {
+        let b = BatchRecord { id: id as u64, tasks: vec!["0xaa".into()], opened_at: 1, closed_at: Some(2), state };
+        store.put_batch(&b).unwrap();
+        assert_eq!(store.batch(id as u64).unwrap().unwrap(), b);
+    }
+    for state in [
+        TaskState::Verified,
+        TaskState::Batched { batch: 3 },
+        TaskState::Settled { batch: Some(3), tx: Some("0x02".into()), unpaid: None },
+        TaskState::Settled { batch: None, tx: None, unpaid: Some("BookEmpty".into()) },
+        TaskState::Dropped { reason: "expired".into() },
+    ] {
+        store
+            .insert_result(&[5; 32], &TaskRecord { state: state.clone(), ..record(5) }, b"p", None, &plain(&[1]))
+            .unwrap();
+        assert_eq!(store.task(&[5; 32]).unwrap().unwrap().state, state);
+    }
+}
