@@ -37,7 +37,7 @@ pub use commit::{commit, commit_salted, Commitment, Salt};
 pub use error::{Error, Result};
 pub use files::{check_header, decode_plonky2_proof, hash_to_bytes, ModelFile, TaskProof, MODEL_MAGIC, PROOF_MAGIC};
 pub use gates::{LowDegreeRow, PoseidonHeadGate, PoseidonLowDegreeGate, PoseidonTailGate};
-pub use hash::{TgridPoseidonConfig, TgridPoseidonHash};
+pub use hash::{verify_proof_parallel, TgridPoseidonConfig, TgridPoseidonHash};
 pub use lower::{check_layer_norm, requant_for, window_indices};
 pub use model::{
     numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, INV_SQRT_BITS, MAX_CONCAT_INPUTS,

@@ -610,6 +610,7 @@ impl TaskVerifier {
     /// plonky2's verification; it takes the proof by value, and [`verify`](Self::verify) has no
     /// further use for it, so only [`verify_decoded`](Self::verify_decoded) copies it.
     fn check(&self, decoded: ProofWithPublicInputs<F, C, D>) -> Result<()> {
-        self.verifier.verify(decoded).map_err(|e| Error::InvalidProof(format!("plonky2 verification failed: {e}")))
+        crate::verify_proof_parallel(&self.verifier, decoded)
+            .map_err(|e| Error::InvalidProof(format!("plonky2 verification failed: {e}")))
     }
 }

@@ -24,6 +24,10 @@ use plonky2::iop::target::{BoolTarget, Target};
 use plonky2::plonk::circuit_builder::CircuitBuilder;
 use plonky2::plonk::config::{AlgebraicHasher, GenericConfig, Hasher};
 
+mod merkle_memo;
+
+pub use merkle_memo::verify_proof_parallel;
+
 use crate::gates::{low_degree_rows, permute_low_degree_rows, permute_rows, PoseidonHeadGate, PoseidonTailGate};
 use crate::F;
 
@@ -37,11 +41,11 @@ impl Hasher<F> for TgridPoseidonHash {
     type Permutation = PoseidonPermutation<F>;
 
     fn hash_no_pad(input: &[F]) -> Self::Hash {
-        PoseidonHash::hash_no_pad(input)
+        merkle_memo::memoized_leaf(input).unwrap_or_else(|| PoseidonHash::hash_no_pad(input))
     }
 
     fn two_to_one(left: Self::Hash, right: Self::Hash) -> Self::Hash {
-        PoseidonHash::two_to_one(left, right)
+        merkle_memo::memoized_node(left, right).unwrap_or_else(|| PoseidonHash::two_to_one(left, right))
     }
 }
 
