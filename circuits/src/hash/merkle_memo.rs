@@ -78,8 +78,13 @@ type Path = MerkleProof<F, TgridPoseidonHash>;
 /// A path node: (left, right) and their compression.
 type Node = ((HashOut<F>, HashOut<F>), HashOut<F>);
 
-/// An opened leaf and its path.
-type Opening<'a> = (Vec<F>, &'a Path);
+/// An opened leaf, its path, and how far the query index is shifted right to index it (0 for
+/// the initial trees, the arity bits folded so far for a FRI layer's coset).
+struct Opening<'a> {
+    leaf: Vec<F>,
+    path: &'a Path,
+    shift: usize,
+}
 
 /// Hash outputs by input: sponge hashes of leaves, and two-to-one compressions of path nodes.
 #[derive(Default)]
@@ -145,13 +150,22 @@ pub fn verify_proof_parallel(
 fn precompute(verifier: &VerifierCircuitData<F, C, D>, proof: &ProofWithPublicInputs<F, C, D>) -> Option<Memo> {
     let common = &verifier.common;
     let rounds = &proof.proof.opening_proof.query_round_proofs;
+    let arities = &common.fri_params.reduction_arity_bits;
     // Each query's opened leaves, in the verifier's order: the initial trees', then each FRI
-    // layer's coset (its extension elements flattened), with their paths.
+    // layer's coset (its extension elements flattened).
     let openings: Vec<Vec<Opening<'_>>> = rounds
         .iter()
         .map(|round| {
-            let initial = round.initial_trees_proof.evals_proofs.iter().map(|(leaf, path)| (leaf.clone(), path));
-            let layers = round.steps.iter().map(|step| (flatten::<F, D>(&step.evals), &step.merkle_proof));
+            let initial = round.initial_trees_proof.evals_proofs.iter().map(|(leaf, path)| Opening {
+                leaf: leaf.clone(),
+                path,
+                shift: 0,
+            });
+            let mut shift = 0;
+            let layers = round.steps.iter().zip(arities).map(|(step, &arity_bits)| {
+                shift += arity_bits;
+                Opening { leaf: flatten::<F, D>(&step.evals), path: &step.merkle_proof, shift }
+            });
             initial.chain(layers).collect()
         })
         .collect();
@@ -160,28 +174,19 @@ fn precompute(verifier: &VerifierCircuitData<F, C, D>, proof: &ProofWithPublicIn
         || {
             openings
                 .par_iter()
-                .map(|query| query.iter().map(|(leaf, _)| TgridPoseidonHash::hash_or_noop(leaf)).collect::<Vec<_>>())
+                .map(|query| query.iter().map(|o| PoseidonHash::hash_or_noop(&o.leaf)).collect::<Vec<_>>())
                 .collect::<Vec<_>>()
         },
     );
     let indices = challenges.ok()?.fri_challenges.fri_query_indices;
-    let arities = &common.fri_params.reduction_arity_bits;
     let paths: Vec<Vec<Node>> = indices
         .par_iter()
         .zip(&openings)
         .zip(&leaf_digests)
         .map(|((&x_index, query), digests)| {
-            let initial_trees = query.len().saturating_sub(arities.len());
             let mut nodes = Vec::new();
-            let mut layer_index = x_index;
-            for (k, ((_, path), &digest)) in query.iter().zip(digests).enumerate() {
-                let index = if k < initial_trees {
-                    x_index
-                } else {
-                    layer_index >>= arities.get(k - initial_trees).copied().unwrap_or(0);
-                    layer_index
-                };
-                path_nodes(digest, index, path, &mut nodes);
+            for (opening, &digest) in query.iter().zip(digests) {
+                path_nodes(digest, x_index >> opening.shift, opening.path, &mut nodes);
             }
             nodes
         })
@@ -191,8 +196,8 @@ fn precompute(verifier: &VerifierCircuitData<F, C, D>, proof: &ProofWithPublicIn
     memo.nodes.extend(paths.into_iter().flatten());
     for (query, digests) in openings.into_iter().zip(leaf_digests) {
         // Leaves of at most four elements are not hashed (`hash_or_noop`).
-        let hashed = query.into_iter().zip(digests).filter(|((leaf, _), _)| leaf.len() > 4);
-        memo.leaves.extend(hashed.map(|((leaf, _), digest)| (leaf, digest)));
+        let hashed = query.into_iter().zip(digests).filter(|(o, _)| o.leaf.len() > 4);
+        memo.leaves.extend(hashed.map(|(o, digest)| (o.leaf, digest)));
     }
     Some(memo)
 }
@@ -216,7 +221,7 @@ mod tests {
 
     use super::*;
     use crate::testing::{random_input, tiny_model};
-    use crate::{SegmentPlan, TaskProver, TaskVerifier};
+    use crate::{Privacy, Salt, SegmentPlan, TaskProver, TaskSalts, TaskVerifier};
 
     thread_local! {
         /// Memo lookups on this thread: [leaf, node] × [hit, miss].
@@ -231,12 +236,22 @@ mod tests {
         });
     }
 
-    fn proof() -> (VerifierCircuitData<F, C, D>, ProofWithPublicInputs<F, C, D>) {
+    /// A task proof of a small model: public (FRI rate 1/4) or private (rate 1/8, blinded and
+    /// salted leaves).
+    fn proof(privacy: Privacy) -> (VerifierCircuitData<F, C, D>, ProofWithPublicInputs<F, C, D>) {
         let model = tiny_model(5);
-        let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
-        let (proof, _, _) =
-            prover.prove(&random_input(6, model.input_len()), [7; 32], [9; 20], &mut |_, _, _| {}).unwrap();
-        let verifier = TaskVerifier::new(&model, &SegmentPlan::default()).unwrap();
+        let plan = SegmentPlan::default();
+        let prover = TaskProver::with_privacy(model.clone(), plan.clone(), privacy).unwrap();
+        let input = random_input(6, model.input_len());
+        let (proof, _, _) = match privacy {
+            Privacy::Public => prover.prove(&input, [7; 32], [9; 20], &mut |_, _, _| {}),
+            Privacy::Private => {
+                let salts = TaskSalts { input: Salt::random(), output: Salt::random() };
+                prover.prove_private(&input, &salts, [7; 32], [9; 20], &mut |_, _, _| {})
+            }
+        }
+        .unwrap();
+        let verifier = TaskVerifier::with_privacy(&model, &plan, privacy).unwrap();
         let (_, decoded) = verifier.verify_decoded(&proof).unwrap();
         (verifier.verifier_data().clone(), decoded)
     }
@@ -247,20 +262,22 @@ mod tests {
 
     #[test]
     fn the_memo_holds_every_merkle_hash_the_verifier_computes() {
-        let (verifier, proof) = proof();
-        LOOKUPS.with(|c| c.set([[0; 2]; 2]));
-        verify_proof_parallel(&verifier, proof).unwrap();
-        let [[leaf_hits, leaf_misses], [node_hits, node_misses]] = LOOKUPS.with(Cell::get);
-        // The one hash outside the openings: the public inputs'.
-        assert_eq!((leaf_misses, node_misses), (1, 0));
-        let queries = verifier.common.config.fri_config.num_query_rounds as u32;
-        assert!(leaf_hits >= 4 * queries && node_hits >= 4 * queries, "{leaf_hits} leaves, {node_hits} nodes");
-        assert!(memo_removed());
+        for privacy in [Privacy::Public, Privacy::Private] {
+            let (verifier, proof) = proof(privacy);
+            LOOKUPS.with(|c| c.set([[0; 2]; 2]));
+            verify_proof_parallel(&verifier, proof).unwrap();
+            let [[leaf_hits, leaf_misses], [node_hits, node_misses]] = LOOKUPS.with(Cell::get);
+            // The one hash outside the openings: the public inputs'.
+            assert_eq!((leaf_misses, node_misses), (1, 0), "{privacy:?}");
+            let queries = verifier.common.config.fri_config.num_query_rounds as u32;
+            assert!(leaf_hits >= 4 * queries && node_hits >= 4 * queries, "{leaf_hits} leaves, {node_hits} nodes");
+            assert!(memo_removed());
+        }
     }
 
     #[test]
     fn tampered_openings_are_rejected_as_plonky2_rejects_them() {
-        let (verifier, proof) = proof();
+        let (verifier, proof) = proof(Privacy::Public);
         type Tamper = fn(&mut ProofWithPublicInputs<F, C, D>);
         let tampers: [(&str, Tamper); 5] = [
             ("an initial tree's leaf", |p| {
