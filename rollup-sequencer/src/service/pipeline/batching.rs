@@ -11,6 +11,8 @@ use crate::service::store::{BatchRecord, BatchState, TaskRecord, TaskState};
 use crate::service::{unix_now, ServiceError};
 use crate::{Aggregator, IncrementalTree};
 
+/// The batch tasks are joining: its stored record, its tasks' deadlines, and its leaves (merged
+/// as they arrive in-process, or handed to the job queue).
 pub(super) struct OpenBatch<'a> {
     pub(super) record: BatchRecord,
     pub(super) deadlines: Vec<u64>,
