@@ -12,6 +12,9 @@
 //! builds, with the same digests; and a narrow circuit computes the same hashes. A recursive verifier of a narrow
 //! proof hashes that proof's public inputs with `PoseidonGate`: the permutation is one function,
 //! whatever rows it occupies.
+//!
+//! Natively, while [`verify_proof_parallel`] verifies a proof, the hasher answers from a memo of
+//! that proof's Merkle hashes computed beforehand on all cores ([`merkle_memo`]).
 
 use plonky2::field::extension::quadratic::QuadraticExtension;
 use plonky2::field::extension::Extendable;
