@@ -7,7 +7,7 @@
 #      daemon (it bonds)
 #   5. a task poster funds one deposit book and signs 8 orders, published on the relay (nothing
 #      on-chain per order); the last one is private (its input sealed to the provider's announced
-#      key, its output sealed back to the poster, a zero-knowledge proof); the provider accepts
+#      key, its output encrypted back to the poster by the proof, a zero-knowledge proof); the provider accepts
 #      them by signature, proves and submits them; the
 #      sequencer aggregates them into one batch, wraps it into one Groth16 proof and settles it on
 #      the TaskMarket in one transaction

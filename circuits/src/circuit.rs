@@ -15,13 +15,13 @@ use plonky2::iop::witness::{PartialWitness, WitnessWrite};
 use plonky2::plonk::circuit_builder::CircuitBuilder;
 use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData};
 
-use crate::commit::Commitment;
+use crate::commit::{Commitment, OutputKey, Salt};
 use crate::error::{Error, Result};
-use crate::gadgets::{commit_bytes, field_of, ByteTarget, Gadgets, MacLayout};
+use crate::gadgets::{commit_bytes, commit_encrypted_bytes, field_of, output_key, ByteTarget, Gadgets, MacLayout};
 use crate::gates::WeightedSumGate;
 use crate::lower::{affine_layout, for_each_element, layer_norm_layout, product_layout, Element};
 use crate::model::{numel, QuantModel};
-use crate::privacy::{Privacy, TaskSalts};
+use crate::privacy::Privacy;
 use crate::{C, D, F};
 
 /// Public inputs of a task proof, in circuit order: task id (8 × u32, big-endian words),
@@ -247,8 +247,25 @@ pub struct SegmentCircuit {
     /// Every tensor computed inside, by tensor index (for witness inspection in tests).
     pub(crate) tensors: BTreeMap<usize, Vec<Target>>,
     pub(crate) binding: Option<BindingTargets>,
-    /// Salts of the input and output commitments (private tasks' first and last segments).
-    pub(crate) salts: [Option<[Target; 4]>; 2],
+    /// A private task's secret witness: its input salt in the first segment, its output key in
+    /// every other ([`SecretTargets`]).
+    pub(crate) secret: Option<SecretTargets>,
+    /// Tests only: the fresh targets the output is encrypted under with `cut_output_key`.
+    #[cfg(test)]
+    pub(crate) cut_key: Option<[Target; 4]>,
+}
+
+/// The secret a private task's segment takes as witness. The first segment derives the
+/// [`OutputKey`] from the input salt in-circuit; every other segment takes the key itself, and
+/// the commitments at every cut are salted with it, so the joins' equal commitments force one
+/// key through the chain and the last segment encrypts the output under the key of the order's
+/// input salt.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum SecretTargets {
+    /// The salt of the model input's commitment.
+    InputSalt([Target; 4]),
+    /// The output key.
+    OutputKey([Target; 4]),
 }
 
 /// Options for [`SegmentCircuit::build`].
@@ -269,6 +286,10 @@ pub(crate) struct BuildOptions {
     /// ([`crate::testing::cut_copy_constraints`]).
     #[cfg(test)]
     pub cut: bool,
+    /// Tests only: encrypt the output under a key of fresh targets instead of the one derived
+    /// from the input salt (the wiring a malicious prover is given with `cut`).
+    #[cfg(test)]
+    pub cut_output_key: bool,
 }
 
 impl BuildOptions {
@@ -414,13 +435,36 @@ impl SegmentCircuit {
 
         let concat = |ts: &[usize]| -> Vec<ByteTarget> { ts.iter().flat_map(|t| values[t].iter().copied()).collect() };
         gadgets.finish(&mut builder);
-        // A private task's salts: secret witnesses, only at the model's own input and output.
-        let private = options.privacy == Privacy::Private;
-        let mut salt = |salted: bool| salted.then(|| builder.add_virtual_target_arr::<4>());
-        let salts =
-            [salt(private && segment.nodes.start == 0), salt(private && segment.nodes.end == model.nodes.len())];
-        let input_commitment = commit_bytes(&mut builder, &concat(&segment.live_in), salts[0]);
-        let output_commitment = commit_bytes(&mut builder, &concat(&segment.live_out), salts[1]);
+        // A private task's secret: the input salt where the model's input is committed, the
+        // output key everywhere else; every commitment is salted, the model's output encrypted.
+        let (first, last) = (segment.nodes.start == 0, segment.nodes.end == model.nodes.len());
+        let secret = (options.privacy == Privacy::Private).then(|| {
+            let targets = builder.add_virtual_target_arr::<4>();
+            if first {
+                SecretTargets::InputSalt(targets)
+            } else {
+                SecretTargets::OutputKey(targets)
+            }
+        });
+        let key = secret.map(|s| match s {
+            SecretTargets::InputSalt(salt) => output_key(&mut builder, salt),
+            SecretTargets::OutputKey(key) => key,
+        });
+        // The live-in commitment's salt: the input salt at the model's input, the key at a cut.
+        let live_in_salt = secret.map(|s| match s {
+            SecretTargets::InputSalt(salt) | SecretTargets::OutputKey(salt) => salt,
+        });
+        let input_commitment = commit_bytes(&mut builder, &concat(&segment.live_in), live_in_salt);
+        #[cfg(test)]
+        let cut_key = options.cut_output_key.then(|| builder.add_virtual_target_arr::<4>());
+        let output_commitment = match key {
+            Some(key) if last => {
+                #[cfg(test)]
+                let key = cut_key.unwrap_or(key);
+                commit_encrypted_bytes(&mut builder, &concat(&segment.live_out), key)
+            }
+            key => commit_bytes(&mut builder, &concat(&segment.live_out), key),
+        };
 
         let binding = if options.bind_task {
             let task_id: [Target; 8] = std::array::from_fn(|_| builder.add_virtual_public_input());
@@ -450,7 +494,15 @@ impl SegmentCircuit {
             .filter(|(t, _)| !segment.live_in.contains(t))
             .map(|(t, v)| (t, v.into_iter().map(|b| b.0).collect()))
             .collect();
-        Ok(Some(SegmentCircuit { data, inputs, tensors, binding, salts }))
+        Ok(Some(SegmentCircuit {
+            data,
+            inputs,
+            tensors,
+            binding,
+            secret,
+            #[cfg(test)]
+            cut_key,
+        }))
     }
 
     /// Number of gate rows (the padded circuit degree).
@@ -459,12 +511,13 @@ impl SegmentCircuit {
     }
 
     /// The witness for the given live-in tensors (int8), for a bound circuit the task, and for a
-    /// salted commitment its salt.
+    /// private task's segment the salt of its input commitment (the segment takes the salt or
+    /// the output key derived from it).
     pub(crate) fn witness(
         &self,
         live_in: &[&[i8]],
         task: Option<(&[u8; 32], &[u8; 20])>,
-        salts: Option<&TaskSalts>,
+        input_salt: Option<&Salt>,
     ) -> Result<PartialWitness<F>> {
         let mut pw = PartialWitness::new();
         let set = |pw: &mut PartialWitness<F>, t: Target, v: F| {
@@ -481,10 +534,14 @@ impl SegmentCircuit {
         if let (Some(b), Some((task_id, provider))) = (&self.binding, task) {
             set_binding(&mut pw, b, task_id, provider)?;
         }
-        for (targets, salt) in self.salts.iter().zip([salts.map(|s| s.input), salts.map(|s| s.output)]) {
-            let Some(targets) = targets else { continue };
-            let salt = salt.ok_or_else(|| Error::InvalidInput("a private task needs its commitment salts".into()))?;
-            for (&t, v) in targets.iter().zip(salt.to_elements()) {
+        if let Some(secret) = self.secret {
+            let salt =
+                input_salt.ok_or_else(|| Error::InvalidInput("a private task needs the salt of its input".into()))?;
+            let (targets, values) = match secret {
+                SecretTargets::InputSalt(t) => (t, salt.to_elements()),
+                SecretTargets::OutputKey(t) => (t, OutputKey::from_input_salt(salt).to_elements()),
+            };
+            for (t, v) in targets.into_iter().zip(values) {
                 set(&mut pw, t, v)?;
             }
         }

@@ -8,9 +8,11 @@
 use plonky2::field::goldilocks_field::GoldilocksField;
 use plonky2::field::types::{Field, Field64, PrimeField64};
 use plonky2::hash::hash_types::HashOut;
-use plonky2::hash::poseidon::PoseidonHash;
+use plonky2::hash::hashing::hash_n_to_m_no_pad;
+use plonky2::hash::poseidon::{PoseidonHash, PoseidonPermutation};
 use plonky2::plonk::config::Hasher;
 
+use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result};
 
 type F = GoldilocksField;
@@ -94,6 +96,163 @@ pub fn salted_elements(tensor: &[i8], salt: &Salt) -> Vec<F> {
 pub fn commit_salted(tensor: &[i8], salt: &Salt) -> Commitment {
     let h: HashOut<F> = PoseidonHash::hash_no_pad(&salted_elements(tensor, salt));
     Commitment::from_elements(h.elements)
+}
+
+/// Added to the length element of the commitment of an encrypted output ([`EncryptedTensor`]).
+pub const ENCRYPTED_FLAG: u64 = 2 << 40;
+/// First element hashed with an input salt to derive the output key ([`OutputKey`]).
+pub(crate) const OUTPUT_KEY_TAG: u64 = 3 << 40;
+/// First element of the keystream sponge's input, before the output key.
+pub(crate) const KEYSTREAM_TAG: u64 = 4 << 40;
+
+/// The key a private task's output is encrypted under, derived from the salt of its input
+/// commitment: `Poseidon(OUTPUT_KEY_TAG ‖ salt)`. The poster picked the salt and the signed
+/// order commits to it (through the input commitment), so the proof that derives this key
+/// in-circuit encrypts the output to the poster and no one else. Disclosing the key opens the
+/// output only, not the input.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct OutputKey(Salt);
+
+impl OutputKey {
+    /// The output key of the private task whose input commitment is salted with `salt`.
+    pub fn from_input_salt(salt: &Salt) -> Self {
+        let mut inputs = vec![F::from_canonical_u64(OUTPUT_KEY_TAG)];
+        inputs.extend(salt.to_elements());
+        let h: HashOut<F> = PoseidonHash::hash_no_pad(&inputs);
+        Self(Salt(Commitment::from_elements(h.elements).0))
+    }
+
+    /// From `0x` + 64 hex digits (four canonical field elements).
+    pub fn from_hex(s: &str) -> Result<Self> {
+        Salt::from_hex(s).map(Self).map_err(|_| Error::Format("an output key is 0x followed by 64 hex digits".into()))
+    }
+
+    /// `0x`-prefixed lowercase hex: a secret, for its owner and whoever it shows the output to.
+    pub fn to_hex(&self) -> String {
+        self.0.to_hex()
+    }
+
+    /// The four field elements.
+    pub fn to_elements(&self) -> [F; 4] {
+        self.0.to_elements()
+    }
+
+    /// `n` keystream elements: the Poseidon sponge of `KEYSTREAM_TAG ‖ key` squeezed `n` times.
+    fn keystream(&self, n: usize) -> Vec<F> {
+        if n == 0 {
+            return Vec::new();
+        }
+        let mut inputs = vec![F::from_canonical_u64(KEYSTREAM_TAG)];
+        inputs.extend(self.to_elements());
+        hash_n_to_m_no_pad::<F, PoseidonPermutation<F>>(&inputs, n)
+    }
+}
+
+impl std::fmt::Debug for OutputKey {
+    // A key is a secret: debug output must not print it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputKey(..)")
+    }
+}
+
+/// Magic of encrypted tensor files.
+pub const ENCRYPTED_MAGIC: &[u8; 8] = b"TGRIDENC";
+const ENCRYPTED_VERSION: u16 = 1;
+
+/// A private task's output, encrypted in the proof itself: each packed element plus a keystream
+/// element of the [`OutputKey`], `c_j = e_j + k_j` in the field. The proof's output commitment is
+/// the hash of `len + ENCRYPTED_FLAG` and these elements, so whoever holds the commitment can
+/// check a ciphertext against it, and the poster can always decrypt what the proof committed to:
+/// a provider cannot be paid for an output its poster cannot read.
+///
+/// File format: magic `TGRIDENC`, u16 version, u32 length (values), then
+/// `ceil(length / 7)` elements as 8 big-endian bytes each. Decoding never trusts the length.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EncryptedTensor {
+    len: usize,
+    elements: Vec<F>,
+}
+
+impl EncryptedTensor {
+    /// Encrypts `tensor` under `key`.
+    pub fn encrypt(tensor: &[i8], key: &OutputKey) -> Self {
+        let packed = &packed_elements(tensor)[1..];
+        let stream = key.keystream(packed.len());
+        Self { len: tensor.len(), elements: packed.iter().zip(stream).map(|(&e, k)| e + k).collect() }
+    }
+
+    /// Number of int8 values it holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no value.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The commitment a proof exposes for it.
+    pub fn commitment(&self) -> Commitment {
+        let mut elements = vec![F::from_canonical_u64(self.len as u64 + ENCRYPTED_FLAG)];
+        elements.extend(&self.elements);
+        let h: HashOut<F> = PoseidonHash::hash_no_pad(&elements);
+        Commitment::from_elements(h.elements)
+    }
+
+    /// Decrypts it with `key`. A wrong key is detected with high probability (a decrypted
+    /// element above its chunk's byte range), not always: check the commitment first.
+    pub fn decrypt(&self, key: &OutputKey) -> Result<Vec<i8>> {
+        let stream = key.keystream(self.elements.len());
+        let mut out = Vec::with_capacity(self.len);
+        for (i, (&c, k)) in self.elements.iter().zip(stream).enumerate() {
+            let v = (c - k).to_canonical_u64();
+            let bytes = (self.len - i * BYTES_PER_ELEMENT).min(BYTES_PER_ELEMENT);
+            if v >> (8 * bytes) != 0 {
+                return Err(Error::InvalidInput("the encrypted output does not decrypt under this key".into()));
+            }
+            out.extend((0..bytes).map(|b| ((v >> (8 * b)) as u8 ^ 0x80) as i8));
+        }
+        Ok(out)
+    }
+
+    /// Encodes it.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.raw(ENCRYPTED_MAGIC);
+        w.u16(ENCRYPTED_VERSION);
+        w.u32(self.len as u32);
+        for e in &self.elements {
+            w.raw(&e.to_canonical_u64().to_be_bytes());
+        }
+        w.into_bytes()
+    }
+
+    /// Decodes an encrypted tensor of at most `max_len` values.
+    pub fn from_bytes(bytes: &[u8], max_len: usize) -> Result<Self> {
+        let mut r = Reader::new(bytes);
+        crate::files::check_header(&mut r, ENCRYPTED_MAGIC, ENCRYPTED_VERSION, "encrypted tensor")?;
+        let len = r.u32()? as usize;
+        if len > max_len {
+            return Err(Error::Format(format!("an encrypted tensor of {len} values is over the limit of {max_len}")));
+        }
+        let count = len.div_ceil(BYTES_PER_ELEMENT);
+        if r.remaining() != 8 * count {
+            return Err(Error::Format(format!(
+                "an encrypted tensor of {len} values holds {count} elements, not {} bytes",
+                r.remaining()
+            )));
+        }
+        let mut elements = Vec::with_capacity(count);
+        for _ in 0..count {
+            let v = u64::from_be_bytes(r.raw::<8>()?);
+            if v >= F::ORDER {
+                return Err(Error::Format("an encrypted element is not a canonical field element".into()));
+            }
+            elements.push(F::from_canonical_u64(v));
+        }
+        r.finish()?;
+        Ok(Self { len, elements })
+    }
 }
 
 /// The secret salt of a hiding commitment: four canonical Goldilocks elements, written as 32

@@ -33,7 +33,7 @@ pub use circuit::{
     join_config, public_segment_fri, segment_config, zk_join_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS,
     QUARTER_RATE_MAX_ROWS, SEGMENT_WIRES,
 };
-pub use commit::{commit, commit_salted, Commitment, Salt};
+pub use commit::{commit, commit_salted, Commitment, EncryptedTensor, OutputKey, Salt};
 pub use error::{Error, Result};
 pub use files::{check_header, decode_plonky2_proof, hash_to_bytes, ModelFile, TaskProof, MODEL_MAGIC, PROOF_MAGIC};
 pub use gates::{LowDegreeRow, PoseidonHeadGate, PoseidonLowDegreeGate, PoseidonTailGate};
@@ -43,7 +43,7 @@ pub use model::{
     numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, INV_SQRT_BITS, MAX_CONCAT_INPUTS,
     MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW, MAX_MACS, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q,
 };
-pub use privacy::{Privacy, TaskSalts};
+pub use privacy::Privacy;
 pub use task::{prove_circuit, CircuitStats, SegmentPlan, TaskProver, TaskVerifier};
 
 /// The base field (Goldilocks).

@@ -2,10 +2,11 @@
 //!
 //! A public task hides nothing (its input is published, the weights are in the `.tgm`, the
 //! output is served), so its proof has no blinding and plain tensor commitments. A private
-//! task's proof is zero-knowledge and its input and output commitments are salted
-//! ([`crate::commit::commit_salted`]): the sequencer, auditors and the public see two
-//! commitments that reveal nothing of the tensors without the salts, which only the poster and
-//! the provider hold.
+//! task's proof is zero-knowledge, its input commitment is salted
+//! ([`crate::commit::commit_salted`]; the poster picks the salt) and its output is encrypted
+//! in the proof under the key derived from that salt ([`crate::commit::EncryptedTensor`]): the
+//! sequencer, auditors and the public see a commitment and a ciphertext that reveal nothing of
+//! the tensors, and the poster can always decrypt the output the proof is about.
 //!
 //! The mode is part of the proof's statement through the model id it exposes: a private task's
 //! circuit exposes [`Privacy::task_model_id`], a hash of the model id under a domain of its own,
@@ -13,8 +14,6 @@
 //! circuits of a model under two ids, and neither kind of proof verifies as the other.
 
 use sha2::{Digest, Sha256};
-
-use crate::commit::Salt;
 
 /// Whether a task's input, output and activations are secret.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -26,12 +25,13 @@ pub enum Privacy {
     Private,
 }
 
-/// Domain of the private variant's model id.
-const PRIVATE_DOMAIN: &[u8] = b"tgrid/private-task/v1";
+/// Domain of the private variant's model id (v2: the proof encrypts the output under the key
+/// of the input salt, where v1 salted a provider-chosen output commitment).
+const PRIVATE_DOMAIN: &[u8] = b"tgrid/private-task/v2";
 
 impl Privacy {
     /// The id a task of this mode names for the model `model_id`: the model id itself for a
-    /// public task, `SHA-256("tgrid/private-task/v1" ‖ model_id)` for a private one.
+    /// public task, `SHA-256("tgrid/private-task/v2" ‖ model_id)` for a private one.
     pub fn task_model_id(self, model_id: [u8; 32]) -> [u8; 32] {
         match self {
             Privacy::Public => model_id,
@@ -56,14 +56,4 @@ impl Privacy {
             Privacy::Private => "private",
         }
     }
-}
-
-/// The salts of a private task's two commitments: the poster picks the input's (and sends it
-/// with the sealed input), the provider the output's (and seals it with the output).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TaskSalts {
-    /// Salt of the input commitment.
-    pub input: Salt,
-    /// Salt of the output commitment.
-    pub output: Salt,
 }

@@ -1,4 +1,5 @@
-//! Private tasks: zero-knowledge proofs with salted commitments under the private model id, and
+//! Private tasks: zero-knowledge proofs with a salted input commitment and an encrypted output
+//! under the private model id, the output key bound to the input salt through every segment, and
 //! neither mode's proof verifying as the other's.
 
 use rand::rngs::StdRng;
@@ -6,7 +7,8 @@ use rand::{Rng, SeedableRng};
 
 use crate::testing::tiny_model;
 use crate::{
-    commit, commit_salted, infer, Privacy, QuantModel, Salt, SegmentPlan, TaskProver, TaskSalts, TaskVerifier,
+    commit, commit_salted, infer, EncryptedTensor, OutputKey, Privacy, QuantModel, Salt, SegmentPlan, TaskProver,
+    TaskVerifier, MAX_TENSOR_LEN,
 };
 
 const TASK: [u8; 32] = [0x31; 32];
@@ -17,26 +19,26 @@ fn input(model: &QuantModel, seed: u64) -> Vec<i8> {
     (0..model.input_len()).map(|_| rng.gen()).collect()
 }
 
-fn salts() -> TaskSalts {
-    TaskSalts { input: Salt::random(), output: Salt::random() }
-}
-
 /// Proves a private task and checks its statement; with `cross_check`, also that neither mode's
 /// verifier accepts the other's proofs (for one plan: building a chain's circuits is slow).
 fn check_private_proof(model: &QuantModel, plan: SegmentPlan, cross_check: bool) {
     let x = input(model, 1);
-    let salts = salts();
+    let salt = Salt::random();
     let prover = TaskProver::with_privacy(model.clone(), plan.clone(), Privacy::Private).unwrap();
-    let (proof, trace, _) = prover.prove_private(&x, &salts, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+    let (proof, trace, _) = prover.prove_private(&x, &salt, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
     let verifier = TaskVerifier::with_privacy(model, &plan, Privacy::Private).unwrap();
     let publics = verifier.verify(&proof).unwrap();
     let private_id = Privacy::Private.task_model_id(model.model_id());
     assert_ne!(private_id, model.model_id());
     assert_eq!((publics.model_id, proof.model_id), (private_id, private_id));
     assert_eq!((publics.task_id, publics.provider), (TASK, PROVIDER));
-    // The circuit's salted commitments are the native ones, and hide the plain ones.
-    assert_eq!(publics.input_commitment, commit_salted(&x, &salts.input));
-    assert_eq!(publics.output_commitment, commit_salted(trace.output(), &salts.output));
+    // The circuit's commitments are the native ones, and hide the plain ones; the output's is
+    // that of the output encrypted under the key of the input salt, which decrypts it.
+    assert_eq!(publics.input_commitment, commit_salted(&x, &salt));
+    let key = OutputKey::from_input_salt(&salt);
+    let encrypted = EncryptedTensor::encrypt(trace.output(), &key);
+    assert_eq!(publics.output_commitment, encrypted.commitment());
+    assert_eq!(encrypted.decrypt(&key).unwrap(), trace.output());
     assert_ne!(publics.input_commitment, commit(&x));
     assert_ne!(publics.output_commitment, commit(trace.output()));
     if !cross_check {
@@ -81,9 +83,98 @@ fn modes_and_salts_are_checked_before_proving() {
     let model = tiny_model(43);
     let x = input(&model, 3);
     let private = TaskProver::with_privacy(model.clone(), SegmentPlan::default(), Privacy::Private).unwrap();
-    assert!(private.prove(&x, TASK, PROVIDER, &mut |_, _, _| {}).is_err(), "a private task without salts");
+    assert!(private.prove(&x, TASK, PROVIDER, &mut |_, _, _| {}).is_err(), "a private task without its salt");
     let public = TaskProver::new(model, SegmentPlan::default()).unwrap();
-    assert!(public.prove_private(&x, &salts(), TASK, PROVIDER, &mut |_, _, _| {}).is_err());
+    assert!(public.prove_private(&x, &Salt::random(), TASK, PROVIDER, &mut |_, _, _| {}).is_err());
+}
+
+#[test]
+fn encrypted_outputs_round_trip_bind_their_bytes_and_decode_without_trusting_lengths() {
+    let key = OutputKey::from_input_salt(&Salt::random());
+    for len in [0, 1, 6, 7, 8, 10, 39, 100] {
+        let tensor: Vec<i8> = (0..len).map(|i| (i as u8).wrapping_mul(37) as i8).collect();
+        let encrypted = EncryptedTensor::encrypt(&tensor, &key);
+        assert_eq!(encrypted.len(), len);
+        let bytes = encrypted.to_bytes();
+        let back = EncryptedTensor::from_bytes(&bytes, MAX_TENSOR_LEN).unwrap();
+        assert_eq!(back, encrypted);
+        assert_eq!(back.commitment(), encrypted.commitment());
+        assert_eq!(back.decrypt(&key).unwrap(), tensor);
+        // Neither the plain nor the salted commitment of the tensor equals the encrypted one.
+        assert_ne!(encrypted.commitment(), commit(&tensor));
+        // Every byte of the ciphertext is bound by the commitment or refused by the decoder.
+        for i in 14..bytes.len() {
+            let mut changed = bytes.clone();
+            changed[i] ^= 1;
+            if let Ok(other) = EncryptedTensor::from_bytes(&changed, MAX_TENSOR_LEN) {
+                assert_ne!(other.commitment(), encrypted.commitment(), "byte {i} of {len}");
+            }
+        }
+    }
+    let tensor = vec![5i8; 10];
+    let encrypted = EncryptedTensor::encrypt(&tensor, &key);
+    // Another key: refused or a different tensor, never the output.
+    let other = OutputKey::from_input_salt(&Salt::random());
+    assert_ne!(encrypted.decrypt(&other).ok(), Some(tensor.clone()));
+    // Hostile encodings: lengths that disagree with the elements, over the limit, non-canonical
+    // elements, truncation, trailing bytes, another magic.
+    let bytes = encrypted.to_bytes();
+    let with_len = |len: u32| {
+        let mut b = bytes.clone();
+        b[10..14].copy_from_slice(&len.to_be_bytes());
+        b
+    };
+    for bad in [
+        with_len(15),
+        with_len(u32::MAX),
+        bytes[..bytes.len() - 1].to_vec(),
+        [bytes.as_slice(), &[0]].concat(),
+        [b"TGRIDSEL".as_slice(), &bytes[8..]].concat(),
+        {
+            let mut b = bytes.clone();
+            b[14..22].copy_from_slice(&u64::MAX.to_be_bytes());
+            b
+        },
+    ] {
+        assert!(EncryptedTensor::from_bytes(&bad, MAX_TENSOR_LEN).is_err());
+    }
+    assert!(EncryptedTensor::from_bytes(&bytes, 9).is_err(), "over the caller's limit");
+    assert_eq!(format!("{key:?}"), "OutputKey(..)");
+    assert_eq!(OutputKey::from_hex(&key.to_hex()).unwrap(), key);
+}
+
+/// A malicious prover that encrypts the output under a key of its choice instead of the one
+/// derived from the input salt (the circuit's key wiring cut, [`crate::testing::cut_copy_constraints`])
+/// makes a proof the honest verifier rejects; with the honest wiring the same prover's proof verifies.
+#[test]
+fn an_output_encrypted_under_another_key_is_rejected_by_the_verifier() {
+    let model = tiny_model(44);
+    let x = input(&model, 4);
+    let salt = Salt::random();
+    let verifier = TaskVerifier::with_privacy(&model, &SegmentPlan::default(), Privacy::Private).unwrap();
+    let prover = TaskProver::with_privacy(model.clone(), SegmentPlan::default(), Privacy::Private).unwrap();
+    let honest = prover.prove_with_output_key(&x, &salt, None).unwrap();
+    verifier.verify(&honest).unwrap();
+    let chosen = OutputKey::from_input_salt(&Salt::random());
+    let forged = prover.prove_with_output_key(&x, &salt, Some(&chosen)).unwrap();
+    assert!(verifier.verify(&forged).is_err(), "an output encrypted under a key of the prover's choice verified");
+}
+
+/// In a chain, every segment after the first takes the output key as a witness; the commitments
+/// at the cuts are salted with it, so a last segment run under another key does not join: the
+/// honest join refuses it, and a malicious join that skips the commitment link is rejected.
+#[test]
+fn a_segment_under_another_output_key_does_not_join() {
+    let model = tiny_model(45);
+    let plan = SegmentPlan { cuts: vec![3] };
+    let x = input(&model, 5);
+    let (salt, other) = (Salt::random(), Salt::random());
+    let verifier = TaskVerifier::with_privacy(&model, &plan, Privacy::Private).unwrap();
+    let prover = TaskProver::with_privacy(model.clone(), plan, Privacy::Private).unwrap();
+    verifier.verify(&prover.prove_private_chain(&x, &salt, &salt, true).unwrap()).unwrap();
+    assert!(prover.prove_private_chain(&x, &salt, &other, true).is_err(), "the honest join refuses it");
+    let forged = prover.prove_private_chain(&x, &salt, &other, false).unwrap();
+    assert!(verifier.verify(&forged).is_err(), "a chain under two output keys verified");
 }
 
 #[test]

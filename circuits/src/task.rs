@@ -16,11 +16,12 @@ use plonky2::util::timing::TimingTree;
 use serde::{Deserialize, Serialize};
 
 use crate::circuit::{join_config, zk_join_config, BuildOptions, PublicInputs, Segment, SegmentCircuit};
+use crate::commit::{EncryptedTensor, OutputKey, Salt};
 use crate::error::{Error, Result};
 use crate::files::TaskProof;
 use crate::infer::{self, Trace};
 use crate::model::QuantModel;
-use crate::privacy::{Privacy, TaskSalts};
+use crate::privacy::Privacy;
 use crate::{C, D, F};
 
 /// Where the model is cut: segment `i` covers nodes `cuts[i-1]..cuts[i]`.
@@ -214,31 +215,34 @@ impl TaskProver {
         progress: Progress<'_>,
     ) -> Result<(TaskProof, Trace, CircuitStats)> {
         if self.privacy != Privacy::Public {
-            return Err(Error::InvalidInput("a private task is proven with its salts (prove_private)".into()));
+            return Err(Error::InvalidInput("a private task is proven with its input salt (prove_private)".into()));
         }
         self.prove_with(input, None, task_id, provider, progress)
     }
 
-    /// Proves a private task: as [`prove`](Self::prove), with the input and output commitments
-    /// salted by `salts`.
+    /// Proves a private task: as [`prove`](Self::prove), with the input commitment salted by
+    /// `input_salt` and the output encrypted under its [`OutputKey`] (the proof's output
+    /// commitment is that of [`EncryptedTensor::encrypt`]`(output, key)`).
     pub fn prove_private(
         &self,
         input: &[i8],
-        salts: &TaskSalts,
+        input_salt: &Salt,
         task_id: [u8; 32],
         provider: [u8; 20],
         progress: Progress<'_>,
     ) -> Result<(TaskProof, Trace, CircuitStats)> {
         if self.privacy != Privacy::Private {
-            return Err(Error::InvalidInput("salts are for private tasks; this prover proves public ones".into()));
+            return Err(Error::InvalidInput(
+                "an input salt is for private tasks; this prover proves public ones".into(),
+            ));
         }
-        self.prove_with(input, Some(salts), task_id, provider, progress)
+        self.prove_with(input, Some(input_salt), task_id, provider, progress)
     }
 
     fn prove_with(
         &self,
         input: &[i8],
-        salts: Option<&TaskSalts>,
+        salt: Option<&Salt>,
         task_id: [u8; 32],
         provider: [u8; 20],
         progress: Progress<'_>,
@@ -249,7 +253,7 @@ impl TaskProver {
             Some(circuit) => {
                 progress("proving", 0, 1);
                 let start = Instant::now();
-                let pw = circuit.witness(&[input], Some((&task_id, &provider)), salts)?;
+                let pw = circuit.witness(&[input], Some((&task_id, &provider)), salt)?;
                 let proof = prove_circuit(&circuit.data, pw)?;
                 stats.prove_seconds = start.elapsed().as_secs_f64();
                 stats.segments = 1;
@@ -258,19 +262,16 @@ impl TaskProver {
                 progress("proving", 1, 1);
                 proof
             }
-            None => self.prove_chain(&trace, salts, task_id, provider, &mut stats, progress)?,
+            None => self.prove_chain(&trace, salt, task_id, provider, &mut stats, progress)?,
         };
-        let commit = |tensor: &[i8], salt: Option<crate::commit::Salt>| match salt {
-            Some(salt) => crate::commit::commit_salted(tensor, &salt),
-            None => crate::commit::commit(tensor),
+        let (input_commitment, output_commitment) = match salt {
+            Some(salt) => (
+                crate::commit::commit_salted(input, salt),
+                EncryptedTensor::encrypt(trace.output(), &OutputKey::from_input_salt(salt)).commitment(),
+            ),
+            None => (crate::commit::commit(input), crate::commit::commit(trace.output())),
         };
-        let expected = PublicInputs {
-            task_id,
-            provider,
-            model_id: self.model_id,
-            input_commitment: commit(input, salts.map(|s| s.input)),
-            output_commitment: commit(trace.output(), salts.map(|s| s.output)),
-        };
+        let expected = PublicInputs { task_id, provider, model_id: self.model_id, input_commitment, output_commitment };
         let claimed = PublicInputs::from_fields(&proof.public_inputs)?;
         if claimed != expected {
             return Err(Error::Proving("the proof's public inputs differ from the integer inference".into()));
@@ -281,7 +282,7 @@ impl TaskProver {
     fn prove_chain(
         &self,
         trace: &Trace,
-        salts: Option<&TaskSalts>,
+        salt: Option<&Salt>,
         task_id: [u8; 32],
         provider: [u8; 20],
         stats: &mut CircuitStats,
@@ -303,7 +304,7 @@ impl TaskProver {
             stats.total_rows += circuit.rows();
             let live: Vec<&[i8]> = segment.live_in.iter().map(|&t| trace.tensors[t].as_slice()).collect();
             let start = Instant::now();
-            let proof = prove_circuit(&circuit.data, circuit.witness(&live, None, salts)?)?;
+            let proof = prove_circuit(&circuit.data, circuit.witness(&live, None, salt)?)?;
             stats.prove_seconds += start.elapsed().as_secs_f64();
             done += 1;
             let seg = Proven { proof, verifier: circuit.data.verifier_data() };
@@ -351,10 +352,9 @@ impl TaskProver {
             // Live-in tensors come from the circuit's own earlier segments.
             let live: Vec<&[i8]> =
                 segment.live_in.iter().map(|&t| tensors[t].as_deref().unwrap_or(&trace.tensors[t])).collect();
-            // Any salts do: only the commitments depend on them.
-            let zero = crate::commit::Salt::from_bytes([0; 32])?;
-            let pw =
-                circuit.witness(&live, Some((&[0; 32], &[0; 20])), Some(&TaskSalts { input: zero, output: zero }))?;
+            // Any salt does: only the commitments depend on it.
+            let zero = Salt::from_bytes([0; 32])?;
+            let pw = circuit.witness(&live, Some((&[0; 32], &[0; 20])), Some(&zero))?;
             let witness =
                 plonky2::iop::generator::generate_partial_witness(pw, &circuit.data.prover_only, &circuit.data.common)
                     .map_err(|e| Error::Proving(e.to_string()))?;
@@ -427,6 +427,74 @@ impl TaskProver {
         let mut join = JoinCircuit::build_linked(&self.model, &first.verifier, &second.verifier, true, public, true)?;
         let cut = JoinCircuit::build_linked(&self.model, &first.verifier, &second.verifier, true, public, false)?;
         crate::testing::cut_copy_constraints(&mut join.data, cut.data);
+        let joined = join.prove(first, second, Some((&[1; 32], &[2; 20])))?;
+        Ok(TaskProof::new(self.model_id, joined.proof.to_bytes()))
+    }
+}
+
+/// Soundness tests of private tasks: proofs whose output key is not the input salt's.
+#[cfg(test)]
+impl TaskProver {
+    /// Proves a single-segment private task; with `chosen`, a malicious prover encrypts the
+    /// output under that key instead of the input salt's (the build's key wiring cut,
+    /// [`crate::testing::cut_copy_constraints`]).
+    pub(crate) fn prove_with_output_key(
+        &self,
+        input: &[i8],
+        salt: &Salt,
+        chosen: Option<&OutputKey>,
+    ) -> Result<TaskProof> {
+        let segment = Segment::new(&self.model, 0..self.model.nodes.len());
+        let build = |cut_output_key| {
+            let options =
+                BuildOptions { bind_task: true, privacy: Privacy::Private, cut_output_key, ..Default::default() };
+            SegmentCircuit::build(&self.model, segment.clone(), options)
+        };
+        let mut circuit = build(false)?;
+        let task = Some((&[1u8; 32], &[2u8; 20]));
+        let pw = match chosen {
+            None => circuit.witness(&[input], task, Some(salt))?,
+            Some(key) => {
+                let cut = build(true)?;
+                let mut pw = cut.witness(&[input], task, Some(salt))?;
+                for (t, v) in cut.cut_key.expect("a cut key").into_iter().zip(key.to_elements()) {
+                    pw.set_target(t, v).map_err(|e| Error::Proving(e.to_string()))?;
+                }
+                crate::testing::cut_copy_constraints(&mut circuit.data, cut.data);
+                pw
+            }
+        };
+        let proof = prove_circuit(&circuit.data, pw)?;
+        Ok(TaskProof::new(self.model_id, proof.to_bytes()))
+    }
+
+    /// Proves a two-segment private task whose second segment takes the output key of
+    /// `second_salt` (the first derives it from `salt`) and joins them, with the join's
+    /// commitment link (`link`) or a malicious prover without it.
+    pub(crate) fn prove_private_chain(
+        &self,
+        input: &[i8],
+        salt: &Salt,
+        second_salt: &Salt,
+        link: bool,
+    ) -> Result<TaskProof> {
+        let trace = infer::run(&self.model, input)?;
+        let segments = self.plan.segments(&self.model);
+        assert_eq!(segments.len(), 2, "a two-segment plan");
+        let mut proven = Vec::new();
+        for (segment, salt) in segments.into_iter().zip([salt, second_salt]) {
+            let live: Vec<&[i8]> = segment.live_in.iter().map(|&t| trace.tensors[t].as_slice()).collect();
+            let circuit = SegmentCircuit::build(&self.model, segment, BuildOptions::binding(false, Privacy::Private))?;
+            let proof = prove_circuit(&circuit.data, circuit.witness(&live, None, Some(salt))?)?;
+            proven.push(Proven { proof, verifier: circuit.data.verifier_data() });
+        }
+        let (first, second) = (&proven[0], &proven[1]);
+        let private = Privacy::Private;
+        let mut join = JoinCircuit::build_linked(&self.model, &first.verifier, &second.verifier, true, private, true)?;
+        if !link {
+            let cut = JoinCircuit::build_linked(&self.model, &first.verifier, &second.verifier, true, private, false)?;
+            crate::testing::cut_copy_constraints(&mut join.data, cut.data);
+        }
         let joined = join.prove(first, second, Some((&[1; 32], &[2; 20])))?;
         Ok(TaskProof::new(self.model_id, joined.proof.to_bytes()))
     }

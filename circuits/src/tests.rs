@@ -261,6 +261,7 @@ fn circuit_with_layout(
         fault: fault.map(|f| (0, f)),
         cut: false,
         privacy: crate::Privacy::Public,
+        cut_output_key: false,
     };
     crate::circuit::SegmentCircuit::build(model, segment, options).unwrap()
 }

@@ -45,9 +45,10 @@ impl Globals {
         self.state_dir.join("orders")
     }
 
-    /// The poster's opening key file: private tasks' outputs are sealed to its public half.
-    pub(crate) fn opening_key_path(&self, poster: Address) -> PathBuf {
-        self.state_dir.join("sealing").join(format!("{poster}.key"))
+    /// A private order's output key file (the key its output is encrypted under, derived from
+    /// the input's salt): `<state dir>/output-keys/<order hash>.key`, readable by its owner only.
+    pub(crate) fn output_key_path(&self, order: &B256) -> PathBuf {
+        self.state_dir.join("output-keys").join(format!("{order}.key"))
     }
 }
 
@@ -149,6 +150,28 @@ pub(crate) fn load_model(path: &Path) -> Result<ModelFile> {
 /// A small JSON file (order, acceptance): bytes, with size and read errors as bad input.
 pub(crate) fn read_json_file(path: &Path) -> Result<Vec<u8>> {
     tgrid_cli::read_bounded(path, MAX_JSON_FILE_BYTES, "order file")
+}
+
+/// Writes a secret (an output key) to `path`, readable and writable by its owner only, through
+/// a temporary file and a rename.
+pub(crate) fn write_secret(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("cannot create {}", tmp.display()))?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot move {} to {}", tmp.display(), path.display()))
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so a crash never leaves a torn

@@ -10,13 +10,14 @@ use serde_json::json;
 use tgrid_chain::bindings::IModelRegistry;
 use tgrid_chain::format_tgrid;
 use tgrid_chain::market::{MarketDomain, Order, SignedOrder};
-use tgrid_circuits::{commit, commit_salted, infer, Privacy, Salt};
+use tgrid_circuits::{commit, commit_salted, infer, OutputKey, Privacy, Salt};
 use tgrid_cli::{bad_input, Output};
 use tgrid_onnx::InputData;
 use tgrid_seal::SealingKey;
 
 use crate::common::{
-    address, amount96, connect, duration_text, load_model, relay, write_atomically, Globals, OrderArg, DEFAULT_RELAY,
+    address, amount96, connect, duration_text, load_model, relay, write_atomically, write_secret, Globals, OrderArg,
+    DEFAULT_RELAY,
 };
 use crate::outcome;
 use crate::poster::{choose, BookInfo, PosterState, Want};
@@ -83,10 +84,11 @@ pub(crate) struct PostArgs {
     /// The only provider that may take the order (default: any; required with --private).
     #[arg(long)]
     provider: Option<String>,
-    /// A private task: the input is sealed to the provider (only it can read it), the output
-    /// comes back sealed to this poster's key (`<state dir>/sealing/<address>.key`, created on
-    /// first use), the commitments are salted and the proof is zero-knowledge. The model's private
-    /// mode must be registered (`tgrid-sequencer registry add --private`, then a DAO vote).
+    /// A private task: the input is sealed to the provider (only it can read it), its commitment
+    /// salted, the proof zero-knowledge, and the output encrypted by the proof itself under a key
+    /// derived from the input's salt, kept in `<state dir>/output-keys/<order hash>.key` (mode
+    /// 0600) for `tgrid order result`. The model's private mode must be registered
+    /// (`tgrid-sequencer registry add --private`, then a DAO vote).
     #[arg(long, requires = "provider")]
     private: bool,
     /// The provider's sealing key (0x + 64 hex digits), as it published it (default: fetched from
@@ -197,14 +199,12 @@ async fn post(a: PostArgs, g: &Globals, out: Output) -> Result<()> {
         }
     }
     // A private input is sealed before anything is signed: to the provider's published key (its
-    // signature checked here, the relay is not trusted), with this poster's key for the output.
+    // signature checked here, the relay is not trusted).
     let sealed_input = match privacy {
         Privacy::Public => None,
         Privacy::Private => {
             let recipient = provider_sealing_key(&a, provider, &ctx.domain()).await?;
-            let (poster_key, _) = tgrid_seal::keyfile::load_or_create(&g.opening_key_path(ctx.me))?;
-            let (sealed, commitment) =
-                tgrid_seal::seal_input(&recipient, &model_id.0, &x, &salt, &poster_key.sealing_key())?;
+            let (sealed, commitment) = tgrid_seal::seal_input(&recipient, &model_id.0, &x, &salt)?;
             debug_assert_eq!(B256::from(commitment.0), input_commitment);
             Some((sealed, recipient))
         }
@@ -239,8 +239,12 @@ async fn post(a: PostArgs, g: &Globals, out: Output) -> Result<()> {
     let signed = SignedOrder::sign(order, &ctx.signer, &domain).map_err(bad_input)?;
     let hash = signed.hash(&domain);
 
-    // The index is taken before anything leaves this machine.
+    // The index is taken, and a private order's output key kept, before anything leaves this
+    // machine.
     state.record(&signed.order, hash)?;
+    if privacy == Privacy::Private {
+        write_secret(&g.output_key_path(&hash), &OutputKey::from_input_salt(&salt).to_hex())?;
+    }
     // Published before the order: a provider takes an order only once its input is readable.
     std::fs::create_dir_all(&a.inputs_dir).with_context(|| format!("cannot create {}", a.inputs_dir.display()))?;
     let (stored, bytes) = match &sealed_input {
@@ -292,6 +296,7 @@ async fn post(a: PostArgs, g: &Globals, out: Output) -> Result<()> {
             "model_id": model_id.to_string(),
             "privacy": privacy.name(),
             "sealed_to": sealed_input.as_ref().map(|(_, key)| key.to_hex()),
+            "output_key_file": (privacy == Privacy::Private).then(|| g.output_key_path(&hash).display().to_string()),
             "input_commitment": input_commitment.to_string(),
             "input_store": stored.display().to_string(),
             "order_file": order_file.display().to_string(),
@@ -315,7 +320,14 @@ async fn post(a: PostArgs, g: &Globals, out: Output) -> Result<()> {
                 duration_text(a.deadline_in),
                 privacy.name(),
                 stored.display(),
-                if sealed_input.is_some() { ", sealed to the provider" } else { "" },
+                if sealed_input.is_some() {
+                    format!(
+                        ", sealed to the provider; the output key in {}",
+                        g.output_key_path(&hash).display()
+                    )
+                } else {
+                    String::new()
+                },
                 order_file.display()
             )
         },

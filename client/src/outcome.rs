@@ -9,8 +9,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use serde_json::{json, Value};
 use tgrid_chain::format_tgrid;
-use tgrid_chain::market::{MarketDomain, OrderOutcome, RelayError, SignedDelivery};
-use tgrid_circuits::{commit, commit_salted, infer, Commitment, Privacy};
+use tgrid_chain::market::{MarketDomain, OrderOutcome, RelayError};
+use tgrid_circuits::{commit, infer, EncryptedTensor, OutputKey, Privacy, MAX_TENSOR_LEN};
 use tgrid_cli::{bad_input, Output};
 
 use crate::common::{connect_reading, load_model, relay, relay_view, when, Ctx, Globals, OrderArg, DEFAULT_RELAY};
@@ -23,9 +23,13 @@ pub(crate) struct ResultArgs {
     #[arg(long, env = "TGRID_RELAY_URL", default_value = DEFAULT_RELAY)]
     relay: String,
     /// Check this output file (`output_int8` or `output` as int8 values; for a private order the
-    /// sealed `.tgs`) instead of fetching.
+    /// encrypted output) instead of fetching.
     #[arg(long)]
     output_file: Option<PathBuf>,
+    /// A private order's output key (0x + 64 hex digits; default: the one `tgrid order post
+    /// --private` kept in the state directory).
+    #[arg(long)]
+    output_key: Option<String>,
     /// The model, to print the dequantized output and its argmax.
     #[arg(long)]
     model: Option<PathBuf>,
@@ -210,66 +214,36 @@ pub(crate) async fn status(arg: &OrderArg, relay_url: &str, g: &Globals, out: Ou
     })
 }
 
-/// An output as fetched or read: in the clear (public task) or sealed to the poster (private
-/// task), then with the provider's signed delivery when the sequencer served one.
+/// An output as fetched or read: in the clear (public task) or encrypted to the poster (private
+/// task, the bytes of an [`EncryptedTensor`]).
 enum Delivered {
     Plain(Vec<i8>),
-    Sealed(Box<SealedDelivery>),
+    Encrypted(Vec<u8>),
 }
 
-/// A sealed output's bytes (`.tgs`) and the provider's signature of them, if served.
-struct SealedDelivery {
-    bytes: Vec<u8>,
-    delivery: Option<SignedDelivery>,
-}
-
-/// Largest output file read (a sealed output of the largest tensor is well below).
+/// Largest output file read (an encrypted output of the largest tensor is well below).
 const MAX_OUTPUT_FILE_BYTES: u64 = 64 << 20;
 
-/// `--output-file`: a sealed `.tgs` (by its magic) or int8 values in JSON.
+/// `--output-file`: an encrypted output (by its magic) or int8 values in JSON.
 fn read_output_file(path: &std::path::Path) -> Result<Delivered> {
     let bytes = tgrid_cli::read_bounded(path, MAX_OUTPUT_FILE_BYTES, "output")?;
-    if bytes.starts_with(tgrid_seal::SEALED_MAGIC) {
-        return Ok(Delivered::Sealed(Box::new(SealedDelivery { bytes, delivery: None })));
+    if bytes.starts_with(tgrid_circuits::commit::ENCRYPTED_MAGIC) {
+        return Ok(Delivered::Encrypted(bytes));
     }
     Ok(Delivered::Plain(tgrid_cli::read_int8_output(path)?))
 }
 
-/// Opens a private order's sealed output with the poster's key and checks it against the
-/// settled commitment. When it does not open, says who signed for the ciphertext.
-fn open_sealed_output(
-    g: &Globals,
-    order: &tgrid_chain::market::Order,
-    hash: &B256,
-    sealed: &SealedDelivery,
-    settled: B256,
-    domain: &MarketDomain,
-    source: &str,
-) -> Result<tgrid_seal::Opened> {
-    let key_path = g.opening_key_path(order.poster);
-    if !key_path.exists() {
-        bail!(
-            "order {hash} is private: its output is sealed to its poster {}, whose opening key is not in {}",
-            order.poster,
-            key_path.display()
-        );
+/// A private order's output key: `--output-key`, or the file `tgrid order post --private` kept.
+fn output_key(a: &ResultArgs, g: &Globals, hash: &B256) -> Result<OutputKey> {
+    if let Some(hex) = &a.output_key {
+        return OutputKey::from_hex(hex).context("--output-key").map_err(bad_input);
     }
-    let (key, _) = tgrid_seal::keyfile::load_or_create(&key_path)?;
-    let bytes = &sealed.bytes;
-    let decoded = tgrid_seal::Sealed::from_bytes(bytes).map_err(|e| anyhow!("{source}: {e}"))?;
-    tgrid_seal::open_output(&key, &decoded, &order.model_id.0, &Commitment(settled.0)).map_err(|e| {
-        let signed_by = sealed
-            .delivery
-            .as_ref()
-            .filter(|d| {
-                d.delivery.order_hash == *hash
-                    && d.delivery.sealed_output_digest == alloy::primitives::keccak256(bytes)
-                    && d.delivery.verify(&d.signature, d.provider, domain).is_ok()
-            })
-            .map(|d| format!("; provider {} signed for exactly this ciphertext (its signed delivery is evidence)", d.provider))
-            .unwrap_or_default();
-        anyhow!("the sealed output of order {hash} from {source} does not open for its settled commitment {settled}: {e}{signed_by}")
-    })
+    let path = g.output_key_path(hash);
+    let text = tgrid_cli::read_bounded(&path, 4096, "output key").with_context(|| {
+        format!("order {hash} is private: its output key is not in {} (give it with --output-key)", path.display())
+    })?;
+    let text = String::from_utf8(text).map_err(|_| anyhow!("{}: not an output key", path.display()))?;
+    OutputKey::from_hex(text.trim()).with_context(|| format!("{}: not an output key", path.display()))
 }
 
 pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()> {
@@ -331,29 +305,37 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
                 }
             };
             let source = format!("{}/v1/tasks/{}/output", a.relay.trim_end_matches('/'), o.hash);
-            let delivered = match fetched.sealed_output {
+            let delivered = match fetched.encrypted_output {
                 None => Delivered::Plain(fetched.output),
-                Some(hex) => Delivered::Sealed(Box::new(SealedDelivery {
-                    bytes: alloy::hex::decode(&hex)
-                        .map_err(|e| anyhow!("{source}: the sealed output is not hex: {e}"))?,
-                    delivery: fetched.delivery,
-                })),
+                Some(hex) => Delivered::Encrypted(
+                    alloy::hex::decode(&hex).map_err(|e| anyhow!("{source}: the encrypted output is not hex: {e}"))?,
+                ),
             };
             (delivered, source)
         }
     };
-    // A private output opens only with the poster's key, and only for the settled commitment.
-    let (output, output_salt) = match delivered {
-        Delivered::Plain(output) => (output, None),
-        Delivered::Sealed(sealed) => {
-            let opened = open_sealed_output(g, order, &o.hash, &sealed, output_commitment, &ctx.domain(), &source)?;
-            (opened.tensor, Some(opened.salt))
+    // A private output is the ciphertext the proof committed to: checked against the settled
+    // commitment first, then decrypted with the order's output key.
+    let (computed, output, key) = match delivered {
+        Delivered::Plain(output) => (B256::from(commit(&output).0), output, None),
+        Delivered::Encrypted(bytes) => {
+            let encrypted = EncryptedTensor::from_bytes(&bytes, MAX_TENSOR_LEN)
+                .map_err(|e| anyhow!("{source}: not an encrypted output: {e}"))?;
+            let computed = B256::from(encrypted.commitment().0);
+            if computed != output_commitment {
+                bail!(
+                    "the encrypted output from {source} does NOT match order {}'s settled output commitment: it \
+                     commits to {computed}, the chain recorded {output_commitment} (tx {transaction})",
+                    o.hash
+                );
+            }
+            let key = output_key(&a, g, &o.hash)?;
+            let output = encrypted.decrypt(&key).with_context(|| {
+                format!("order {}'s output does not decrypt with this output key: is it this order's?", o.hash)
+            })?;
+            (computed, output, Some(key))
         }
     };
-    let computed = B256::from(match &output_salt {
-        None => commit(&output).0,
-        Some(salt) => commit_salted(&output, salt).0,
-    });
     if computed != output_commitment {
         bail!(
             "the output from {source} does NOT match order {}'s settled output commitment: it commits to {computed}, \
@@ -368,10 +350,10 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
         "provider": provider.to_string(),
         "output_int8": output,
         "output_commitment": computed.to_string(),
-        "privacy": if output_salt.is_some() { "private" } else { "public" },
-        // A private output's commitment salt: with it (and the output) anyone the poster shows
-        // this file to can check the output against the settled commitment.
-        "output_salt": output_salt.as_ref().map(|s| s.to_hex()),
+        "privacy": if key.is_some() { "private" } else { "public" },
+        // A private output's key: with it (and the output) anyone the poster shows this file to
+        // can check the output against the settled commitment; it reveals nothing of the input.
+        "output_key": key.as_ref().map(OutputKey::to_hex),
         "settled_in": transaction.to_string(),
         "source": source,
     });
@@ -393,7 +375,7 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
             .with_context(|| format!("cannot write {}", p.display()))?;
     }
     out.emit(result.clone(), || {
-        let private = if output_salt.is_some() { " (private: opened with the poster's key)" } else { "" };
+        let private = if key.is_some() { " (private: decrypted with the order's output key)" } else { "" };
         let mut text = format!(
             "order {}: the output{private} matches the commitment settled on-chain ({computed}, tx {transaction})",
             o.hash

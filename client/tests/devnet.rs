@@ -360,8 +360,7 @@ fn relayed_orders_settle_their_results_check_and_accepted_orders_are_disputed() 
         task_id: hash.clone(),
         output_commitment: commitment.to_string(),
         output: output.clone(),
-        sealed_output: None,
-        delivery: None,
+        encrypted_output: None,
     };
     relay.set(format!("/v1/tasks/{hash}/output"), serde_json::to_string(&published).unwrap());
     let result = t.ok(&["order", "result", &hash, "--relay", &relay.url, "--model", &model]);

@@ -7,9 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
-use tgrid_circuits::{
-    commit, commit_salted, Privacy, Salt, SegmentPlan, TaskProof, TaskProver, TaskSalts, TaskVerifier,
-};
+use tgrid_circuits::{commit, commit_salted, Privacy, Salt, SegmentPlan, TaskProof, TaskProver, TaskVerifier};
 use tgrid_onnx::{import_onnx, quantize_model, InputData};
 
 use tgrid_cli::{bad_input, peak_rss_mib};
@@ -52,10 +50,10 @@ fn one(dir: &Path, max_segment_rows: usize, privacy: Privacy) -> Result<String> 
     let started = Instant::now();
     let prover = TaskProver::with_privacy(model.clone(), plan.clone(), privacy)?;
     let build_seconds = started.elapsed().as_secs_f64();
-    let salts = TaskSalts { input: Salt::random(), output: Salt::random() };
+    let salt = Salt::random();
     let (proof, trace, stats) = match privacy {
         Privacy::Public => prover.prove(&input, [7; 32], [9; 20], &mut |_, _, _| {})?,
-        Privacy::Private => prover.prove_private(&input, &salts, [7; 32], [9; 20], &mut |_, _, _| {})?,
+        Privacy::Private => prover.prove_private(&input, &salt, [7; 32], [9; 20], &mut |_, _, _| {})?,
     };
     let prove_seconds = stats.prove_seconds;
     drop(prover);
@@ -71,7 +69,7 @@ fn one(dir: &Path, max_segment_rows: usize, privacy: Privacy) -> Result<String> 
         verify_ms.push(started.elapsed().as_secs_f64() * 1000.0);
         let expected = match privacy {
             Privacy::Public => commit(&input),
-            Privacy::Private => commit_salted(&input, &salts.input),
+            Privacy::Private => commit_salted(&input, &salt),
         };
         anyhow::ensure!(publics.input_commitment == expected, "verified commitment mismatch");
         if privacy == Privacy::Public {

@@ -14,7 +14,8 @@ use clap::{Parser, Subcommand};
 use serde_json::json;
 use tgrid_aggregation::Normalizer;
 use tgrid_circuits::{
-    commit, commit_salted, infer, ModelFile, Privacy, Salt, SegmentPlan, TaskProver, TaskSalts, TaskVerifier,
+    commit, commit_salted, infer, EncryptedTensor, ModelFile, OutputKey, Privacy, Salt, SegmentPlan, TaskProver,
+    TaskVerifier,
 };
 use tgrid_onnx::{import_onnx, quantize_model, tract_reference, CalibrationReport, InputData};
 
@@ -95,17 +96,14 @@ enum Command {
         /// Also write the output as JSON here.
         #[arg(long)]
         output: Option<PathBuf>,
-        /// A private task: zero-knowledge proof under the model's private id, salted
-        /// commitments. Needs --input-salt.
+        /// A private task: zero-knowledge proof under the model's private id, salted input
+        /// commitment, output encrypted to the poster in the proof. Needs --input-salt.
         #[arg(long, requires = "input_salt")]
         private: bool,
-        /// The salt of the private task's input commitment, from the poster (0x + 64 hex digits).
+        /// The salt of the private task's input commitment, from the poster (0x + 64 hex
+        /// digits); the output is encrypted under the key derived from it.
         #[arg(long, requires = "private")]
         input_salt: Option<String>,
-        /// The salt of the output commitment (0x + 64 hex digits); a fresh one by default. The
-        /// provider sends it, with the output, to the poster only.
-        #[arg(long, requires = "private")]
-        output_salt: Option<String>,
     },
     /// Settle this provider's own results on-chain, without a sequencer: aggregate and wrap the
     /// proofs of signed orders it proved, then send one TaskMarket.settleBatch from its account
@@ -341,29 +339,20 @@ fn run(command: Command, out: &Output) -> Result<()> {
                 }
             }
         }
-        Command::Prove { model, input, task_id, provider, out: out_path, output, private, input_salt, output_salt } => {
+        Command::Prove { model, input, task_id, provider, out: out_path, output, private, input_salt } => {
             let task_id: [u8; 32] = parse_hex(&task_id, "--task-id").map_err(bad_input)?;
             let provider: [u8; 20] = parse_hex(&provider, "--provider").map_err(bad_input)?;
             let file = load_model(&model)?;
             let x = quantized_input(&file.model, &input)?;
             let started = Instant::now();
             let bar = out.spinner("building the circuit");
-            let salts = match (input_salt, output_salt) {
-                (Some(input), output) => Some(TaskSalts {
-                    input: Salt::from_hex(&input).context("--input-salt").map_err(bad_input)?,
-                    output: match output {
-                        Some(s) => Salt::from_hex(&s).context("--output-salt").map_err(bad_input)?,
-                        None => Salt::random(),
-                    },
-                }),
-                (None, _) => None,
-            };
+            let salt = input_salt.map(|s| Salt::from_hex(&s).context("--input-salt").map_err(bad_input)).transpose()?;
             let prover = TaskProver::with_privacy(file.model.clone(), file.plan.clone(), privacy(private))?;
             let mut progress = |stage: &str, done: usize, total: usize| {
                 bar.set_message(format!("{stage} ({done}/{total})"));
             };
-            let (proof, trace, stats) = match &salts {
-                Some(salts) => prover.prove_private(&x, salts, task_id, provider, &mut progress)?,
+            let (proof, trace, stats) = match &salt {
+                Some(salt) => prover.prove_private(&x, salt, task_id, provider, &mut progress)?,
                 None => prover.prove(&x, task_id, provider, &mut progress)?,
             };
             bar.finish_and_clear();
@@ -371,11 +360,13 @@ fn run(command: Command, out: &Output) -> Result<()> {
             std::fs::write(&out_path, &bytes).with_context(|| format!("cannot write {}", out_path.display()))?;
             let mut result = output_json(&file, trace.output());
             let mut input_commitment = commit(&x).to_hex();
-            if let Some(salts) = &salts {
-                // What the poster needs to check the output against the proof: its salt.
-                result["output_commitment"] = json!(commit_salted(trace.output(), &salts.output).to_hex());
-                result["output_salt"] = json!(salts.output.to_hex());
-                input_commitment = commit_salted(&x, &salts.input).to_hex();
+            if let Some(salt) = &salt {
+                // What the proof commits to: the output encrypted under the input salt's key,
+                // which is what the provider hands over (the poster decrypts it).
+                let encrypted = EncryptedTensor::encrypt(trace.output(), &OutputKey::from_input_salt(salt));
+                result["output_commitment"] = json!(encrypted.commitment().to_hex());
+                result["encrypted_output"] = json!(format!("0x{}", hex::encode(encrypted.to_bytes())));
+                input_commitment = commit_salted(&x, salt).to_hex();
             }
             if let Some(p) = &output {
                 std::fs::write(p, serde_json::to_string_pretty(&result)?)
@@ -391,7 +382,7 @@ fn run(command: Command, out: &Output) -> Result<()> {
                     "privacy": privacy(private).name(),
                     "input_commitment": input_commitment,
                     "output_commitment": result["output_commitment"],
-                    "output_salt": result.get("output_salt"),
+                    "encrypted_output": result.get("encrypted_output"),
                     "argmax": result["argmax"],
                     "stats": stats,
                     "seconds": started.elapsed().as_secs_f64(),
@@ -412,8 +403,8 @@ fn run(command: Command, out: &Output) -> Result<()> {
                         stats.prove_seconds,
                         started.elapsed().as_secs_f64()
                     );
-                    if let Some(salt) = result["output_salt"].as_str() {
-                        text.push_str(&format!("\n  output salt {salt} (secret: for the poster only, with the output)"));
+                    if result.get("encrypted_output").is_some() {
+                        text.push_str("\n  output encrypted to the poster (the key of its input salt): --json prints it");
                     }
                     text
                 },

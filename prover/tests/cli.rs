@@ -142,10 +142,17 @@ fn a_private_task_is_committed_proven_and_audited_with_salts() {
     assert_eq!(proved["privacy"], "private");
     assert_eq!(proved["model_id"], committed["model_id"], "the private task's model id");
     assert_eq!(proved["input_commitment"], committed["input_commitment"]);
-    // The output file (what the provider seals to the poster) carries the output salt.
+    // The output file carries the encrypted output the proof commits to, which decrypts to the
+    // output under the key of the input salt.
     let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
     assert_eq!(written["output_commitment"], proved["output_commitment"]);
-    assert_eq!(written["output_salt"], proved["output_salt"]);
+    assert_eq!(written["encrypted_output"], proved["encrypted_output"]);
+    let encrypted = hex::decode(proved["encrypted_output"].as_str().unwrap().trim_start_matches("0x")).unwrap();
+    let encrypted = tgrid_circuits::EncryptedTensor::from_bytes(&encrypted, tgrid_circuits::MAX_TENSOR_LEN).unwrap();
+    assert_eq!(encrypted.commitment().to_hex(), proved["output_commitment"].as_str().unwrap());
+    let key = tgrid_circuits::OutputKey::from_input_salt(&tgrid_circuits::Salt::from_hex(salt).unwrap());
+    let output: Vec<i8> = serde_json::from_value(written["output_int8"].clone()).unwrap();
+    assert_eq!(encrypted.decrypt(&key).unwrap(), output);
 
     let verified = json(&run(verifier().args(["--json", "task"]).arg(&tgp).arg("--model").arg(&tgm)));
     assert_eq!(verified["privacy"], "private");

@@ -356,24 +356,26 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
         let (code, again) = post(&http, &api, wrong_output.to_string()).await;
         assert_eq!((code, &again), (422, &v), "a replayed refusal is answered alike");
     }
-    // A public task's output sent sealed (as if private): its proof is public, so refused.
-    let mut sealed_public = good[0].body.clone();
-    let output: Vec<i8> = serde_json::from_value(sealed_public["output"].clone()).unwrap();
-    let (poster_opening, poster_sealing) = tgrid_seal::OpeningKey::generate();
-    drop(poster_opening);
-    let salt = tgrid_circuits::Salt::random();
-    let (sealed, commitment) = tgrid_seal::seal_output(&poster_sealing, &model_id, &output, &salt).unwrap();
-    let sealed_bytes = sealed.to_bytes();
-    sealed_public["output"] = json!([]);
-    sealed_public["sealed_output"] =
-        json!({"commitment": B256::from(commitment.0), "sealed": format!("0x{}", hex::encode(&sealed_bytes))});
-    let proof_bytes = hex::decode(sealed_public["proof"].as_str().unwrap().trim_start_matches("0x")).unwrap();
-    let delivery = Delivery::of_sealed(good[0].task, B256::from(commitment.0), &proof_bytes, &sealed_bytes);
-    sealed_public["signature"] =
+    // A public task's output sent encrypted (as if private): its proof is public, so refused.
+    let mut encrypted_public = good[0].body.clone();
+    let output: Vec<i8> = serde_json::from_value(encrypted_public["output"].clone()).unwrap();
+    let key = tgrid_circuits::OutputKey::from_input_salt(&tgrid_circuits::Salt::random());
+    let encrypted = tgrid_circuits::EncryptedTensor::encrypt(&output, &key);
+    encrypted_public["output"] = json!([]);
+    encrypted_public["encrypted_output"] = json!(format!("0x{}", hex::encode(encrypted.to_bytes())));
+    let proof_bytes = hex::decode(encrypted_public["proof"].as_str().unwrap().trim_start_matches("0x")).unwrap();
+    let delivery = Delivery::of_proof(good[0].task, B256::from(encrypted.commitment().0), &proof_bytes);
+    encrypted_public["signature"] =
         json!(format!("0x{}", hex::encode(delivery.sign(&provider_key, &domain).unwrap().as_bytes())));
-    let (code, v) = post(&http, &api, sealed_public.to_string()).await;
+    let (code, v) = post(&http, &api, encrypted_public.to_string()).await;
     assert_eq!(code, 422, "{v}");
     assert!(v["reason"].as_str().unwrap().contains("output"), "{v}");
+    // Random bytes as an encrypted output: a clear 400, never a panic.
+    let mut garbage = encrypted_public.clone();
+    garbage["encrypted_output"] = json!("0x5447524944454e43000100000010deadbeef");
+    let (code, v) = post(&http, &api, garbage.to_string()).await;
+    assert_eq!(code, 400, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("encrypted output"), "{v}");
     let (code, v) = post(&http, &api, someone_else.body.to_string()).await;
     assert_eq!(code, 409, "the relay recorded provider 1's acceptance first: {v}");
     assert!(v["reason"].as_str().unwrap().contains("accepted by"), "{v}");

@@ -1,20 +1,17 @@
-//! Sealed tensors of private tasks: a private task's input travels sealed to its provider, its
-//! output sealed to its poster, so the relay, the sequencer and the public hold ciphertext only.
+//! Sealed inputs of private tasks: a private task's input travels sealed to its provider, so the
+//! relay, the input store and the public hold ciphertext only. (Its output needs no sealing: the
+//! proof itself encrypts it under a key derived from the input's salt,
+//! [`tgrid_circuits::EncryptedTensor`], so only the poster and the provider can read it.)
 //!
 //! Sealing is HPKE (RFC 9180, base mode: DHKEM(X25519, HKDF-SHA256), HKDF-SHA256,
-//! ChaCha20-Poly1305) to the recipient's X25519 key. The plaintext is the commitment's salt, for
-//! an input the poster's own sealing key (where the provider seals the output to), and the int8
-//! tensor; the associated data is the task's model id (the private variant's) and the salted
-//! commitment, so a ciphertext opens only for the commitment it was sealed for. Opening also
-//! recomputes the commitment from what it decrypted: a poster who seals something else than
+//! ChaCha20-Poly1305) to the provider's X25519 key. The plaintext is the commitment's salt and
+//! the int8 tensor; the associated data is the task's model id (the private variant's) and the
+//! salted commitment, so a ciphertext opens only for the commitment it was sealed for. Opening
+//! also recomputes the commitment from what it decrypted: a poster who seals something else than
 //! what it committed to is caught before the provider accepts (and can be slashed).
 //!
-//! The poster's key inside the sealed input needs no signature: only who knows the input and its
-//! salt (the poster) can seal something that opens to the committed input, and the AEAD binds
-//! the key to that plaintext.
-//!
-//! File format (`.tgs`): magic `TGRIDSEL`, u16 version, the role byte (0 input, 1 output), the
-//! 32-byte encapsulated key, the length-prefixed ciphertext. Decoding never trusts a length.
+//! File format (`.tgs`): magic `TGRIDSEL`, u16 version, the 32-byte encapsulated key, the
+//! length-prefixed ciphertext. Decoding never trusts a length.
 
 use hpke::aead::ChaCha20Poly1305;
 use hpke::kdf::HkdfSha256;
@@ -27,11 +24,11 @@ type Kem = X25519HkdfSha256;
 
 /// Magic of sealed tensor files.
 pub const SEALED_MAGIC: &[u8; 8] = b"TGRIDSEL";
-const SEALED_VERSION: u16 = 2;
-/// HPKE `info`: the scheme and its version; the role byte follows.
-const INFO: &[u8] = b"tgrid/sealed-tensor/v1";
-/// Salt, reply key (inputs), tensor length, and the AEAD tag around the tensor bytes.
-const OVERHEAD: usize = 32 + 32 + 4 + 16;
+const SEALED_VERSION: u16 = 3;
+/// HPKE `info`: the scheme and its version.
+const INFO: &[u8] = b"tgrid/sealed-input/v2";
+/// Salt, tensor length, and the AEAD tag around the tensor bytes.
+const OVERHEAD: usize = 32 + 4 + 16;
 
 /// Everything that can go wrong when sealing or opening.
 #[derive(Debug, thiserror::Error)]
@@ -62,33 +59,7 @@ pub enum Error {
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Which of a task's tensors is sealed: it is part of what the ciphertext is bound to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// The input, sealed by the poster to the provider.
-    Input,
-    /// The output, sealed by the provider to the poster.
-    Output,
-}
-
-impl Role {
-    fn byte(self) -> u8 {
-        match self {
-            Role::Input => 0,
-            Role::Output => 1,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Role::Input => "input",
-            Role::Output => "output",
-        }
-    }
-}
-
-/// A recipient's public key (X25519, 32 bytes): a provider publishes one for inputs, a poster
-/// one for outputs.
+/// A provider's public key (X25519, 32 bytes), published for the inputs sealed to it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SealingKey(<Kem as hpke::Kem>::PublicKey);
 
@@ -169,33 +140,20 @@ fn decode_hex32(s: &str, what: &str) -> Result<[u8; 32]> {
         .ok_or_else(|| Error::Format(format!("a {what} is 0x followed by 64 hex digits")))
 }
 
-/// A sealed tensor (with the salt of its commitment; an input also with the poster's key).
+/// A sealed input (with the salt of its commitment).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sealed {
-    /// Input or output.
-    pub role: Role,
     encapped: [u8; 32],
     ciphertext: Vec<u8>,
 }
 
-/// What a sealed output holds.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Opened {
-    /// The int8 tensor.
-    pub tensor: Vec<i8>,
-    /// The salt of its commitment.
-    pub salt: Salt,
-}
-
-/// What a sealed input holds: the tensor, its salt, and where the poster wants the output sealed.
+/// What a sealed input holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpenedInput {
     /// The int8 input.
     pub tensor: Vec<i8>,
-    /// The salt of its commitment.
+    /// The salt of its commitment (the output key derives from it).
     pub salt: Salt,
-    /// The poster's sealing key: the provider seals the output to it.
-    pub reply_to: SealingKey,
 }
 
 /// The associated data: the task's model id and the tensor's salted commitment.
@@ -206,67 +164,33 @@ fn aad(model_id: &[u8; 32], commitment: &Commitment) -> [u8; 64] {
     out
 }
 
-fn info(role: Role) -> Vec<u8> {
-    let mut info = INFO.to_vec();
-    info.push(role.byte());
-    info
-}
-
 /// Seals a private task's `input` and its commitment salt to the provider's key `provider`, for
-/// the task of model `model_id` (the private variant's id), with the poster's own key `reply_to`
-/// for the output. Returns the sealed input and the salted commitment it is bound to (the
-/// order's input commitment).
+/// the task of model `model_id` (the private variant's id). Returns the sealed input and the
+/// salted commitment it is bound to (the order's input commitment).
 pub fn seal_input(
     provider: &SealingKey,
     model_id: &[u8; 32],
     input: &[i8],
     salt: &Salt,
-    reply_to: &SealingKey,
 ) -> Result<(Sealed, Commitment)> {
-    seal(provider, Role::Input, model_id, input, salt, Some(reply_to))
-}
-
-/// Seals a private task's `output` and its commitment salt to the poster's key `poster`.
-/// Returns the sealed output and the salted commitment it is bound to (the proof's output
-/// commitment).
-pub fn seal_output(
-    poster: &SealingKey,
-    model_id: &[u8; 32],
-    output: &[i8],
-    salt: &Salt,
-) -> Result<(Sealed, Commitment)> {
-    seal(poster, Role::Output, model_id, output, salt, None)
-}
-
-fn seal(
-    recipient: &SealingKey,
-    role: Role,
-    model_id: &[u8; 32],
-    tensor: &[i8],
-    salt: &Salt,
-    reply_to: Option<&SealingKey>,
-) -> Result<(Sealed, Commitment)> {
-    if tensor.len() > MAX_TENSOR_LEN {
-        return Err(Error::TooLarge(tensor.len()));
+    if input.len() > MAX_TENSOR_LEN {
+        return Err(Error::TooLarge(input.len()));
     }
-    let commitment = commit_salted(tensor, salt);
-    let mut plaintext = Vec::with_capacity(OVERHEAD + tensor.len());
+    let commitment = commit_salted(input, salt);
+    let mut plaintext = Vec::with_capacity(OVERHEAD + input.len());
     plaintext.extend_from_slice(&salt.to_bytes());
-    if let Some(key) = reply_to {
-        plaintext.extend_from_slice(&key.0.to_bytes());
-    }
-    plaintext.extend_from_slice(&(tensor.len() as u32).to_le_bytes());
-    plaintext.extend(tensor.iter().map(|&x| x as u8));
+    plaintext.extend_from_slice(&(input.len() as u32).to_le_bytes());
+    plaintext.extend(input.iter().map(|&x| x as u8));
     let (encapped, ciphertext) = hpke::single_shot_seal::<ChaCha20Poly1305, HkdfSha256, Kem>(
         &OpModeS::Base,
-        &recipient.0,
-        &info(role),
+        &provider.0,
+        INFO,
         &plaintext,
         &aad(model_id, &commitment),
     )
     .map_err(|e| Error::Seal(e.to_string()))?;
     let encapped: [u8; 32] = encapped.to_bytes().as_slice().try_into().expect("an X25519 share is 32 bytes");
-    Ok((Sealed { role, encapped, ciphertext }, commitment))
+    Ok((Sealed { encapped, ciphertext }, commitment))
 }
 
 /// Opens a sealed input with the provider's `key` for the task of model `model_id` whose input
@@ -277,38 +201,12 @@ pub fn open_input(
     model_id: &[u8; 32],
     commitment: &Commitment,
 ) -> Result<OpenedInput> {
-    let (tensor, salt, reply_to) = open(key, Role::Input, sealed, model_id, commitment)?;
-    Ok(OpenedInput { tensor, salt, reply_to: reply_to.expect("inputs carry a reply key") })
-}
-
-/// Opens a sealed output with the poster's `key` for the task of model `model_id` whose output
-/// commits to `commitment` (the settled output commitment), and checks that what it holds
-/// commits to exactly that.
-pub fn open_output(key: &OpeningKey, sealed: &Sealed, model_id: &[u8; 32], commitment: &Commitment) -> Result<Opened> {
-    let (tensor, salt, _) = open(key, Role::Output, sealed, model_id, commitment)?;
-    Ok(Opened { tensor, salt })
-}
-
-fn open(
-    key: &OpeningKey,
-    role: Role,
-    sealed: &Sealed,
-    model_id: &[u8; 32],
-    commitment: &Commitment,
-) -> Result<(Vec<i8>, Salt, Option<SealingKey>)> {
-    if sealed.role != role {
-        return Err(Error::Format(format!(
-            "a sealed {} where a sealed {} was expected",
-            sealed.role.name(),
-            role.name()
-        )));
-    }
     let encapped = <Kem as hpke::Kem>::EncappedKey::from_bytes(&sealed.encapped).map_err(|_| Error::Open)?;
     let plaintext = hpke::single_shot_open::<ChaCha20Poly1305, HkdfSha256, Kem>(
         &OpModeR::Base,
         &key.0,
         &encapped,
-        &info(sealed.role),
+        INFO,
         &sealed.ciphertext,
         &aad(model_id, commitment),
     )
@@ -316,10 +214,6 @@ fn open(
     // Authenticated, but written by the sender: decoded as carefully as any input.
     let mut r = Reader::new(&plaintext);
     let salt = Salt::from_bytes(r.raw::<32>().map_err(format)?).map_err(format)?;
-    let reply_to = match role {
-        Role::Input => Some(SealingKey::from_bytes(&r.raw::<32>().map_err(format)?)?),
-        Role::Output => None,
-    };
     let len = r.u32().map_err(format)? as usize;
     if len != r.remaining() || len > MAX_TENSOR_LEN {
         return Err(Error::Format(format!("the sealed tensor claims {len} values and holds {}", r.remaining())));
@@ -328,7 +222,7 @@ fn open(
     if commit_salted(&tensor, &salt) != *commitment {
         return Err(Error::CommitmentMismatch(*commitment));
     }
-    Ok((tensor, salt, reply_to))
+    Ok(OpenedInput { tensor, salt })
 }
 
 fn format(e: tgrid_circuits::Error) -> Error {
@@ -336,30 +230,24 @@ fn format(e: tgrid_circuits::Error) -> Error {
 }
 
 impl Sealed {
-    /// Encodes the sealed tensor (`.tgs`).
+    /// Encodes the sealed input (`.tgs`).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::default();
         w.raw(SEALED_MAGIC);
         w.u16(SEALED_VERSION);
-        w.u8(self.role.byte());
         w.raw(&self.encapped);
         w.bytes(&self.ciphertext);
         w.into_bytes()
     }
 
-    /// Decodes a sealed tensor, bounded by the largest tensor a model accepts.
+    /// Decodes a sealed input, bounded by the largest tensor a model accepts.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         let mut r = Reader::new(bytes);
-        check_header(&mut r, SEALED_MAGIC, SEALED_VERSION, "sealed tensor").map_err(format)?;
-        let role = match r.u8().map_err(format)? {
-            0 => Role::Input,
-            1 => Role::Output,
-            other => return Err(Error::Format(format!("unknown role {other}"))),
-        };
+        check_header(&mut r, SEALED_MAGIC, SEALED_VERSION, "sealed input").map_err(format)?;
         let encapped = r.raw::<32>().map_err(format)?;
         let ciphertext = r.bytes(MAX_TENSOR_LEN + OVERHEAD).map_err(format)?.to_vec();
         r.finish().map_err(format)?;
-        Ok(Self { role, encapped, ciphertext })
+        Ok(Self { encapped, ciphertext })
     }
 }
 

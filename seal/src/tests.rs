@@ -1,4 +1,4 @@
-//! Sealing round trips, and every way a sealed tensor can be for someone or something else.
+//! Sealing round trips, and every way a sealed input can be for someone or something else.
 
 use proptest::prelude::*;
 
@@ -13,42 +13,31 @@ fn tensor(n: usize) -> Vec<i8> {
 #[test]
 fn a_sealed_input_opens_for_its_recipient_and_commitment() {
     let (provider_key, provider) = OpeningKey::generate();
-    let (poster_key, poster) = OpeningKey::generate();
     let x = tensor(64);
     let salt = Salt::random();
-    let (sealed, commitment) = seal_input(&provider, &MODEL, &x, &salt, &poster).unwrap();
+    let (sealed, commitment) = seal_input(&provider, &MODEL, &x, &salt).unwrap();
     assert_eq!(commitment, commit_salted(&x, &salt));
     let decoded = Sealed::from_bytes(&sealed.to_bytes()).unwrap();
     assert_eq!(decoded, sealed);
     let opened = open_input(&provider_key, &decoded, &MODEL, &commitment).unwrap();
-    assert_eq!(opened, OpenedInput { tensor: x.clone(), salt, reply_to: poster.clone() });
+    assert_eq!(opened, OpenedInput { tensor: x.clone(), salt });
     // The ciphertext hides the tensor: no run of its bytes appears in the file.
     assert!(!sealed.to_bytes().windows(16).any(|w| w == &x[..16].iter().map(|&v| v as u8).collect::<Vec<_>>()[..]));
-    // The output goes back to the key the input named; an empty tensor seals too.
-    let y = tensor(10);
-    let out_salt = Salt::random();
-    let (sealed_out, c) = seal_output(&opened.reply_to, &MODEL, &y, &out_salt).unwrap();
-    assert_eq!(open_output(&poster_key, &sealed_out, &MODEL, &c).unwrap(), Opened { tensor: y, salt: out_salt });
-    let (empty, c) = seal_output(&poster, &MODEL, &[], &salt).unwrap();
-    assert_eq!(open_output(&poster_key, &empty, &MODEL, &c).unwrap().tensor, Vec::<i8>::new());
-    // An input is not an output, nor the other way round.
-    assert!(matches!(open_output(&provider_key, &sealed, &MODEL, &commitment), Err(Error::Format(_))));
-    assert!(matches!(open_input(&poster_key, &empty, &MODEL, &c), Err(Error::Format(_))));
+    // An empty tensor seals too.
+    let (empty, c) = seal_input(&provider, &MODEL, &[], &salt).unwrap();
+    assert_eq!(open_input(&provider_key, &empty, &MODEL, &c).unwrap().tensor, Vec::<i8>::new());
 }
 
 #[test]
-fn another_key_commitment_model_or_role_does_not_open() {
+fn another_key_commitment_or_model_does_not_open() {
     let (provider_key, provider) = OpeningKey::generate();
-    let (someone_else, poster) = OpeningKey::generate();
+    let (someone_else, _) = OpeningKey::generate();
     let x = tensor(40);
-    let (sealed, commitment) = seal_input(&provider, &MODEL, &x, &Salt::random(), &poster).unwrap();
+    let (sealed, commitment) = seal_input(&provider, &MODEL, &x, &Salt::random()).unwrap();
     assert!(matches!(open_input(&someone_else, &sealed, &MODEL, &commitment), Err(Error::Open)));
     let other = commit_salted(&x, &Salt::random());
     assert!(matches!(open_input(&provider_key, &sealed, &MODEL, &other), Err(Error::Open)));
     assert!(matches!(open_input(&provider_key, &sealed, &[0x5f; 32], &commitment), Err(Error::Open)));
-    // Relabelled as an output, it opens under neither role.
-    let as_output = Sealed { role: Role::Output, ..sealed.clone() };
-    assert!(matches!(open_output(&provider_key, &as_output, &MODEL, &commitment), Err(Error::Open)));
     // Any flipped ciphertext or key-share bit.
     for i in [0, sealed.ciphertext.len() / 2, sealed.ciphertext.len() - 1] {
         let mut bent = sealed.clone();
@@ -63,7 +52,6 @@ fn another_key_commitment_model_or_role_does_not_open() {
 /// The plaintext layout of [`seal_input`], with a length field that may lie.
 fn plaintext(tensor: &[i8], salt: &Salt, claimed_len: u32) -> Vec<u8> {
     let mut out = salt.to_bytes().to_vec();
-    out.extend_from_slice(&OpeningKey::generate().1 .0.to_bytes());
     out.extend_from_slice(&claimed_len.to_le_bytes());
     out.extend(tensor.iter().map(|&x| x as u8));
     out
@@ -74,12 +62,12 @@ fn seal_under(recipient: &SealingKey, commitment: &Commitment, plaintext: &[u8])
     let (encapped, ciphertext) = hpke::single_shot_seal::<ChaCha20Poly1305, HkdfSha256, Kem>(
         &OpModeS::Base,
         &recipient.0,
-        &info(Role::Input),
+        INFO,
         plaintext,
         &aad(&MODEL, commitment),
     )
     .unwrap();
-    Sealed { role: Role::Input, encapped: encapped.to_bytes().as_slice().try_into().unwrap(), ciphertext }
+    Sealed { encapped: encapped.to_bytes().as_slice().try_into().unwrap(), ciphertext }
 }
 
 #[test]
@@ -98,7 +86,7 @@ fn a_poster_cannot_seal_another_input_than_it_committed_to() {
     // A plaintext whose length field lies is malformed, not a panic.
     let sealed = seal_under(&provider, &committed, &plaintext(&x, &salt, 1000));
     assert!(matches!(open_input(&provider_key, &sealed, &MODEL, &committed), Err(Error::Format(_))));
-    // Too short to hold a reply key.
+    // Too short to hold a length.
     let sealed = seal_under(&provider, &committed, &salt.to_bytes());
     assert!(matches!(open_input(&provider_key, &sealed, &MODEL, &committed), Err(Error::Format(_))));
 }
@@ -113,7 +101,7 @@ fn keys_round_trip_and_the_private_key_never_prints() {
     assert!(SealingKey::from_hex("0x1234").is_err());
     assert!(OpeningKey::from_hex(&"g".repeat(64)).is_err());
     assert!(matches!(
-        seal_output(&public, &MODEL, &vec![0; MAX_TENSOR_LEN + 1], &Salt::random()),
+        seal_input(&public, &MODEL, &vec![0; MAX_TENSOR_LEN + 1], &Salt::random()),
         Err(Error::TooLarge(_))
     ));
 }
@@ -134,7 +122,7 @@ proptest! {
     fn a_mutated_file_is_refused_or_does_not_open(pos in any::<prop::sample::Index>(), byte in any::<u8>()) {
         let (key, public) = OpeningKey::generate();
         let x = tensor(20);
-        let (sealed, commitment) = seal_input(&public, &MODEL, &x, &Salt::random(), &public).unwrap();
+        let (sealed, commitment) = seal_input(&public, &MODEL, &x, &Salt::random()).unwrap();
         let mut bytes = sealed.to_bytes();
         let i = pos.index(bytes.len());
         prop_assume!(bytes[i] != byte);

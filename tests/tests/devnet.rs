@@ -322,11 +322,12 @@ async fn the_task_market_end_to_end_on_anvil() {
         );
         assert_eq!(result["valid"], true, "{result}");
         if i == 4 {
-            // The private order: opened with poster A's key, checked against the salted commitment.
+            // The private order: the ciphertext the proof committed to, checked against the settled
+            // commitment and decrypted with the output key poster A kept when it posted.
             assert_eq!(result["privacy"], "private", "{result}");
             assert_eq!(result["output_int8"], private_input["output_int8"], "order {order}");
-            // The poster can show the result file (output and its salt) to an auditor, who checks
-            // it against the settled commitment; another salt does not match.
+            // The poster can show the result file (output and its key) to an auditor, who checks
+            // it against the settled commitment; another key does not match.
             let audit_args = |file: &str| -> Vec<String> {
                 ["task", order, "--rpc", &rpc, "--deployment", &deployment, "--relay", &seq_url, "--output", file]
                     .iter()
@@ -341,10 +342,10 @@ async fn the_task_market_end_to_end_on_anvil() {
                 "{audit}"
             );
             txs.insert(audit["tx"].as_str().unwrap_or_default().to_string());
-            let mut resalted = result.clone();
-            resalted["output_salt"] = Value::from(format!("0x{}", "00".repeat(31) + "01"));
-            std::fs::write(w("resalted.json"), resalted.to_string()).unwrap();
-            let args = audit_args(&w("resalted.json"));
+            let mut rekeyed = result.clone();
+            rekeyed["output_key"] = Value::from(format!("0x{}", "00".repeat(31) + "01"));
+            std::fs::write(w("rekeyed.json"), rekeyed.to_string()).unwrap();
+            let args = audit_args(&w("rekeyed.json"));
             let refused = run("tgrid-verifier", &args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
             assert_eq!(refused.status.code(), Some(1), "{}", String::from_utf8_lossy(&refused.stdout));
             continue;
@@ -366,12 +367,11 @@ async fn the_task_market_end_to_end_on_anvil() {
         batch_roots.insert(audit["batch_root"].as_str().unwrap().to_string());
     }
     assert_eq!(txs.len(), 1, "five orders from two posters to two providers, one transaction: {txs:?}");
-    // The sequencer serves the private output only sealed, and holds no plaintext of it: its
+    // The sequencer serves the private output only encrypted, and holds no plaintext of it: its
     // bytes appear nowhere in the sequencer's store, where a public output's do.
     let relay = RelayClient::new(&seq_url, Duration::from_secs(30)).unwrap();
     let served = relay.output(orders[4].parse().unwrap()).await.unwrap();
-    assert!(served.output.is_empty() && served.sealed_output.is_some(), "{served:?}");
-    assert_eq!(served.delivery.as_ref().map(|d| d.provider), Some(p2));
+    assert!(served.output.is_empty() && served.encrypted_output.is_some(), "{served:?}");
     let bytes_of =
         |v: &Value| -> Vec<u8> { v.as_array().unwrap().iter().map(|x| x.as_i64().unwrap() as i8 as u8).collect() };
     let store = std::fs::read_dir(w("sequencer"))

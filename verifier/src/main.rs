@@ -52,7 +52,7 @@ enum Command {
         #[arg(long, requires = "rpc")]
         relay: Option<String>,
         /// With --rpc: an output file (`output_int8` or `output` array) to check against the
-        /// settled output commitment; a private task's needs its `output_salt` too (as `tgrid
+        /// settled output commitment; a private task's needs its `output_key` too (as `tgrid
         /// order result --out` writes it).
         #[arg(long, requires = "rpc")]
         output: Option<PathBuf>,

@@ -1,9 +1,9 @@
 //! Deliveries and receipts: the two signatures around a result's hand-over to a sequencer
 //! (EIP-712, the market's domain; neither type ever reaches the chain).
 //!
-//! - A provider signs a [`Delivery`] (order hash, output commitment, digest of the proof bytes,
-//!   and for a private task the digest of the output sealed to the poster) with the key that
-//!   accepted the order. The sequencer checks it before anything costly, so its
+//! - A provider signs a [`Delivery`] (order hash, output commitment, digest of the proof bytes)
+//!   with the key that accepted the order. (A private task's encrypted output needs no digest of
+//!   its own: the output commitment is its hash.) The sequencer checks it before anything costly, so its
 //!   rate limit and its one-check-at-a-time rule apply to the provider who really sent the
 //!   result: anyone can copy an order and its public acceptance, nobody else can sign a delivery.
 //! - The sequencer answers an acknowledged result with a [`SignedReceipt`] under its own key: the
@@ -23,7 +23,6 @@ mod eip712 {
             bytes32 orderHash;
             bytes32 outputCommitment;
             bytes32 proofDigest;
-            bytes32 sealedOutputDigest;
         }
 
         /// A sequencer's acknowledgement of a verified, stored result.
@@ -32,7 +31,6 @@ mod eip712 {
             address provider;
             bytes32 outputCommitment;
             bytes32 proofDigest;
-            bytes32 sealedOutputDigest;
             uint64 receivedAt;
         }
     }
@@ -48,20 +46,12 @@ pub struct Delivery {
     pub output_commitment: B256,
     /// keccak256 of the task proof file's bytes.
     pub proof_digest: B256,
-    /// A private task's output goes sealed to the poster: keccak256 of the `.tgs` bytes, so the
-    /// provider answers for the ciphertext the poster is served. Zero for a public task.
-    pub sealed_output_digest: B256,
 }
 
 impl Delivery {
-    /// The delivery of a public task's `proof` (the .tgp bytes) for `order_hash`.
+    /// The delivery of a task's `proof` (the .tgp bytes) for `order_hash`.
     pub fn of_proof(order_hash: B256, output_commitment: B256, proof: &[u8]) -> Self {
-        Self { order_hash, output_commitment, proof_digest: keccak256(proof), sealed_output_digest: B256::ZERO }
-    }
-
-    /// The delivery of a private task's `proof` and its output sealed to the poster (`.tgs` bytes).
-    pub fn of_sealed(order_hash: B256, output_commitment: B256, proof: &[u8], sealed_output: &[u8]) -> Self {
-        Self { sealed_output_digest: keccak256(sealed_output), ..Self::of_proof(order_hash, output_commitment, proof) }
+        Self { order_hash, output_commitment, proof_digest: keccak256(proof) }
     }
 
     /// The EIP-712 digest the provider signs.
@@ -70,7 +60,6 @@ impl Delivery {
             orderHash: self.order_hash,
             outputCommitment: self.output_commitment,
             proofDigest: self.proof_digest,
-            sealedOutputDigest: self.sealed_output_digest,
         }
         .eip712_signing_hash(&domain.eip712())
     }
@@ -98,8 +87,6 @@ pub struct Receipt {
     pub output_commitment: B256,
     /// keccak256 of the stored proof's bytes.
     pub proof_digest: B256,
-    /// keccak256 of the stored sealed output (private task), zero for a public task.
-    pub sealed_output_digest: B256,
     /// Unix time the sequencer first stored the result.
     pub received_at: u64,
 }
@@ -112,7 +99,6 @@ impl Receipt {
             provider: self.provider,
             outputCommitment: self.output_commitment,
             proofDigest: self.proof_digest,
-            sealedOutputDigest: self.sealed_output_digest,
             receivedAt: self.received_at,
         }
         .eip712_signing_hash(&domain.eip712())
@@ -124,7 +110,6 @@ impl Receipt {
             && self.provider == provider
             && self.output_commitment == delivery.output_commitment
             && self.proof_digest == delivery.proof_digest
-            && self.sealed_output_digest == delivery.sealed_output_digest
     }
 }
 
@@ -180,7 +165,6 @@ mod tests {
             Delivery { order_hash: B256::repeat_byte(9), ..d },
             Delivery { output_commitment: B256::repeat_byte(9), ..d },
             Delivery::of_proof(d.order_hash, d.output_commitment, b"another proof"),
-            Delivery::of_sealed(d.order_hash, d.output_commitment, b"proof bytes", b"a sealed output"),
         ];
         for c in changed {
             assert!(c.verify(&sig, provider.address(), &domain()).is_err(), "{c:?}");
@@ -199,12 +183,11 @@ mod tests {
             provider,
             output_commitment: d.output_commitment,
             proof_digest: d.proof_digest,
-            sealed_output_digest: B256::ZERO,
             received_at: 1_700_000_000,
         };
         assert!(receipt.acknowledges(&d, provider));
-        let sealed = Delivery::of_sealed(d.order_hash, d.output_commitment, b"proof bytes", b"sealed");
-        assert!(!receipt.acknowledges(&sealed, provider), "the sealed output is part of what is acknowledged");
+        let other = Delivery::of_proof(d.order_hash, B256::repeat_byte(7), b"proof bytes");
+        assert!(!receipt.acknowledges(&other, provider), "the output is part of what is acknowledged");
         assert!(!receipt.acknowledges(&d, Address::repeat_byte(0x33)));
         let signed = SignedReceipt::sign(receipt, &sequencer, &domain()).unwrap();
         let json = serde_json::to_string(&signed).unwrap();

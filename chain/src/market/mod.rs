@@ -14,6 +14,6 @@ pub use batch::{BatchError, SettleCall, SettlementBatch, SettlementItem};
 pub use delivery::{Delivery, Receipt, SignedReceipt};
 pub use ledger::{market_error, Market, Sent};
 pub use order::{Acceptance, MarketDomain, Order, OrderError, SignedOrder};
-pub use relay::{OrderView, RelayClient, RelayError, RelayState, ResultSubmission, SealedOutput, SignedDelivery};
+pub use relay::{OrderView, RelayClient, RelayError, RelayState, ResultSubmission};
 pub use sealing::SealingKeyAnnouncement;
 pub use status::{order_outcome, OrderOutcome};

@@ -14,8 +14,9 @@
 //! Results (`POST /v1/results`, [`ResultSubmission`], signed by the provider; the answer carries
 //! the sequencer's [`SignedReceipt`](crate::market::SignedReceipt)) go to the sequencer that
 //! batches them; an output is published (`GET /v1/tasks/{hash}/output`, [`OutputView`]) once its
-//! order settled. A private task's output travels sealed to the poster (`sealed_output`, `.tgs`
-//! hex) and is served as such. Refusals carry [`ErrorBody`].
+//! order settled. A private task's output travels encrypted to the poster in the proof itself
+//! (`encrypted_output`, the bytes of a `tgrid_circuits::EncryptedTensor` as hex, whose hash is the
+//! proof's output commitment) and is served as such. Refusals carry [`ErrorBody`].
 
 use std::time::Duration;
 
@@ -69,9 +70,11 @@ pub struct ResultSubmission {
     /// A public task's int8 output tensor (flat); its commitment must be the proof's output
     /// commitment. Empty for a private task.
     pub output: Vec<i8>,
-    /// A private task's output, sealed to the poster; absent for a public task.
+    /// A private task's output encrypted to the poster (the bytes of a
+    /// `tgrid_circuits::EncryptedTensor`, 0x-prefixed hex), whose commitment must be the proof's
+    /// output commitment; absent for a public task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sealed_output: Option<SealedOutput>,
+    pub encrypted_output: Option<String>,
     /// The task proof file (.tgp), 0x-prefixed hex.
     pub proof: String,
     /// Optionally, the task's leaf proof (the aggregation's first recursive step over the task
@@ -104,34 +107,31 @@ impl ResultSubmission {
             order,
             acceptance,
             output,
-            sealed_output: None,
+            encrypted_output: None,
             proof: format!("0x{}", hex::encode(proof)),
             leaf_proof: None,
             signature,
         })
     }
 
-    /// A private task's submission: the output sealed to the poster (`.tgs` bytes), whose
-    /// `output_commitment` is the proof's salted one.
-    pub fn sign_sealed(
+    /// A private task's submission: its output encrypted to the poster (`EncryptedTensor`
+    /// bytes), whose commitment `output_commitment` is the proof's.
+    pub fn sign_encrypted(
         order: SignedOrder,
         acceptance: Acceptance,
-        sealed_output: &[u8],
+        encrypted_output: &[u8],
         output_commitment: B256,
         proof: &[u8],
         provider: &PrivateKeySigner,
         domain: &MarketDomain,
     ) -> Result<Self, OrderError> {
-        let delivery = Delivery::of_sealed(acceptance.order_hash, output_commitment, proof, sealed_output);
+        let delivery = Delivery::of_proof(acceptance.order_hash, output_commitment, proof);
         let signature = delivery.sign(provider, domain)?;
         Ok(Self {
             order,
             acceptance,
             output: Vec::new(),
-            sealed_output: Some(SealedOutput {
-                commitment: output_commitment,
-                sealed: format!("0x{}", hex::encode(sealed_output)),
-            }),
+            encrypted_output: Some(format!("0x{}", hex::encode(encrypted_output))),
             proof: format!("0x{}", hex::encode(proof)),
             leaf_proof: None,
             signature,
@@ -144,17 +144,6 @@ impl ResultSubmission {
     }
 }
 
-/// A private task's output as delivered: sealed to the poster, with the proof's salted output
-/// commitment (which nobody but the poster and the provider can recompute).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SealedOutput {
-    /// The proven output commitment (salted).
-    pub commitment: B256,
-    /// The `.tgs` file, 0x-prefixed hex.
-    pub sealed: String,
-}
-
 /// A published output.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutputView {
@@ -164,27 +153,10 @@ pub struct OutputView {
     pub output_commitment: String,
     /// A public task's int8 output tensor (empty for a private task).
     pub output: Vec<i8>,
-    /// A private task's output sealed to the poster (`.tgs`, 0x-prefixed hex).
+    /// A private task's output encrypted to the poster (`EncryptedTensor` bytes, 0x-prefixed
+    /// hex); its commitment is the output commitment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sealed_output: Option<String>,
-    /// For a private task: the provider's signature of the [`Delivery`] of this sealed output
-    /// (with the proof digest it names), so the poster knows who answers for a ciphertext that
-    /// does not open.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delivery: Option<SignedDelivery>,
-}
-
-/// A delivery and the provider's signature of it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SignedDelivery {
-    /// What was delivered.
-    pub delivery: Delivery,
-    /// The provider that signed it.
-    pub provider: alloy::primitives::Address,
-    /// Its EIP-712 signature, 65 bytes.
-    #[serde(with = "signature_hex")]
-    pub signature: Signature,
+    pub encrypted_output: Option<String>,
 }
 
 /// Error body of every refused request.

@@ -9,7 +9,7 @@ use plonky2::hash::merkle_proofs::verify_merkle_proof;
 use plonky2::iop::witness::{PartialWitness, WitnessWrite};
 use plonky2::plonk::circuit_builder::CircuitBuilder;
 use tgrid_circuits::testing::{random_input, tiny_model};
-use tgrid_circuits::{Privacy, Salt, SegmentPlan, TaskProof, TaskProver, TaskSalts, TaskVerifier, C, D, F};
+use tgrid_circuits::{Privacy, Salt, SegmentPlan, TaskProof, TaskProver, TaskVerifier, C, D, F};
 
 use crate::batch::{batch_root, node_hash, split_point, BatchFile, TaskLeaf};
 use crate::registry::{Registry, RegistryEntry, RegistryFile, RegistryFileEntry};
@@ -180,8 +180,7 @@ fn normalized(m: usize, i: u64) -> (TaskProof, NormalizedProof, TaskLeaf) {
     let (proof, _, _) = match prover.privacy() {
         Privacy::Public => prover.prove(&input, task_id(i), [0x42; 20], &mut |_, _, _| {}).unwrap(),
         Privacy::Private => {
-            let salts = TaskSalts { input: Salt::random(), output: Salt::random() };
-            prover.prove_private(&input, &salts, task_id(i), [0x42; 20], &mut |_, _, _| {}).unwrap()
+            prover.prove_private(&input, &Salt::random(), task_id(i), [0x42; 20], &mut |_, _, _| {}).unwrap()
         }
     };
     let (publics, norm) = s.normalizers[m].normalize(&proof).unwrap();

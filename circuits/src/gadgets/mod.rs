@@ -473,6 +473,33 @@ pub(crate) fn commit_bytes(
     builder.hash_n_to_hash_no_pad::<TgridPoseidonHash>(elements)
 }
 
+/// The [`crate::commit::OutputKey`] of an input salt, in-circuit.
+pub(crate) fn output_key(builder: &mut CircuitBuilder<F, D>, salt: [Target; 4]) -> [Target; 4] {
+    let mut inputs = vec![builder.constant(F::from_canonical_u64(crate::commit::OUTPUT_KEY_TAG))];
+    inputs.extend(salt);
+    builder.hash_n_to_hash_no_pad::<TgridPoseidonHash>(inputs).elements
+}
+
+/// The commitment of [`crate::commit::EncryptedTensor`] over byte targets encrypted under `key`:
+/// each packed element plus a keystream element, hashed after the length and
+/// [`crate::commit::ENCRYPTED_FLAG`].
+pub(crate) fn commit_encrypted_bytes(
+    builder: &mut CircuitBuilder<F, D>,
+    values: &[ByteTarget],
+    key: [Target; 4],
+) -> HashOutTarget {
+    let packed: Vec<Target> = values.chunks(BYTES_PER_ELEMENT).map(|chunk| pack_bytes(builder, chunk)).collect();
+    let mut elements =
+        vec![builder.constant(F::from_canonical_u64(values.len() as u64 + crate::commit::ENCRYPTED_FLAG))];
+    if !packed.is_empty() {
+        let mut stream_inputs = vec![builder.constant(F::from_canonical_u64(crate::commit::KEYSTREAM_TAG))];
+        stream_inputs.extend(key);
+        let stream = builder.hash_n_to_m_no_pad::<TgridPoseidonHash>(stream_inputs, packed.len());
+        elements.extend(packed.iter().zip(stream).map(|(&e, k)| builder.add(e, k)));
+    }
+    builder.hash_n_to_hash_no_pad::<TgridPoseidonHash>(elements)
+}
+
 /// A signed integer as a field element.
 pub(crate) fn field_of(v: i64) -> F {
     if v >= 0 {

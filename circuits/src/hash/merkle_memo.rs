@@ -221,7 +221,7 @@ mod tests {
 
     use super::*;
     use crate::testing::{random_input, tiny_model};
-    use crate::{Privacy, Salt, SegmentPlan, TaskProver, TaskSalts, TaskVerifier};
+    use crate::{Privacy, Salt, SegmentPlan, TaskProver, TaskVerifier};
 
     thread_local! {
         /// Memo lookups on this thread: [leaf, node] × [hit, miss].
@@ -245,10 +245,7 @@ mod tests {
         let input = random_input(6, model.input_len());
         let (proof, _, _) = match privacy {
             Privacy::Public => prover.prove(&input, [7; 32], [9; 20], &mut |_, _, _| {}),
-            Privacy::Private => {
-                let salts = TaskSalts { input: Salt::random(), output: Salt::random() };
-                prover.prove_private(&input, &salts, [7; 32], [9; 20], &mut |_, _, _| {})
-            }
+            Privacy::Private => prover.prove_private(&input, &Salt::random(), [7; 32], [9; 20], &mut |_, _, _| {}),
         }
         .unwrap();
         let verifier = TaskVerifier::with_privacy(&model, &plan, privacy).unwrap();

@@ -12,8 +12,8 @@
 //! (`data_dir/sealing.key`, created on first start) and announces its public half on the relay
 //! under its account's signature. A poster seals the input to it as `<input commitment>.tgs`; the
 //! daemon accepts only once the sealed input opens and matches the order's (salted) commitment,
-//! proves with a zero-knowledge proof, and delivers the output sealed to the key the poster put
-//! in the sealed input.
+//! proves with a zero-knowledge proof that also encrypts the output under the key of the input's
+//! salt, and delivers that ciphertext (only the poster, who chose the salt, can decrypt it).
 //!
 //! Every step is written to `data_dir/state.json` (atomically) before the next begins, so a
 //! restart resumes: accepted orders are proven, proven ones resubmitted (the sequencer treats a

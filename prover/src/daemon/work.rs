@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tgrid_chain::format_tgrid as tgrid_amount;
 use tgrid_chain::market::{Delivery, OrderOutcome, RelayError, ResultSubmission, SignedReceipt};
-use tgrid_circuits::{commit, commit_salted, Commitment, Privacy, Salt, TaskSalts};
+use tgrid_circuits::{commit, Commitment, EncryptedTensor, OutputKey, Privacy, Salt, MAX_TENSOR_LEN};
 use tgrid_onnx::InputData;
-use tgrid_seal::{Sealed, SealingKey};
+use tgrid_seal::Sealed;
 
 use super::{short, write_synced, Daemon, TaskRecord, TaskState};
 
@@ -24,7 +24,7 @@ const MAX_INPUT_BYTES: u64 = 64 << 20;
 pub(super) struct AcceptedInput {
     /// The int8 input.
     pub values: Vec<i8>,
-    /// A private task's secrets: the input's salt and where the poster wants the output sealed.
+    /// A private task's secret: the input's salt (the output is encrypted under its key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub private: Option<PrivateInput>,
 }
@@ -32,23 +32,18 @@ pub(super) struct AcceptedInput {
 /// What a private task's sealed input held besides the tensor.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct PrivateInput {
-    /// Salt of the input commitment (hex).
+    /// Salt of the input commitment (hex): the output is encrypted under its key.
     pub salt: String,
-    /// The poster's sealing key (hex).
-    pub reply_to: String,
 }
 
 /// A proven order's output, kept beside its proof (`data_dir/outputs/<order>.json`).
 #[derive(Debug, Serialize, Deserialize)]
 struct ProvenOutput {
     output_int8: Vec<i8>,
-    /// A private task's output commitment salt (hex): the poster gets it inside the sealed output.
+    /// A private task's output encrypted to the poster (`EncryptedTensor` hex), the ciphertext
+    /// its proof commits to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    output_salt: Option<String>,
-    /// A private task's output sealed to the poster (`.tgs` hex), sealed once so every resubmission
-    /// delivers the same bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    sealed_output: Option<String>,
+    encrypted_output: Option<String>,
 }
 
 impl Daemon {
@@ -115,7 +110,7 @@ impl Daemon {
                     held.file.model.input_len()
                 );
             }
-            let private = PrivateInput { salt: opened.salt.to_hex(), reply_to: opened.reply_to.to_hex() };
+            let private = PrivateInput { salt: opened.salt.to_hex() };
             return Ok(Some(AcceptedInput { values: opened.tensor, private: Some(private) }));
         }
         let Some((bytes, source)) = self.fetch_input(&format!("{}.json", o.input_commitment)).await? else {
@@ -146,10 +141,7 @@ impl Daemon {
         let model_id = record.order.order.model_id;
         let prover = Arc::clone(&self.held(&model_id)?.prover);
         let (task_id, provider) = (id.0, self.me.0 .0);
-        let salts = match &input.private {
-            None => None,
-            Some(p) => Some(TaskSalts { input: Salt::from_hex(&p.salt)?, output: Salt::random() }),
-        };
+        let salt = input.private.as_ref().map(|p| Salt::from_hex(&p.salt)).transpose()?;
         // A leaf prover that cannot be had (the chain's registry unreadable) costs only the leaf:
         // the sequencer proves it.
         let leaf_prover = match self.settings.prove_leaves {
@@ -166,9 +158,9 @@ impl Daemon {
         let started = Instant::now();
         let x = input.values;
         let (proof, output, leaf) = tokio::task::spawn_blocking(move || -> Result<_> {
-            let (proof, trace, _stats) = match &salts {
+            let (proof, trace, _stats) = match &salt {
                 None => prover.prove(&x, task_id, provider, &mut |_, _, _| {})?,
-                Some(salts) => prover.prove_private(&x, salts, task_id, provider, &mut |_, _, _| {})?,
+                Some(salt) => prover.prove_private(&x, salt, task_id, provider, &mut |_, _, _| {})?,
             };
             let leaf = leaf_prover.map(|aggregator| {
                 let started = Instant::now();
@@ -190,18 +182,12 @@ impl Daemon {
             }
             None => None,
         };
-        let kept = match (&input.private, salts) {
-            (Some(p), Some(salts)) => {
-                let poster = SealingKey::from_hex(&p.reply_to)?;
-                let (sealed, _) = tgrid_seal::seal_output(&poster, &model_id.0, &output, &salts.output)?;
-                ProvenOutput {
-                    output_int8: output,
-                    output_salt: Some(salts.output.to_hex()),
-                    sealed_output: Some(format!("0x{}", hex::encode(sealed.to_bytes()))),
-                }
-            }
-            _ => ProvenOutput { output_int8: output, output_salt: None, sealed_output: None },
-        };
+        // A private output is encrypted exactly as the proof did (under the input salt's key).
+        let encrypted_output = salt.map(|salt| {
+            let encrypted = EncryptedTensor::encrypt(&output, &OutputKey::from_input_salt(&salt));
+            format!("0x{}", hex::encode(encrypted.to_bytes()))
+        });
+        let kept = ProvenOutput { output_int8: output, encrypted_output };
         write_synced(&self.proof_path(&id), &proof)?;
         write_synced(&self.output_path(&id), &serde_json::to_vec(&kept)?)?;
         let held = self.models.get_mut(&model_id).expect("held: its prover ran above");
@@ -238,15 +224,15 @@ impl Daemon {
         let kept: ProvenOutput = serde_json::from_slice(&std::fs::read(self.output_path(&id))?)?;
         let acceptance = record.acceptance.clone().ok_or_else(|| anyhow!("order {id} has no acceptance"))?;
         let (order, output) = (record.order.clone(), kept.output_int8);
-        let (delivery, submission) = match (kept.output_salt, kept.sealed_output) {
-            (Some(salt), Some(sealed)) => {
-                let commitment = B256::from(commit_salted(&output, &Salt::from_hex(&salt)?).0);
-                let sealed = hex::decode(sealed.trim_start_matches("0x"))?;
-                let delivery = Delivery::of_sealed(id, commitment, &proof, &sealed);
-                let submission = ResultSubmission::sign_sealed(
+        let (delivery, submission) = match kept.encrypted_output {
+            Some(encrypted) => {
+                let bytes = hex::decode(encrypted.trim_start_matches("0x"))?;
+                let commitment = B256::from(EncryptedTensor::from_bytes(&bytes, MAX_TENSOR_LEN)?.commitment().0);
+                let delivery = Delivery::of_proof(id, commitment, &proof);
+                let submission = ResultSubmission::sign_encrypted(
                     order,
                     acceptance,
-                    &sealed,
+                    &bytes,
                     commitment,
                     &proof,
                     &self.signer,
@@ -254,7 +240,7 @@ impl Daemon {
                 )?;
                 (delivery, submission)
             }
-            _ => {
+            None => {
                 let commitment = B256::from(commit(&output).0);
                 let delivery = Delivery::of_proof(id, commitment, &proof);
                 let submission =
@@ -413,7 +399,6 @@ mod tests {
             provider: me,
             output_commitment: delivery.output_commitment,
             proof_digest: delivery.proof_digest,
-            sealed_output_digest: B256::ZERO,
             received_at: 1_700_000_000,
         };
         let signed = SignedReceipt::sign(receipt, &sequencer, &domain).unwrap();

@@ -17,7 +17,7 @@ use serde_json::json;
 use tgrid_chain::bindings::{self, ITaskMarket};
 use tgrid_chain::format_tgrid;
 use tgrid_chain::market::{Acceptance, Order, OrderOutcome, OrderView, RelayClient, RelayError, SignedOrder};
-use tgrid_circuits::Salt;
+use tgrid_circuits::{EncryptedTensor, OutputKey};
 use tgrid_cli::{bad_input, parse_hex, Output};
 
 use super::batch::{BatchAudit, LeafOutcome};
@@ -216,20 +216,20 @@ async fn check_settlement(
     }))
 }
 
-/// An output file: its int8 values, and for a private task's the commitment salt
-/// (`output_salt`, as `tgrid order result --out` and `tgrid-prover prove --private --output`
-/// write it), without which a private output cannot be checked.
-fn read_output(path: &Path) -> Result<(Vec<i8>, Option<Salt>)> {
+/// An output file: its int8 values, and for a private task's the key it was encrypted under
+/// (`output_key`, as `tgrid order result --out` writes it), without which a private output
+/// cannot be checked.
+fn read_output(path: &Path) -> Result<(Vec<i8>, Option<OutputKey>)> {
     let v = tgrid_cli::read_output_json(path)?;
     let values = tgrid_cli::int8_output(&v).with_context(|| path.display().to_string()).map_err(bad_input)?;
-    let salt = match v.get("output_salt") {
+    let key = match v.get("output_key") {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(hex)) => {
-            Some(Salt::from_hex(hex).map_err(|e| bad_input(anyhow!("{}: output_salt: {e}", path.display())))?)
+            Some(OutputKey::from_hex(hex).map_err(|e| bad_input(anyhow!("{}: output_key: {e}", path.display())))?)
         }
-        Some(other) => return Err(bad_input(anyhow!("{}: output_salt {other} is not a hex string", path.display()))),
+        Some(other) => return Err(bad_input(anyhow!("{}: output_key {other} is not a hex string", path.display()))),
     };
-    Ok((values, salt))
+    Ok((values, key))
 }
 
 /// `tgrid-verifier task ORDER_HASH --rpc URL [--order FILE | --relay URL] [--output OUT.json]`.
@@ -355,7 +355,7 @@ pub fn audit_task(
             dispute_window,
         })
     })?;
-    report.finish(output_values.as_ref().map(|(v, salt)| (v.as_slice(), salt.as_ref())), out)
+    report.finish(output_values.as_ref().map(|(v, key)| (v.as_slice(), key.as_ref())), out)
 }
 
 /// Everything `task --rpc` found, before the output check.
@@ -447,7 +447,7 @@ impl TaskReport {
         }
     }
 
-    fn finish(mut self, output: Option<(&[i8], Option<&Salt>)>, out: &Output) -> Result<()> {
+    fn finish(mut self, output: Option<(&[i8], Option<&OutputKey>)>, out: &Output) -> Result<()> {
         let o = &self.signed.order;
         let status = self.status();
         let mut value = json!({
@@ -519,10 +519,11 @@ impl TaskReport {
             value["settlement_gas"] = json!(s.gas_used);
         }
         let mut output_error = None;
-        if let Some((values, salt)) = output {
-            let computed = B256::from(match salt {
+        if let Some((values, key)) = output {
+            // A private output is checked as the proof committed to it: encrypted under its key.
+            let computed = B256::from(match key {
                 None => tgrid_circuits::commit(values).0,
-                Some(salt) => tgrid_circuits::commit_salted(values, salt).0,
+                Some(key) => EncryptedTensor::encrypt(values, key).commitment().0,
             });
             match &self.settled {
                 Some(s) => {

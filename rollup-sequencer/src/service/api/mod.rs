@@ -1,7 +1,7 @@
 //! HTTP API: the order relay (post and list signed orders, record acceptances), result
 //! submission (checked against the proof, the signed order and the chain before it is
 //! acknowledged), providers' sealing keys for private tasks, task and batch status with
-//! membership proofs, published outputs (sealed to the poster for private tasks), the
+//! membership proofs, published outputs (encrypted to the poster for private tasks), the
 //! operator's status (retrying batches, funds), the OpenAPI document and Prometheus metrics.
 
 mod batches;
@@ -21,9 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use tgrid_chain::market::{
-    Acceptance, OrderView, SealedOutput, SealingKeyAnnouncement, SignedDelivery, SignedOrder, SignedReceipt,
-};
+use tgrid_chain::market::{Acceptance, OrderView, SealingKeyAnnouncement, SignedOrder, SignedReceipt};
 use utoipa::{OpenApi, ToSchema};
 
 use crate::service::Shared;
@@ -120,12 +118,12 @@ pub struct SubmitRequest {
     /// A public task's int8 output tensor (flat); its commitment must be the proof's output
     /// commitment. Empty for a private task.
     pub output: Vec<i8>,
-    /// A private task's output: `{"commitment": "0x..", "sealed": "0x<.tgs>"}`, sealed to the
-    /// poster; `commitment` must be the proof's (salted) output commitment. Absent for a public
-    /// task. The sequencer stores and serves only the ciphertext.
+    /// A private task's output encrypted to its poster: the bytes of a
+    /// `tgrid_circuits::EncryptedTensor` (0x-prefixed hex), whose commitment must be the proof's
+    /// output commitment. Absent for a public task. The sequencer stores and serves only the
+    /// ciphertext.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub sealed_output: Option<SealedOutput>,
+    pub encrypted_output: Option<String>,
     /// The task proof file (.tgp from `tgrid-prover prove`), 0x-prefixed hex.
     pub proof: String,
     /// Optional: the task's leaf proof (plonky2 bytes, 0x-prefixed hex), proven by the provider
@@ -135,10 +133,9 @@ pub struct SubmitRequest {
     /// and the sequencer proves the leaf itself. Not covered by the delivery signature.
     #[serde(default)]
     pub leaf_proof: Option<String>,
-    /// The provider's EIP-712 signature of `Delivery(orderHash, outputCommitment, proofDigest,
-    /// sealedOutputDigest)` (keccak256 of the proof bytes and of the sealed output's, zero for a
-    /// public task), by the key that accepted the order: 0x + 65 bytes. Checked before anything
-    /// costly.
+    /// The provider's EIP-712 signature of `Delivery(orderHash, outputCommitment, proofDigest)`
+    /// (keccak256 of the proof bytes), by the key that accepted the order: 0x + 65 bytes. Checked
+    /// before anything costly.
     #[serde(with = "tgrid_chain::market::order::signature_hex")]
     #[schema(value_type = String)]
     pub signature: Signature,
@@ -215,14 +212,10 @@ pub struct OutputView {
     pub output_commitment: String,
     /// A public task's int8 output tensor (empty for a private task).
     pub output: Vec<i8>,
-    /// A private task's output sealed to the poster (`.tgs`, 0x-prefixed hex).
+    /// A private task's output encrypted to the poster (`EncryptedTensor` bytes, 0x-prefixed
+    /// hex); its commitment is the output commitment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sealed_output: Option<String>,
-    /// A private task's delivery as its provider signed it (`tgrid_chain::market::SignedDelivery`):
-    /// who answers for the sealed output.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub delivery: Option<SignedDelivery>,
+    pub encrypted_output: Option<String>,
 }
 
 /// A provider's signed sealing key (`tgrid_chain::market::SealingKeyAnnouncement`):

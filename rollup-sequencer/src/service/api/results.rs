@@ -9,9 +9,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use tgrid_chain::market::{Delivery, Receipt, SealedOutput, SignedDelivery};
-use tgrid_circuits::{commit, Privacy, TaskProof};
-use tgrid_seal::{Role, Sealed};
+use tgrid_chain::market::{Delivery, Receipt};
+use tgrid_circuits::{commit, EncryptedTensor, Privacy, TaskProof, MAX_TENSOR_LEN};
 
 use super::refused::DeliveryKey;
 use super::{hex0x, json_rejection, parse_hex, ApiError, ErrorBody, OutputView, SubmitRequest, TaskView};
@@ -100,7 +99,7 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     // "decode" covers the signatures, the hex and the proof's parsing, up to the verify queue.
     let mut stages = StageClock::start();
     let domain = shared.chain.domain();
-    let SubmitRequest { order, acceptance, output, sealed_output, proof, leaf_proof, signature } = request;
+    let SubmitRequest { order, acceptance, output, encrypted_output, proof, leaf_proof, signature } = request;
     // Signatures first: cheap, and the delivery's makes the rate limit's key the provider who
     // really sent this result (an order and its acceptance are public; a delivery is not).
     let bad_signature = ApiError::bad_signature;
@@ -127,30 +126,25 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
             Some(alloy::hex::decode(hex).map_err(|e| ApiError::bad_request(format!("leaf proof: {e}")))?)
         }
     };
-    // A public task's output is checked against its commitment here; a private task's is sealed
-    // to the poster and only its (salted) commitment can be checked, against the proof.
-    let (output_commitment, output, delivery) = match sealed_output {
-        None => {
-            let c = commit(&output).0;
-            (c, StoredOutput::Plain(output), Delivery::of_proof(hash, B256::from(c), &proof_bytes))
-        }
-        Some(SealedOutput { commitment, sealed }) => {
+    // The output's commitment, checked against the proof's below: a public task's output in the
+    // clear, a private task's encrypted to its poster (the proof encrypts it, so a ciphertext that
+    // matches the proven commitment is one the poster can decrypt).
+    let (output_commitment, output) = match encrypted_output {
+        None => (commit(&output).0, StoredOutput::Plain(output)),
+        Some(hex) => {
             if !output.is_empty() {
                 return Err(ApiError::bad_request(
-                    "a private task's output travels sealed to its poster: `output` must be empty",
+                    "a private task's output travels encrypted to its poster: `output` must be empty",
                 ));
             }
-            let hex = sealed.strip_prefix("0x").ok_or_else(|| ApiError::bad_request("sealed output lacks 0x"))?;
-            let bytes = alloy::hex::decode(hex).map_err(|e| ApiError::bad_request(format!("sealed output: {e}")))?;
-            match Sealed::from_bytes(&bytes) {
-                Ok(s) if s.role == Role::Output => {}
-                Ok(_) => return Err(ApiError::bad_request("the sealed output is a sealed input")),
-                Err(e) => return Err(ApiError::bad_request(format!("sealed output: {e}"))),
-            }
-            let delivery = Delivery::of_sealed(hash, commitment, &proof_bytes, &bytes);
-            (commitment.0, StoredOutput::Sealed(bytes), delivery)
+            let hex = hex.strip_prefix("0x").ok_or_else(|| ApiError::bad_request("encrypted output lacks 0x"))?;
+            let bytes = alloy::hex::decode(hex).map_err(|e| ApiError::bad_request(format!("encrypted output: {e}")))?;
+            let encrypted = EncryptedTensor::from_bytes(&bytes, MAX_TENSOR_LEN)
+                .map_err(|e| ApiError::bad_request(format!("encrypted output: {e}")))?;
+            (encrypted.commitment().0, StoredOutput::Encrypted(bytes))
         }
     };
+    let delivery = Delivery::of_proof(hash, B256::from(output_commitment), &proof_bytes);
     delivery.verify(&signature, provider, &domain).map_err(bad_signature)?;
 
     let task_id = hash.0;
@@ -259,9 +253,9 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     } else {
         match (privacy, &output) {
             (Privacy::Private, StoredOutput::Plain(_)) => {
-                Some("a private task's output must be sealed to its poster, not sent in the clear".to_string())
+                Some("a private task's output must be encrypted to its poster, not sent in the clear".to_string())
             }
-            (Privacy::Public, StoredOutput::Sealed(_)) => {
+            (Privacy::Public, StoredOutput::Encrypted(_)) => {
                 Some("a public task's output is sent in the clear".to_string())
             }
             _ => None,
@@ -315,11 +309,6 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         acceptance: acceptance.clone(),
         proof_digest: Some(delivery.proof_digest),
         failed_batches: 0,
-        sealed_delivery: matches!(output, StoredOutput::Sealed(_)).then_some(SignedDelivery {
-            delivery,
-            provider,
-            signature,
-        }),
         state: TaskState::Verified,
     };
     shared
@@ -362,11 +351,6 @@ fn view_with_receipt(shared: &Shared, record: TaskRecord, duplicate: bool) -> Re
         provider: record.acceptance.provider,
         output_commitment: B256::from(parse_hex::<32>(&record.output_commitment, "stored output commitment")?),
         proof_digest,
-        sealed_output_digest: record
-            .sealed_delivery
-            .as_ref()
-            .map(|d| d.delivery.sealed_output_digest)
-            .unwrap_or_default(),
         received_at: record.received_at,
     };
     let signed = shared.chain.sign_receipt(receipt).map_err(ApiError::unavailable)?;
@@ -437,7 +421,7 @@ pub(super) async fn task_status(
 
 /// A task's output, published once its order's nonce is used on-chain (before that, a poster
 /// could read the output and cancel the order). A private task's is served as it was delivered:
-/// sealed to the poster, with the provider's signed delivery.
+/// encrypted to the poster.
 #[utoipa::path(get, path = "/v1/tasks/{task_id}/output", params(("task_id" = String, Path, description = "0x + 64 hex")),
     responses((status = 200, body = OutputView), (status = 404, description = "unknown, or not settled yet", body = ErrorBody)))]
 pub(super) async fn task_output(
@@ -457,15 +441,9 @@ pub(super) async fn task_output(
     if !closed {
         return Err(ApiError::not_found(format!("task {task_id}'s output is published once its order settles")));
     }
-    let (output, sealed_output) = match output {
+    let (output, encrypted_output) = match output {
         StoredOutput::Plain(values) => (values, None),
-        StoredOutput::Sealed(bytes) => (Vec::new(), Some(format!("0x{}", alloy::hex::encode(bytes)))),
+        StoredOutput::Encrypted(bytes) => (Vec::new(), Some(format!("0x{}", alloy::hex::encode(bytes)))),
     };
-    Ok(Json(OutputView {
-        task_id,
-        output_commitment: r.output_commitment,
-        output,
-        sealed_output,
-        delivery: r.sealed_delivery,
-    }))
+    Ok(Json(OutputView { task_id, output_commitment: r.output_commitment, output, encrypted_output }))
 }

@@ -3,8 +3,8 @@
 //!
 //! Trees: `tasks` (task id → [`TaskRecord`] JSON), `proofs` (task id → .tgp bytes),
 //! `leaf_proofs` (task id → the leaf proof its provider sent, checked at ingest), `outputs`
-//! (task id → a public task's int8 output), `sealed_outputs` (task id → a private task's output
-//! sealed to its poster, `.tgs`: the sequencer never holds a private task's tensors),
+//! (task id → a public task's int8 output), `encrypted_outputs` (task id → a private task's
+//! output encrypted to its poster: the sequencer never holds a private task's tensors),
 //! `sealing_keys` (provider address → its signed sealing key, JSON), `batches` (batch id, big-endian u64 → [`BatchRecord`] JSON),
 //! `meta` (`next_batch`), and the relay's `orders` (order hash → [`OrderRecord`] JSON) and
 //! `order_nonces` (poster ‖ nonce → order hash: one listed order per nonce).
@@ -66,7 +66,7 @@ pub struct Store {
     proofs: sled::Tree,
     leaf_proofs: sled::Tree,
     outputs: sled::Tree,
-    sealed_outputs: sled::Tree,
+    encrypted_outputs: sled::Tree,
     sealing_keys: sled::Tree,
     batches: sled::Tree,
     meta: sled::Tree,
@@ -96,7 +96,7 @@ impl Store {
             proofs: db.open_tree("proofs")?,
             leaf_proofs: db.open_tree("leaf_proofs")?,
             outputs: db.open_tree("outputs")?,
-            sealed_outputs: db.open_tree("sealed_outputs")?,
+            encrypted_outputs: db.open_tree("encrypted_outputs")?,
             sealing_keys: db.open_tree("sealing_keys")?,
             batches: db.open_tree("batches")?,
             meta: db.open_tree("meta")?,
@@ -158,12 +158,12 @@ impl Store {
         Ok(self.leaf_proofs.get(id)?.map(|v| v.to_vec()))
     }
 
-    /// A task's output: int8 for a public task, sealed for a private one.
+    /// A task's output: int8 for a public task, encrypted for a private one.
     pub fn output(&self, id: &[u8; 32]) -> Result<Option<StoredOutput>, ServiceError> {
         if let Some(v) = self.outputs.get(id)? {
             return Ok(Some(StoredOutput::Plain(v.iter().map(|&b| b as i8).collect())));
         }
-        Ok(self.sealed_outputs.get(id)?.map(|v| StoredOutput::Sealed(v.to_vec())))
+        Ok(self.encrypted_outputs.get(id)?.map(|v| StoredOutput::Encrypted(v.to_vec())))
     }
 
     /// Stores a new result atomically (record, proof, the provider's leaf proof if any, output);
@@ -179,14 +179,14 @@ impl Store {
         use sled::Transactional;
         let record_key = record.queue_key(id);
         let record = serde_json::to_vec(record).expect("records serialize");
-        let (plain, sealed): (Option<Vec<u8>>, Option<&[u8]>) = match output {
+        let (plain, encrypted): (Option<Vec<u8>>, Option<&[u8]>) = match output {
             StoredOutput::Plain(o) => (Some(o.iter().map(|&v| v as u8).collect()), None),
-            StoredOutput::Sealed(s) => (None, Some(s)),
+            StoredOutput::Encrypted(e) => (None, Some(e)),
         };
         let mut indexes = self.lock();
         let previous = self.task(id)?;
-        (&self.tasks, &self.proofs, &self.leaf_proofs, &self.outputs, &self.sealed_outputs)
-            .transaction(|(t, p, l, o, so)| {
+        (&self.tasks, &self.proofs, &self.leaf_proofs, &self.outputs, &self.encrypted_outputs)
+            .transaction(|(t, p, l, o, eo)| {
                 t.insert(&id[..], record.as_slice())?;
                 p.insert(&id[..], proof)?;
                 // A replaced result's leaf is not this proof's.
@@ -195,16 +195,16 @@ impl Store {
                     None => l.remove(&id[..]).map(drop)?,
                 }
                 // A replaced (dropped) result leaves nothing of the earlier output behind.
-                match (&plain, sealed) {
+                match (&plain, encrypted) {
                     (Some(plain), _) => {
                         o.insert(&id[..], plain.as_slice())?;
-                        so.remove(&id[..])?;
+                        eo.remove(&id[..])?;
                     }
-                    (None, Some(sealed)) => {
-                        so.insert(&id[..], sealed)?;
+                    (None, Some(encrypted)) => {
+                        eo.insert(&id[..], encrypted)?;
                         o.remove(&id[..])?;
                     }
-                    (None, None) => unreachable!("an output is plain or sealed"),
+                    (None, None) => unreachable!("an output is plain or encrypted"),
                 }
                 Ok::<_, sled::transaction::ConflictableTransactionError<()>>(())
             })

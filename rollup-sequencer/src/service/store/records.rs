@@ -3,7 +3,7 @@
 
 use alloy::primitives::B256;
 use serde::{Deserialize, Serialize};
-use tgrid_chain::market::{Acceptance, SignedDelivery, SignedOrder};
+use tgrid_chain::market::{Acceptance, SignedOrder};
 
 /// What became of an acknowledged task. Proving and submission progress lives in its batch.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,9 +63,6 @@ pub struct TaskRecord {
     /// Batches holding it that were given up (it went back to the queue each time).
     #[serde(default)]
     pub failed_batches: u32,
-    /// A private task's delivery as the provider signed it (its output is stored sealed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sealed_delivery: Option<SignedDelivery>,
     /// Where it is.
     #[serde(flatten)]
     pub state: TaskState,
@@ -158,6 +155,6 @@ impl BatchState {
 pub enum StoredOutput {
     /// A public task's int8 output.
     Plain(Vec<i8>),
-    /// A private task's output sealed to its poster (`.tgs` bytes).
-    Sealed(Vec<u8>),
+    /// A private task's output encrypted to its poster (`EncryptedTensor` bytes).
+    Encrypted(Vec<u8>),
 }

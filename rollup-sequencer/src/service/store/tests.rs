@@ -39,7 +39,6 @@ fn record(id: u8) -> TaskRecord {
         acceptance: Acceptance::sign(B256::repeat_byte(id), &key, &domain).unwrap(),
         proof_digest: Some(B256::repeat_byte(4)),
         failed_batches: 0,
-        sealed_delivery: None,
         state: TaskState::Verified,
     }
 }
@@ -106,13 +105,13 @@ fn records_survive_a_reopen() {
 }
 
 #[test]
-fn a_private_output_is_kept_sealed_and_replaces_any_earlier_one() {
+fn a_private_output_is_kept_encrypted_and_replaces_any_earlier_one() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     store.insert_result(&[1; 32], &record(1), b"p", None, &plain(&[5])).unwrap();
-    let sealed = StoredOutput::Sealed(b"TGRIDSEL...".to_vec());
-    store.insert_result(&[1; 32], &record(1), b"p", None, &sealed).unwrap();
-    assert_eq!(store.output(&[1; 32]).unwrap(), Some(sealed));
+    let encrypted = StoredOutput::Encrypted(b"TGRIDENC...".to_vec());
+    store.insert_result(&[1; 32], &record(1), b"p", None, &encrypted).unwrap();
+    assert_eq!(store.output(&[1; 32]).unwrap(), Some(encrypted));
     assert!(store.outputs.get([1; 32]).unwrap().is_none(), "no plaintext left behind");
 }
 
