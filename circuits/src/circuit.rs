@@ -22,6 +22,7 @@ use crate::gates::WeightedSumGate;
 use crate::lower::{affine_layout, for_each_element, layer_norm_layout, product_layout, Element};
 use crate::model::{numel, QuantModel};
 use crate::privacy::Privacy;
+use crate::zero_knowledge;
 use crate::{C, D, F};
 
 /// Public inputs of a task proof, in circuit order: task id (8 × u32, big-endian words),
@@ -96,10 +97,10 @@ pub fn join_config() -> CircuitConfig {
     CircuitConfig { zero_knowledge: false, ..zk_join_config() }
 }
 
-/// [`join_config`] with zero knowledge: the configuration for task proofs whose input and
-/// activations are secret. Folding by 4 instead of plonky2's 16 because the blinding rows grow
-/// with the folding arity: arity 16 pads even a tiny circuit to 2^14 rows (12 s to build), arity
-/// 4 to 2^12 (measured in docs/BENCHMARKS.md).
+/// [`join_config`] with zero knowledge: the base of the configuration of task proofs whose input
+/// and activations are secret, which [`crate::zero_knowledge`] builds with its own blinding and
+/// masking columns instead of plonky2's. Folding by 4 instead of plonky2's 16 (the FRI shape
+/// the aggregation verifies).
 pub fn zk_join_config() -> CircuitConfig {
     let mut config = CircuitConfig::standard_recursion_zk_config();
     config.fri_config.reduction_strategy = FriReductionStrategy::ConstantArityBits(2, 2);
@@ -141,8 +142,8 @@ pub fn public_segment_fri(mut config: CircuitConfig) -> CircuitConfig {
 /// The largest public segment proven at FRI rate 1/4. A task proof is normalized in the fixed
 /// 2^13-row normalization shape, and verifying a rate-1/4 proof (42 queries) takes more rows
 /// than a rate-1/8 one, growing with the proof's degree: a 2^13-row LeNet or vit fits, the GPT's
-/// 2^16 rows needed 9,212. Larger public segments keep rate 1/8; private ones always do (their
-/// blinding rows grow with the queries: ~4,900 at 42 against 3,286 at 28).
+/// 2^16 rows needed 9,212. Larger segments keep rate 1/8. Private segments take the same rule:
+/// their blinding ([`crate::zero_knowledge`]) is 136 rows at 42 queries.
 pub const QUARTER_RATE_MAX_ROWS: usize = 1 << 13;
 
 /// Row constants of a requantization gate.
@@ -303,11 +304,11 @@ impl BuildOptions {
 }
 
 impl SegmentCircuit {
-    /// Builds the circuit of `segment`: a public one at FRI rate 1/4 if it has at most
-    /// [`QUARTER_RATE_MAX_ROWS`] rows, any other at rate 1/8. The choice depends on the model
+    /// Builds the circuit of `segment`: at FRI rate 1/4 if it has at most
+    /// [`QUARTER_RATE_MAX_ROWS`] rows, at rate 1/8 otherwise. The choice depends on the model
     /// alone, so every party rebuilds the same circuit.
     pub(crate) fn build(model: &QuantModel, segment: Segment, options: BuildOptions) -> Result<Self> {
-        if !options.privacy.zero_knowledge() {
+        {
             let quarter = Self::build_at(model, segment.clone(), options.clone(), Some(QUARTER_RATE_MAX_ROWS))?;
             // Building pads; a circuit whose gates fit may still not (rare: then it is built twice).
             if let Some(circuit) = quarter.filter(|c| c.rows() <= QUARTER_RATE_MAX_ROWS) {
@@ -338,6 +339,9 @@ impl SegmentCircuit {
         let mut config = segment_config(widest.unwrap_or(0), options.privacy);
         if quarter_rate_rows.is_some() {
             config = public_segment_fri(config);
+        }
+        if options.privacy.zero_knowledge() {
+            config = zero_knowledge::private_config(config);
         }
         let mut builder = CircuitBuilder::<F, D>::new(config);
         let mut gadgets = Gadgets::new(&mut builder);
@@ -488,7 +492,13 @@ impl SegmentCircuit {
         if quarter_rate_rows.is_some_and(|max| builder.num_gates() > max) {
             return Ok(None);
         }
-        let data = builder.build::<C>();
+        if options.privacy.zero_knowledge() {
+            zero_knowledge::blind(&mut builder);
+        }
+        let mut data = builder.build::<C>();
+        if options.privacy.zero_knowledge() {
+            zero_knowledge::mark_zero_knowledge(&mut data)?;
+        }
         let tensors = values
             .into_iter()
             .filter(|(t, _)| !segment.live_in.contains(t))

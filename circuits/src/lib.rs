@@ -28,6 +28,7 @@ pub mod testing;
 mod tests;
 #[cfg(test)]
 mod token_tests;
+mod zero_knowledge;
 
 pub use circuit::{
     join_config, public_segment_fri, segment_config, zk_join_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS,
@@ -45,6 +46,7 @@ pub use model::{
 };
 pub use privacy::Privacy;
 pub use task::{prove_circuit, CircuitStats, SegmentPlan, TaskProver, TaskVerifier};
+pub use zero_knowledge::MASK_COLUMNS;
 
 /// The base field (Goldilocks).
 pub type F = plonky2::field::goldilocks_field::GoldilocksField;

@@ -190,20 +190,25 @@ fn salts_parse_canonically_and_never_print() {
     assert!(Salt::from_hex(&"zz".repeat(32)).is_err());
 }
 
-/// Public segments of at most 2^13 rows are proven at FRI rate 1/4 (42 queries), larger ones
-/// and every private one at rate 1/8 (28 queries): 100 conjectured bits each way.
+/// Segments of at most 2^13 rows are proven at FRI rate 1/4 (42 queries), larger ones at rate
+/// 1/8 (28 queries): 100 conjectured bits each way. A private segment is built with our own
+/// blinding and masking columns, and marked zero-knowledge so that its Merkle leaves are salted.
 #[test]
-fn public_segments_up_to_2_13_rows_take_rate_one_quarter_larger_and_private_ones_one_eighth() {
+fn segments_up_to_2_13_rows_take_rate_one_quarter_and_private_ones_are_hiding() {
     let fri = |model: &QuantModel, privacy: Privacy| {
         let verifier = TaskVerifier::with_privacy(model, &SegmentPlan::default(), privacy).unwrap();
         let common = &verifier.verifier_data().common;
         let fri = &common.config.fri_config;
         assert_eq!(fri.rate_bits * fri.num_query_rounds + fri.proof_of_work_bits as usize, 100);
+        let hiding = privacy == Privacy::Private;
+        assert_eq!((common.config.zero_knowledge, common.fri_params.hiding), (hiding, hiding));
+        let mask = if hiding { crate::MASK_COLUMNS } else { 0 };
+        assert_eq!(common.config.num_wires, crate::SEGMENT_WIRES + mask);
         (fri.rate_bits, fri.num_query_rounds, common.degree())
     };
     let small = tiny_model(41);
     assert_eq!(fri(&small, Privacy::Public).0, 2);
-    assert_eq!(fri(&small, Privacy::Private).0, 3);
+    assert_eq!(fri(&small, Privacy::Private).0, 2);
     let (rate, queries, rows) = fri(&crate::testing::conv_model(43, 24, 32), Privacy::Public);
     assert!(rows > crate::QUARTER_RATE_MAX_ROWS, "{rows} rows");
     assert_eq!((rate, queries), (3, 28));
