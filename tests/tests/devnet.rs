@@ -6,7 +6,7 @@
 //! proves the other leaves, the merges (the open batch's complete subtrees are handed to it
 //! before the batch closes) and the Groth16 wrap, the
 //! sequencer settles all five orders (one of them private: input sealed to its provider, output
-//! sealed to its poster, zero-knowledge proof) in one transaction, the posters check every output
+//! encrypted to its poster by the zero-knowledge proof) in one transaction, the posters check every output
 //! against its settled commitment (and catch a tampered one), an auditor re-verifies the batch
 //! from calldata; a private order sealed to a key its provider does not hold is never accepted; then, with the sequencer stopped after acknowledging a result, its provider settles
 //! it itself before the deadline (reusing the leaf proof it proved with the result) and cannot
