@@ -308,12 +308,10 @@ impl SegmentCircuit {
     /// [`QUARTER_RATE_MAX_ROWS`] rows, at rate 1/8 otherwise. The choice depends on the model
     /// alone, so every party rebuilds the same circuit.
     pub(crate) fn build(model: &QuantModel, segment: Segment, options: BuildOptions) -> Result<Self> {
-        {
-            let quarter = Self::build_at(model, segment.clone(), options.clone(), Some(QUARTER_RATE_MAX_ROWS))?;
-            // Building pads; a circuit whose gates fit may still not (rare: then it is built twice).
-            if let Some(circuit) = quarter.filter(|c| c.rows() <= QUARTER_RATE_MAX_ROWS) {
-                return Ok(circuit);
-            }
+        let quarter = Self::build_at(model, segment.clone(), options.clone(), Some(QUARTER_RATE_MAX_ROWS))?;
+        // Building pads; a circuit whose gates fit may still not (rare: then it is built twice).
+        if let Some(circuit) = quarter.filter(|c| c.rows() <= QUARTER_RATE_MAX_ROWS) {
+            return Ok(circuit);
         }
         Self::build_at(model, segment, options, None)?
             .ok_or_else(|| Error::InvalidModel("a segment at FRI rate 1/8 has no row limit".into()))
