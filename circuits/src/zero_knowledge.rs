@@ -72,8 +72,9 @@ pub(crate) fn blind(builder: &mut CircuitBuilder<F, D>) -> BlindingRows {
     blind_with(builder, true)
 }
 
-/// The rows [`blind`] added.
+/// The rows [`blind`] added (read by the tests, which check what fills them).
 #[derive(Debug, Clone)]
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct BlindingRows {
     /// Rows random in every wire a gate may use.
     pub(crate) regular: Vec<usize>,

@@ -197,6 +197,16 @@ pub fn int8_output(v: &serde_json::Value) -> Result<Vec<i8>> {
         .collect()
 }
 
+/// The `output_key` of an output JSON (`tgrid order result --out` writes it for a private task:
+/// the key its output was encrypted under), if any; anything but a hex string or null is refused.
+pub fn output_key_field(v: &serde_json::Value) -> Result<Option<&str>> {
+    match v.get("output_key") {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(hex)) => Ok(Some(hex)),
+        Some(other) => Err(anyhow::anyhow!("output_key {other} is not a hex string")),
+    }
+}
+
 /// Reads an output JSON file (at most 16 MiB) with [`int8_output`]; errors are bad input.
 pub fn read_int8_output(path: &std::path::Path) -> Result<Vec<i8>> {
     use anyhow::Context;
@@ -235,5 +245,13 @@ mod tests {
         assert!(int8_output(&json!({"output": [128]})).is_err());
         assert!(int8_output(&json!({"output": [1.5]})).is_err());
         assert!(int8_output(&json!({"outputs": [1]})).is_err());
+    }
+
+    #[test]
+    fn an_output_key_is_a_hex_string_or_absent() {
+        assert_eq!(output_key_field(&json!({"output_key": "0xab"})).unwrap(), Some("0xab"));
+        assert_eq!(output_key_field(&json!({"output_key": null})).unwrap(), None);
+        assert_eq!(output_key_field(&json!({"output": [1]})).unwrap(), None);
+        assert!(output_key_field(&json!({"output_key": 7})).is_err());
     }
 }

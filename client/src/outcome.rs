@@ -22,8 +22,9 @@ pub(crate) struct ResultArgs {
     /// Sequencer API publishing outputs (and relaying orders).
     #[arg(long, env = "TGRID_RELAY_URL", default_value = DEFAULT_RELAY)]
     relay: String,
-    /// Check this output file (`output_int8` or `output` as int8 values; for a private order the
-    /// encrypted output) instead of fetching.
+    /// Check this output file instead of fetching: `output_int8` or `output` as int8 values (for
+    /// a private order with the `output_key` it was encrypted under, as `--out` writes it, or the
+    /// key of `--output-key` or of the state directory), or a private order's encrypted output.
     #[arg(long)]
     output_file: Option<PathBuf>,
     /// A private order's output key (0x + 64 hex digits; default: the one `tgrid order post
@@ -214,23 +215,32 @@ pub(crate) async fn status(arg: &OrderArg, relay_url: &str, g: &Globals, out: Ou
     })
 }
 
-/// An output as fetched or read: in the clear (public task) or encrypted to the poster (private
-/// task, the bytes of an [`EncryptedTensor`]).
+/// An output as fetched or read: in the clear (a public task's, or a private task's decrypted
+/// output with the key of a result file) or encrypted to the poster (private task, the bytes of
+/// an [`EncryptedTensor`]).
 enum Delivered {
-    Plain(Vec<i8>),
+    Plain { values: Vec<i8>, key: Option<OutputKey> },
     Encrypted(Vec<u8>),
 }
 
 /// Largest output file read (an encrypted output of the largest tensor is well below).
 const MAX_OUTPUT_FILE_BYTES: u64 = 64 << 20;
 
-/// `--output-file`: an encrypted output (by its magic) or int8 values in JSON.
+/// `--output-file`: an encrypted output (by its magic) or int8 values in JSON, with the
+/// `output_key` of a private order's result file.
 fn read_output_file(path: &std::path::Path) -> Result<Delivered> {
     let bytes = tgrid_cli::read_bounded(path, MAX_OUTPUT_FILE_BYTES, "output")?;
     if bytes.starts_with(tgrid_circuits::commit::ENCRYPTED_MAGIC) {
         return Ok(Delivered::Encrypted(bytes));
     }
-    Ok(Delivered::Plain(tgrid_cli::read_int8_output(path)?))
+    let json = tgrid_cli::read_output_json(path)?;
+    let in_file = |e: anyhow::Error| bad_input(anyhow!("{}: {e}", path.display()));
+    let values = tgrid_cli::int8_output(&json).map_err(in_file)?;
+    let key = tgrid_cli::output_key_field(&json)
+        .map_err(in_file)?
+        .map(|hex| OutputKey::from_hex(hex).map_err(|e| in_file(anyhow!("output_key: {e}"))))
+        .transpose()?;
+    Ok(Delivered::Plain { values, key })
 }
 
 /// A private order's output key: `--output-key`, or the file `tgrid order post --private` kept.
@@ -244,6 +254,16 @@ fn output_key(a: &ResultArgs, g: &Globals, hash: &B256) -> Result<OutputKey> {
     })?;
     let text = String::from_utf8(text).map_err(|_| anyhow!("{}: not an output key", path.display()))?;
     OutputKey::from_hex(text.trim()).with_context(|| format!("{}: not an output key", path.display()))
+}
+
+/// The key to try on a plain output that does not match as a public one: `--output-key`, the
+/// result file's, or the one kept in the state directory; none for a public order.
+/// A malformed `--output-key` is an error; a missing kept key is not (the order may be public).
+fn plain_output_key(a: &ResultArgs, g: &Globals, hash: &B256, in_file: Option<OutputKey>) -> Result<Option<OutputKey>> {
+    if a.output_key.is_some() {
+        return output_key(a, g, hash).map(Some);
+    }
+    Ok(in_file.or_else(|| output_key(a, g, hash).ok()))
 }
 
 pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()> {
@@ -306,7 +326,7 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
             };
             let source = format!("{}/v1/tasks/{}/output", a.relay.trim_end_matches('/'), o.hash);
             let delivered = match fetched.encrypted_output {
-                None => Delivered::Plain(fetched.output),
+                None => Delivered::Plain { values: fetched.output, key: None },
                 Some(hex) => Delivered::Encrypted(
                     alloy::hex::decode(&hex).map_err(|e| anyhow!("{source}: the encrypted output is not hex: {e}"))?,
                 ),
@@ -317,7 +337,16 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
     // A private output is the ciphertext the proof committed to: checked against the settled
     // commitment first, then decrypted with the order's output key.
     let (computed, output, key) = match delivered {
-        Delivered::Plain(output) => (B256::from(commit(&output).0), output, None),
+        Delivered::Plain { values, key: key_in_file } => {
+            let public = B256::from(commit(&values).0);
+            // A private order's decrypted output (a result file shown to someone) is checked by
+            // encrypting it again: the encryption is a function of the key and the values.
+            let key = if public == output_commitment { None } else { plain_output_key(&a, g, &o.hash, key_in_file)? };
+            match key {
+                Some(key) => (B256::from(EncryptedTensor::encrypt(&values, &key).commitment().0), values, Some(key)),
+                None => (public, values, None),
+            }
+        }
         Delivered::Encrypted(bytes) => {
             let encrypted = EncryptedTensor::from_bytes(&bytes, MAX_TENSOR_LEN)
                 .map_err(|e| anyhow!("{source}: not an encrypted output: {e}"))?;
@@ -337,9 +366,10 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
         }
     };
     if computed != output_commitment {
+        let encrypted = if key.is_some() { ", encrypted under the order's output key," } else { "" };
         bail!(
-            "the output from {source} does NOT match order {}'s settled output commitment: it commits to {computed}, \
-             the chain recorded {output_commitment} (tx {transaction})",
+            "the output from {source}{encrypted} does NOT match order {}'s settled output commitment: it commits to \
+             {computed}, the chain recorded {output_commitment} (tx {transaction})",
             o.hash
         );
     }

@@ -348,6 +348,18 @@ async fn the_task_market_end_to_end_on_anvil() {
             let args = audit_args(&w("rekeyed.json"));
             let refused = run("tgrid-verifier", &args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
             assert_eq!(refused.status.code(), Some(1), "{}", String::from_utf8_lossy(&refused.stdout));
+            // The poster's own tool checks the same file (encrypted again under the file's key),
+            // and the file's key is the one tried: the rekeyed file does not match.
+            let rekeyed_file = w("rekeyed.json");
+            let recheck =
+                |file| ["order", "result", order.as_str(), "--relay", seq_url.as_str(), "--output-file", file];
+            let rechecked = json("tgrid", &recheck(out_file.as_str()), &poster_env);
+            assert_eq!((&rechecked["valid"], &rechecked["privacy"]), (&Value::from(true), &Value::from("private")));
+            assert_eq!(rechecked["output_int8"], private_input["output_int8"]);
+            let refused = run("tgrid", &recheck(rekeyed_file.as_str()), &poster_env);
+            let stderr = String::from_utf8_lossy(&refused.stderr);
+            assert_eq!(refused.status.code(), Some(1), "{stderr}");
+            assert!(stderr.contains("encrypted under the order's output key, does NOT match"), "{stderr}");
             continue;
         }
         assert_eq!(result["privacy"], "public", "{result}");

@@ -222,13 +222,10 @@ async fn check_settlement(
 fn read_output(path: &Path) -> Result<(Vec<i8>, Option<OutputKey>)> {
     let v = tgrid_cli::read_output_json(path)?;
     let values = tgrid_cli::int8_output(&v).with_context(|| path.display().to_string()).map_err(bad_input)?;
-    let key = match v.get("output_key") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(hex)) => {
-            Some(OutputKey::from_hex(hex).map_err(|e| bad_input(anyhow!("{}: output_key: {e}", path.display())))?)
-        }
-        Some(other) => return Err(bad_input(anyhow!("{}: output_key {other} is not a hex string", path.display()))),
-    };
+    let key = tgrid_cli::output_key_field(&v)
+        .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?
+        .map(|hex| OutputKey::from_hex(hex).map_err(|e| bad_input(anyhow!("{}: output_key: {e}", path.display()))))
+        .transpose()?;
     Ok((values, key))
 }
 
