@@ -436,19 +436,27 @@ fn aggregate(proof_paths: &[PathBuf], registry_path: &Path, batch_path: &Path, o
 
 /// The leaf proof kept beside each task proof (`PROOF.leaf`), where there is one that proves
 /// this task's leaf under `aggregator`'s circuits and registry; any other file is reported and
-/// the leaf proven here.
+/// the leaf proven here. Checked in parallel: the first check of a model builds its normalizer.
 pub(crate) fn leaves_beside(
     aggregator: &Aggregator,
     paths: &[PathBuf],
     proofs: &[TaskProof],
 ) -> Vec<Option<tgrid_aggregation::SubtreeProof>> {
-    paths
+    use rayon::prelude::*;
+    let files: Vec<(PathBuf, Option<Vec<u8>>)> = paths
         .iter()
-        .zip(proofs)
-        .map(|(path, proof)| {
+        .map(|path| {
             let leaf_path = path.with_extension("leaf");
-            let bytes = std::fs::read(&leaf_path).ok()?;
-            match aggregator.adopt_leaf(proof, &bytes) {
+            let bytes = std::fs::read(&leaf_path).ok();
+            (leaf_path, bytes)
+        })
+        .collect();
+    files
+        .par_iter()
+        .zip(proofs)
+        .map(|((leaf_path, bytes), proof)| {
+            let bytes = bytes.as_deref()?;
+            match aggregator.adopt_leaf(proof, bytes) {
                 Ok((_, leaf)) => Some(leaf),
                 Err(e) => {
                     tracing::warn!(file = %leaf_path.display(), error = %e, "not using this leaf proof: proving the leaf");
