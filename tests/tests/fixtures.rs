@@ -189,12 +189,12 @@ fn gpt_int8_predictions_agree_with_float_and_keep_the_perplexity() {
     let (float_ppl, int8_ppl) = (perplexity(&set.float_outputs, &set.labels), perplexity(&int8, &set.labels));
     eprintln!("gpt: argmax agreement {:.2}%, perplexity float {float_ppl:.3} int8 {int8_ppl:.3}", 100.0 * agree);
     assert!((float_ppl - set.float_perplexity).abs() < 1e-3, "the test set's float perplexity");
-    // Issue 26 asks for 95 %; measured 92.25 %. The integer ops are exact to the rounding (run
-    // node by node on the int8 inputs, every output is within one step of ideal rounding), so
-    // this is int8 activation noise: simulated 8-bit rounding of the float graph lands between
-    // 93 % and 96 % depending on where the grid's zero falls, and only 16-bit activations in
-    // every layer but the tables stay above 98 % (docs/quantization.md). This guards the level
-    // reached until activations get a wider type.
+    // Issue 26 asks for 95 %: measured 96.75 % since the attention scores are calibrated on their
+    // kept cells only (92.25 % before). The figure is chaotic in the calibration: scaling the
+    // first block's score range by 0.97–1.10 gives 92.75–96.75 % (mean 94.4 %), since each scale
+    // is another draw of int8 rounding noise; the integer ops themselves are exact to the
+    // rounding. Only wider activations lift the whole band above 95 % (docs/quantization.md), so
+    // this guards the band's floor.
     assert!(agree >= 0.92, "int8 agrees with float on {agree} of the windows");
     assert!(int8_ppl <= float_ppl * 1.05, "int8 perplexity {int8_ppl} vs float {float_ppl}");
     for x in set.inputs.iter().take(20) {

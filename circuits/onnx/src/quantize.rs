@@ -210,6 +210,23 @@ fn shared_ranges(graph: &FloatGraph, lo: &mut [f32], hi: &mut [f32]) {
     }
 }
 
+/// The mask of tensor `t` when every node that reads it is a Softmax with the same causal mask
+/// (attention scores): the masked cells never reach the output, so only the kept cells are
+/// calibrated. Calibrating them too widened the character GPT's first attention scores from
+/// 35.8 to 39.3 at the top, a coarser step for every score that counts.
+fn masked_cells(graph: &FloatGraph, t: usize) -> Option<&[bool]> {
+    let mut mask: Option<&[bool]> = None;
+    for n in graph.nodes.iter().filter(|n| n.inputs.contains(&t)) {
+        match &n.op {
+            FloatOp::Softmax { keep } if !keep.is_empty() && mask.is_none_or(|m| m == keep.as_slice()) => {
+                mask = Some(keep)
+            }
+            _ => return None,
+        }
+    }
+    mask
+}
+
 /// Quantizes `graph` with ranges observed on the calibration samples.
 pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<QuantModel> {
     let input_len: usize = graph.input_shape.iter().product();
@@ -234,7 +251,11 @@ pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<Qu
             }
         }
         for (t, values) in graph.run(sample).iter().enumerate() {
-            for &v in values {
+            let mask = masked_cells(graph, t);
+            for (e, &v) in values.iter().enumerate() {
+                if mask.is_some_and(|keep| !keep[e % keep.len()]) {
+                    continue;
+                }
                 lo[t] = lo[t].min(v);
                 hi[t] = hi[t].max(v);
             }
@@ -398,4 +419,31 @@ pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<Qu
     let model = QuantModel { name: graph.name.clone(), input_shape: graph.input_shape.clone(), input_q: qs[0], nodes };
     model.validate()?;
     Ok(model)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::float::FloatNode;
+
+    /// A 2×2 input read by a causally masked Softmax and, in the second graph, by a Relu too.
+    fn graph(also_relu: bool) -> FloatGraph {
+        let node = |name: &str, op| FloatNode { name: name.into(), op, inputs: vec![0], shape: vec![2, 2] };
+        let mut nodes = vec![node("softmax", FloatOp::Softmax { keep: vec![true, false, true, true] })];
+        if also_relu {
+            nodes.insert(0, node("relu", FloatOp::Relu));
+        }
+        FloatGraph { name: "masked".into(), input_shape: vec![2, 2], tokens: false, nodes }
+    }
+
+    #[test]
+    fn masked_cells_do_not_widen_the_range_of_what_only_a_masked_softmax_reads() {
+        // The masked cell (row 0, column 1) holds 100; the kept cells span [−1, 2].
+        let sample = vec![vec![1.0, 100.0, -1.0, 2.0]];
+        let masked_only = quantize_model(&graph(false), &sample).unwrap();
+        assert!((masked_only.input_q.scale - 3.0 / 255.0).abs() < 1e-6, "{:?}", masked_only.input_q);
+        // Read by another node as well, every cell counts.
+        let also_read = quantize_model(&graph(true), &sample).unwrap();
+        assert!((also_read.input_q.scale - 101.0 / 255.0).abs() < 1e-5, "{:?}", also_read.input_q);
+    }
 }
