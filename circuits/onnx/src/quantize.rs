@@ -229,6 +229,17 @@ fn masked_cells(graph: &FloatGraph, t: usize) -> Option<&[bool]> {
 
 /// Quantizes `graph` with ranges observed on the calibration samples.
 pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<QuantModel> {
+    quantize_model_adjusted(graph, calibration, |_, _, _| {})
+}
+
+/// [`quantize_model`] with each tensor's calibrated range `[lo, hi]` passed through
+/// `adjust(tensor, lo, hi)` before it is quantized: a quantization study (how much does the int8
+/// model's accuracy depend on one tensor's scale?).
+pub fn quantize_model_adjusted(
+    graph: &FloatGraph,
+    calibration: &[Vec<f32>],
+    adjust: impl Fn(usize, &mut f32, &mut f32),
+) -> Result<QuantModel> {
     let input_len: usize = graph.input_shape.iter().product();
     if calibration.is_empty() {
         return Err(Error::Data("calibration needs at least one sample".into()));
@@ -262,6 +273,9 @@ pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<Qu
         }
     }
     shared_ranges(graph, &mut lo, &mut hi);
+    for (t, (lo, hi)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+        adjust(t, lo, hi);
+    }
     // Token ids are carried exactly: at scale 1 and zero point −128 the offset form is the id.
     let input_q = if graph.tokens { QParams { scale: 1.0, zero_point: -128 } } else { qparams(lo[0], hi[0]) };
     let mut qs: Vec<QParams> = vec![input_q];
