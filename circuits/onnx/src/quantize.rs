@@ -244,6 +244,7 @@ pub fn quantize_model_adjusted(
     if calibration.is_empty() {
         return Err(Error::Data("calibration needs at least one sample".into()));
     }
+    let masks: Vec<Option<&[bool]>> = (0..=graph.nodes.len()).map(|t| masked_cells(graph, t)).collect();
     let mut lo = vec![f32::INFINITY; graph.nodes.len() + 1];
     let mut hi = vec![f32::NEG_INFINITY; graph.nodes.len() + 1];
     for (i, sample) in calibration.iter().enumerate() {
@@ -262,9 +263,8 @@ pub fn quantize_model_adjusted(
             }
         }
         for (t, values) in graph.run(sample).iter().enumerate() {
-            let mask = masked_cells(graph, t);
             for (e, &v) in values.iter().enumerate() {
-                if mask.is_some_and(|keep| !keep[e % keep.len()]) {
+                if masks[t].is_some_and(|keep| !keep[e % keep.len()]) {
                     continue;
                 }
                 lo[t] = lo[t].min(v);
