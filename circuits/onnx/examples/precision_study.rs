@@ -49,11 +49,11 @@ fn factor(t: usize, draw: u64) -> f32 {
     0.98 + 0.04 * (x % 10_000) as f32 / 10_000.0
 }
 
-/// The masked Softmax reading tensor `t` only, if any: its masked cells are not calibrated.
-fn mask_of(graph: &FloatGraph, t: usize) -> Option<&[bool]> {
+/// The mask of the Softmax that alone reads tensor `t` (attention scores; empty: nothing masked).
+fn softmax_reading(graph: &FloatGraph, t: usize) -> Option<&[bool]> {
     let mut readers = graph.nodes.iter().filter(|n| n.inputs.contains(&t));
     match (readers.next().map(|n| &n.op), readers.next()) {
-        (Some(FloatOp::Softmax { keep }), None) if !keep.is_empty() => Some(keep),
+        (Some(FloatOp::Softmax { keep }), None) => Some(keep),
         _ => None,
     }
 }
@@ -73,7 +73,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut lo, mut hi) = (vec![f32::INFINITY; n], vec![f32::NEG_INFINITY; n]);
     for sample in &calibration {
         for (t, values) in graph.run(sample).iter().enumerate() {
-            let mask = mask_of(&graph, t);
+            // Masked cells never reach the output: they are not calibrated (as in quantize_model).
+            let mask = softmax_reading(&graph, t).filter(|keep| !keep.is_empty());
             for (e, &v) in values.iter().enumerate() {
                 if mask.is_none_or(|keep| keep[e % keep.len()]) {
                     (lo[t], hi[t]) = (lo[t].min(v), hi[t].max(v));
@@ -95,7 +96,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         t
     };
-    let scores: Vec<usize> = (0..n).filter(|&t| mask_of(&graph, t).is_some()).collect();
+    let scores: Vec<usize> = (0..n).filter(|&t| softmax_reading(&graph, t).is_some()).collect();
     let residual: Vec<usize> =
         (1..n).filter(|&t| matches!(op(source_of(t)), Some(FloatOp::Add { .. } | FloatOp::AddConst { .. }))).collect();
     let normalized: Vec<usize> =
@@ -151,7 +152,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         let mean = draws.iter().sum::<f64>() / draws.len() as f64;
         let min = draws.iter().copied().fold(f64::INFINITY, f64::min);
-        println!("{name:45} tensors {:2}  agreement mean {mean:.2} %  min {min:.2} %  draws {draws:?}", wide.len());
+        let draws: Vec<String> = draws.iter().map(|d| format!("{d:.2}")).collect();
+        println!(
+            "{name:45} tensors {:2}  agreement mean {mean:.2} %  min {min:.2} %  draws {}",
+            wide.len(),
+            draws.join(" ")
+        );
     }
     Ok(())
 }
