@@ -3,6 +3,7 @@
 mod core;
 mod error;
 mod gadget;
+pub mod gates;
 mod native;
 #[cfg(test)]
 mod tests;

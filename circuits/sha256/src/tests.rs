@@ -208,7 +208,7 @@ fn sha256_bits_composes_a_merkle_node() -> Result<()> {
 }
 
 /// Textbook SHA-256 of a bit string (FIPS 180-4), the reference for lengths `sha2` cannot take.
-fn reference_sha256_bits(message: &[bool]) -> [u8; 32] {
+pub(crate) fn reference_sha256_bits(message: &[bool]) -> [u8; 32] {
     let mut bits = message.to_vec();
     bits.push(true);
     while bits.len() % 512 != 448 {
