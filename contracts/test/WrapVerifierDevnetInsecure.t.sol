@@ -14,7 +14,7 @@ import {TaskLeafHarness} from "./TaskLeaf.t.sol";
 /// TaskMarket's settleBatch hashes, the task id being the order digest), and the verifier
 /// generated from that key accepts the Rust proof and nothing else.
 contract WrapVerifierDevnetInsecureTest is Test {
-    string internal constant KEY_ID = "wrap-production-r4q21g16-5ef98bd092609bcb-f4b8d33c24b2a135a445e7b013bdd76ae4b8a380c2a4650a44c42c43bd050268-insecure-devnet";
+    string internal constant KEY_ID = "wrap-production-r4q21g16-a6745efeabc7c8ff-03b30f03248c3c24e41d2a78deedd14721957e7e6bc61517eca0c31e5a67a904-insecure-devnet";
     string internal constant DIR = "contracts/test/fixtures/groth16/";
     string internal constant OUT = "contracts/verifier/WrapVerifierDevnetInsecure.sol";
 

@@ -15,7 +15,7 @@ pub mod jobs;
 pub mod service;
 
 /// Aggregation lives in tgrid-settlement-proof (a provider settling its own results uses it too).
-pub use tgrid_settlement_proof::aggregate::{AggregateError as Error, Aggregator, IncrementalTree, Step};
+pub use tgrid_settlement_proof::aggregate::{merge_proofs, AggregateError as Error, Aggregator, IncrementalTree, Step};
 
 /// Result with the aggregation [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -415,7 +415,7 @@ fn aggregate(proof_paths: &[PathBuf], registry_path: &Path, batch_path: &Path, o
     bar.finish_and_clear();
     let provided = leaves_beside(&aggregator, proof_paths, &proofs);
     let n = proofs.len() as u64;
-    let bar = out.progress(2 * n - 1, "proofs");
+    let bar = out.progress(n + tgrid_sequencer::merge_proofs(proofs.len()) as u64, "proofs");
     let batch = aggregator
         .aggregate_with(&proofs, &provided, &|step| {
             bar.set_message(match step {

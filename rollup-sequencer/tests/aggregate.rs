@@ -50,11 +50,20 @@ fn native_root(leaves: &[TaskLeaf]) -> [u8; 32] {
 }
 
 #[test]
-fn batches_of_1_2_and_3_tasks_prove_the_native_root() {
+fn batches_of_1_2_3_and_6_tasks_prove_the_native_root() {
     let s = setup();
-    for n in [1, 2, 3] {
+    // 3 tasks: one merge over both levels (left-deep); 6: 4 + 2, the pair proven together with
+    // the top node (right-deep).
+    for n in [1, 2, 3, 6] {
         let (leaves, proofs): (Vec<TaskLeaf>, Vec<SubtreeProof>) = s.leaves[..n].iter().cloned().unzip();
-        let root = s.aggregator.merge_all(proofs, &|_| {}).unwrap();
+        let merges = std::sync::atomic::AtomicUsize::new(0);
+        let root = s
+            .aggregator
+            .merge_all(proofs, &|_| {
+                merges.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            })
+            .unwrap();
+        assert_eq!(merges.into_inner(), tgrid_sequencer::merge_proofs(n), "merge proofs of a batch of {n}");
         let batch = s.aggregator.circuits().batch_file(leaves.clone(), &root).unwrap();
         let verified = s.aggregator.circuits().verify_batch(&batch, &s.aggregator.registry().root()).unwrap();
         assert_eq!(verified.batch_root, native_root(&leaves), "batch of {n}");

@@ -165,12 +165,11 @@ fn wrap_and_check(d: &Path, batch: &Path, verified_batch: &serde_json::Value) {
 
     // Shared with tests/service.rs: the INSECURE test-FRI key is set up once per target dir.
     let keys = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tgrid-test-keys");
-    let cached = std::fs::read_dir(&keys).is_ok_and(|entries| {
-        entries.flatten().any(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.starts_with("wrap-insecure-test-r4q2g2-") && name.ends_with(".pk")
-        })
-    });
+    // Keys cached before this run (a key of older circuits may be among them: only the one of
+    // the current circuits counts).
+    let cached_before: Vec<String> = std::fs::read_dir(&keys)
+        .map(|entries| entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
     let g16 = d.join("batch.g16");
     let out = run(sequencer()
         .args(["--json", "wrap"])
@@ -184,6 +183,7 @@ fn wrap_and_check(d: &Path, batch: &Path, verified_batch: &serde_json::Value) {
     assert!(stderr.contains("INSECURE devnet Groth16 key"), "{stderr}");
     assert_eq!(wrapped["insecure_key"], true);
     assert!(wrapped["key_id"].as_str().unwrap().contains("insecure"));
+    let cached = cached_before.contains(&format!("{}.pk", wrapped["key_id"].as_str().unwrap()));
     assert_eq!(wrapped["setup_seconds"].as_f64().is_some(), !cached, "the setup runs on first use only");
     assert_eq!(wrapped["public_input"], verified_batch["public_input"]);
     assert_eq!(wrapped["batch_root"], verified_batch["batch_root"]);

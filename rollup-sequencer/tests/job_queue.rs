@@ -193,10 +193,12 @@ fn workers_aggregate_the_in_process_batch_through_a_worker_kill_and_a_broker_res
 }
 
 /// The sequencer service's proving ahead (`jobs::prove_ahead`): the workers prove an aligned
-/// block of an open batch (two tasks: their leaves and their merge) before the batch closes,
-/// uncounted; the batch's aggregation at close then finds those outcomes and has only what the
-/// third task adds proven (its leaf and the top merge): 3 outcomes in the broker after proving
-/// ahead, 5 after the batch, which verifies and has the natively computed root.
+/// block of an open batch (four tasks: their leaves, the merge of the last two and the
+/// two-level merge over all four) before the batch closes, uncounted; the batch's aggregation at
+/// close then finds those outcomes and has only what the fifth task adds proven (its leaf and
+/// the top merge): 6 outcomes in the broker after proving ahead, 8 after the batch, which
+/// verifies and has the natively computed root. (A block of two is left unmerged: its parent
+/// proves it together with itself.)
 #[test]
 fn a_subtree_proven_ahead_is_found_done_when_the_batch_closes() {
     let dir = tempfile::tempdir().unwrap();
@@ -207,7 +209,7 @@ fn a_subtree_proven_ahead_is_found_done_when_the_batch_closes() {
     let mut registry = RegistryFile::empty(d.to_path_buf());
     common::add_model(&mut registry, &model, "m.tgm");
     let prover = TaskProver::new(model, SegmentPlan::default()).unwrap();
-    let proofs: Vec<TaskProof> = (0..3u8)
+    let proofs: Vec<TaskProof> = (0..5u8)
         .map(|i| {
             let input = random_input(70 + u64::from(i), 16);
             prover.prove(&input, [0x70 + i; 32], [0x23; 20], &mut |_, _, _| {}).unwrap().0
@@ -225,14 +227,17 @@ fn a_subtree_proven_ahead_is_found_done_when_the_batch_closes() {
             stream.info().await.unwrap().state.messages
         };
 
-        prove_ahead(aggregator.clone(), queue.clone(), proofs[..2].to_vec(), vec![None, None]).await.unwrap();
-        assert_eq!(outcomes().await, 3, "two leaves and their merge");
+        let pair = prove_ahead(aggregator.clone(), queue.clone(), proofs[..2].to_vec(), vec![None, None]);
+        pair.await.unwrap();
+        assert_eq!(outcomes().await, 2, "two leaves, their node left for its parent");
+        prove_ahead(aggregator.clone(), queue.clone(), proofs[..4].to_vec(), vec![None; 4]).await.unwrap();
+        assert_eq!(outcomes().await, 6, "four leaves, one merge and one two-level merge");
         assert!(queue.tally().is_empty(), "proving ahead is not counted: {:?}", queue.tally());
 
         let batch = aggregate(&aggregator, &queue, &proofs, &[]).await.unwrap();
-        assert_eq!(outcomes().await, 5, "only the third leaf and the top merge were proven at close");
+        assert_eq!(outcomes().await, 8, "only the fifth leaf and the top merge were proven at close");
         let jobs: u64 = queue.tally().values().map(|t| t.jobs).sum();
-        assert_eq!(jobs, 5, "the batch used five outcomes, each counted once");
+        assert_eq!(jobs, 8, "the batch used eight outcomes, each counted once");
         let verified = aggregator.circuits().verify_batch(&batch, &aggregator.registry().root()).unwrap();
         let hashes: Vec<[u8; 32]> = proofs.iter().map(|p| aggregator.check(p).unwrap().hash()).collect();
         assert_eq!(verified.batch_root, batch_root(&hashes).unwrap());

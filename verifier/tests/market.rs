@@ -241,7 +241,7 @@ async fn audits_orders_and_a_settled_batch_from_chain_data() {
     // the event's, the forged leaf reported skipped; the stub verifier has no real key, so the
     // key-digest step fails (exit 1) instead of verifying.
     let vk = repo_root()
-        .join("contracts/test/fixtures/groth16/wrap-production-r4q21g16-5ef98bd092609bcb-f4b8d33c24b2a135a445e7b013bdd76ae4b8a380c2a4650a44c42c43bd050268-insecure-devnet.vk.json");
+        .join("contracts/test/fixtures/groth16/wrap-production-r4q21g16-a6745efeabc7c8ff-03b30f03248c3c24e41d2a78deedd14721957e7e6bc61517eca0c31e5a67a904-insecure-devnet.vk.json");
     let out = verifier(&["--json", "batch", &root, "--rpc", &rpc, "--vk", vk.to_str().unwrap()], &deployment);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let v = json(&out);

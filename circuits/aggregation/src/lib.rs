@@ -29,4 +29,4 @@ pub use batch::{
 pub use error::{Error, Result};
 pub use normalize::{NormalizedProof, Normalizer};
 pub use registry::{Registry, RegistryEntry, RegistryFile, RegistryFileEntry};
-pub use tree::{AggregationCircuits, SubtreeProof};
+pub use tree::{AggregationCircuits, MergeShape, SubtreeProof};

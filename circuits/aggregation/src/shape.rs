@@ -19,6 +19,7 @@ use plonky2::plonk::circuit_builder::CircuitBuilder;
 use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData, CommonCircuitData};
 use plonky2::plonk::config::Hasher;
 use tgrid_circuits::{C, D, F};
+use tgrid_sha256::gates::{RoundAGate, RoundEGate, ScheduleGate};
 
 use crate::error::{Error, Result};
 
@@ -28,6 +29,8 @@ pub struct Shape {
     name: &'static str,
     degree_bits: usize,
     num_public_inputs: usize,
+    /// Whether the shape declares the SHA-256 gates (`tgrid_sha256::gates`).
+    sha256_gates: bool,
     common: OnceLock<CommonCircuitData<F, D>>,
 }
 
@@ -40,14 +43,17 @@ pub fn aggregation_config() -> CircuitConfig {
 
 /// The shape of every normalized task proof: it verifies one task proof and re-exposes its
 /// public inputs.
-pub static NORMALIZED: Shape = Shape::new("normalized", 13, tgrid_circuits::NUM_PUBLIC_INPUTS);
+/// Its circuits hash nothing, so it does not declare the SHA-256 gates (a model's normalization
+/// circuit digest, which the registry lists, stays what it was before they existed).
+pub static NORMALIZED: Shape = Shape::new("normalized", 13, tgrid_circuits::NUM_PUBLIC_INPUTS, false);
 
-/// The shape shared by leaf and merge proofs, so a merge circuit verifies either.
-pub static AGGREGATION: Shape = Shape::new("aggregation", 14, crate::tree::NUM_AGGREGATION_PUBLIC_INPUTS);
+/// The shape shared by leaf and merge proofs, so a merge circuit verifies either. Both hash
+/// with the SHA-256 gates.
+pub static AGGREGATION: Shape = Shape::new("aggregation", 14, crate::tree::NUM_AGGREGATION_PUBLIC_INPUTS, true);
 
 impl Shape {
-    const fn new(name: &'static str, degree_bits: usize, num_public_inputs: usize) -> Self {
-        Self { name, degree_bits, num_public_inputs, common: OnceLock::new() }
+    const fn new(name: &'static str, degree_bits: usize, num_public_inputs: usize, sha256_gates: bool) -> Self {
+        Self { name, degree_bits, num_public_inputs, sha256_gates, common: OnceLock::new() }
     }
 
     /// log2 of the number of rows.
@@ -56,8 +62,14 @@ impl Shape {
     }
 
     /// The gates every circuit of this shape declares, whether it uses them or not.
-    fn gates(&self) -> &'static [GateRef<F, D>] {
-        standard_gates()
+    fn gates(&self) -> Vec<GateRef<F, D>> {
+        let mut gates = standard_gates().to_vec();
+        if self.sha256_gates {
+            gates.push(GateRef::new(RoundAGate::new()));
+            gates.push(GateRef::new(RoundEGate::new()));
+            gates.push(GateRef::new(ScheduleGate::new()));
+        }
+        gates
     }
 
     /// Declares the shape's gates and pads `builder` with no-op rows so that building it yields

@@ -14,8 +14,8 @@ use tgrid_circuits::{Privacy, Salt, SegmentPlan, TaskProof, TaskProver, TaskVeri
 use crate::batch::{batch_root, node_hash, split_point, BatchFile, TaskLeaf};
 use crate::registry::{Registry, RegistryEntry, RegistryFile, RegistryFileEntry};
 use crate::shape::aggregation_config;
-use crate::tree::{canonical_halves_bits_be, LeafCut};
-use crate::{AggregationCircuits, Error, NormalizedProof, Normalizer, SubtreeProof};
+use crate::tree::{canonical_halves_bits_be, LeafCut, MergeCut};
+use crate::{AggregationCircuits, Error, MergeShape, NormalizedProof, Normalizer, SubtreeProof};
 
 fn hex32(s: &str) -> [u8; 32] {
     hex::decode(s.trim_start_matches("0x")).unwrap().try_into().unwrap()
@@ -262,6 +262,40 @@ fn a_three_task_batch_of_a_public_and_a_private_model_proves_the_contract_root()
     // A one-task batch is the leaf proof itself.
     let single = s.circuits.batch_file(vec![t0], &l0).unwrap();
     s.circuits.verify_batch(&single, &s.registry.root()).unwrap();
+
+    // Both levels in one merge: the same root and count.
+    let deep = s.circuits.prove_merge3(MergeShape::LeftDeep, &l0, &l1, &l2).unwrap();
+    assert_eq!(s.circuits.verify_root(&deep).unwrap(), publics);
+    s.circuits.verify_batch(&s.circuits.batch_file(leaves, &deep).unwrap(), &s.registry.root()).unwrap();
+    let right_deep = s.circuits.prove_merge3(MergeShape::RightDeep, &l0, &l1, &l2).unwrap();
+    let p = s.circuits.verify_root(&right_deep).unwrap();
+    assert_eq!((p.root, p.count), (node_hash(&t0.hash(), &node_hash(&t1.hash(), &t2.hash())), 3));
+    // A merge child in either position.
+    let over_merge = s.circuits.prove_merge3(MergeShape::RightDeep, &left, &l2, &l0).unwrap();
+    let p = s.circuits.verify_root(&over_merge).unwrap();
+    let expected = node_hash(&node_hash(&t0.hash(), &t1.hash()), &node_hash(&t2.hash(), &t0.hash()));
+    assert_eq!((p.root, p.count), (expected, 4));
+    assert!(matches!(s.circuits.prove_merge3(MergeShape::Pair, &l0, &l1, &l2), Err(Error::InvalidBatch(_))));
+}
+
+#[test]
+fn a_merge_with_a_cut_constraint_is_rejected_by_the_verifier() {
+    let s = setup();
+    let (l0, _) = leaf(0, 50);
+    let (l1, _) = leaf(1, 51);
+    // A third child proven against another registry root.
+    let other = Registry::new([s.registry.entries()[0], s.registry.entries()[1], entry(9)]).unwrap();
+    let (_, norm, _) = normalized(1, 52);
+    let foreign = s.circuits.prove_leaf(&norm, &other).unwrap();
+    let forged =
+        s.circuits.prove_merge_with_cut(MergeCut::ThirdRegistryRoot, [&l0, &l1, &foreign], true, false).unwrap();
+    assert!(matches!(s.circuits.verify_root(&forged), Err(Error::InvalidProof(_))));
+    // `right_deep` without `deep`: node(b, c) with the count of a and b.
+    let forged = s.circuits.prove_merge_with_cut(MergeCut::ShapeEncoding, [&l0, &l1, &l1], false, true).unwrap();
+    assert!(matches!(s.circuits.verify_root(&forged), Err(Error::InvalidProof(_))));
+    // The same malicious prover with honest values: accepted (the cut alone is not the fault).
+    let honest = s.circuits.prove_merge_with_cut(MergeCut::ShapeEncoding, [&l0, &l1, &l1], false, false).unwrap();
+    s.circuits.verify_root(&honest).unwrap();
 }
 
 #[test]

@@ -146,7 +146,7 @@ impl LeafCircuit {
         }
         bits.extend(word_bits(&mut b, &pis[8..13]));
         debug_assert_eq!(bits.len(), 8 * TaskLeaf::PREIMAGE_LEN);
-        let leaf = b.sha256_bits(&bits);
+        let leaf = b.sha256_bits_gated(&bits);
 
         b.register_public_inputs(&leaf.words.map(|w| w.0));
         b.register_public_inputs(&registry_root.elements);
@@ -166,19 +166,62 @@ struct ChildTargets {
     is_merge: BoolTarget,
 }
 
-/// The merge circuit: verifies two leaf or merge proofs and outputs their RFC 6962 node.
+/// Which RFC 6962 nodes a merge proves over its children `a`, `b`, `c` (in task order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeShape {
+    /// `node(a, b)`; the third slot holds a copy of `b` and is ignored.
+    Pair,
+    /// `node(node(a, b), c)`: the left child is a node over two proofs.
+    LeftDeep,
+    /// `node(a, node(b, c))`: the right child is a node over two proofs.
+    RightDeep,
+}
+
+/// The merge circuit: verifies three leaf or merge proofs and outputs the RFC 6962 node of two
+/// of them or of all three (see [`MergeShape`]). Proving two tree levels in one proof where the
+/// tree allows it cuts a 64-task tree from 63 merge proofs to 42 (docs/BENCHMARKS.md).
 struct MergeCircuit {
     data: CircuitData<F, C, D>,
-    children: [ChildTargets; 2],
+    children: [ChildTargets; 3],
+    /// Two levels (`LeftDeep` or `RightDeep`) rather than `Pair`.
+    deep: BoolTarget,
+    /// `RightDeep` (only with `deep`).
+    right_deep: BoolTarget,
     digests: [Target; 8],
+}
+
+/// `sha256(0x01 ‖ left ‖ right)` of two subtree roots given as 8 words each.
+fn node_words(b: &mut CircuitBuilder<F, D>, left: &[Target], right: &[Target]) -> Vec<Target> {
+    let mut bits = byte_bits(b, 0x01);
+    bits.extend(word_bits(b, left));
+    bits.extend(word_bits(b, right));
+    b.sha256_bits_gated(&bits).words.map(|w| w.0).to_vec()
+}
+
+fn select_words(b: &mut CircuitBuilder<F, D>, condition: BoolTarget, x: &[Target], y: &[Target]) -> Vec<Target> {
+    x.iter().zip(y).map(|(&x, &y)| b.select(condition, x, y)).collect()
+}
+
+/// A copy constraint the merge circuit leaves out in a malicious build (soundness tests).
+#[cfg_attr(not(test), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MergeCut {
+    /// The third child's registry root is not tied to the first child's.
+    ThirdRegistryRoot,
+    /// `right_deep` is allowed without `deep`.
+    ShapeEncoding,
 }
 
 impl MergeCircuit {
     fn build() -> Result<Self> {
+        Self::build_cut(None)
+    }
+
+    fn build_cut(cut: Option<MergeCut>) -> Result<Self> {
         let common = AGGREGATION.common();
         let mut b = CircuitBuilder::<F, D>::new(aggregation_config());
         let digests: [Target; 8] = std::array::from_fn(|_| b.add_virtual_target());
-        let children = [(); 2].map(|_| {
+        let children = [(); 3].map(|_| {
             let proof = b.add_virtual_proof_with_pis(common);
             let cap = b.add_virtual_cap(common.config.fri_config.cap_height);
             let digest = circuit_digest_target(&mut b, &cap, common.degree_bits());
@@ -194,22 +237,39 @@ impl MergeCircuit {
             }
             ChildTargets { proof, cap, is_merge }
         });
-        let (l, r) = (&children[0].proof.public_inputs, &children[1].proof.public_inputs);
+        let [a, bb, c] = [0, 1, 2].map(|i| children[i].proof.public_inputs.clone());
         for j in 8..12 {
-            b.connect(l[j], r[j]);
+            b.connect(a[j], bb[j]);
+            if cut != Some(MergeCut::ThirdRegistryRoot) {
+                b.connect(a[j], c[j]);
+            }
         }
-        let mut bits = byte_bits(&mut b, 0x01);
-        bits.extend(word_bits(&mut b, &l[0..8]));
-        bits.extend(word_bits(&mut b, &r[0..8]));
-        let node = b.sha256_bits(&bits);
-        let count = b.add(l[12], r[12]);
+        let deep = b.add_virtual_bool_target_safe();
+        let right_deep = b.add_virtual_bool_target_safe();
+        // `right_deep` only with `deep`: one encoding per shape.
+        let stray = b.mul_sub(deep.target, right_deep.target, right_deep.target);
+        if cut != Some(MergeCut::ShapeEncoding) {
+            b.assert_zero(stray);
+        }
 
-        b.register_public_inputs(&node.words.map(|w| w.0));
-        b.register_public_inputs(&l[8..12]);
+        // First node: node(b, c) right-deep, node(a, b) otherwise.
+        let left = select_words(&mut b, right_deep, &bb[0..8], &a[0..8]);
+        let right = select_words(&mut b, right_deep, &c[0..8], &bb[0..8]);
+        let first = node_words(&mut b, &left, &right);
+        // Second node: node(a, first) right-deep, node(first, c) left-deep.
+        let left = select_words(&mut b, right_deep, &a[0..8], &first);
+        let right = select_words(&mut b, right_deep, &first, &c[0..8]);
+        let second = node_words(&mut b, &left, &right);
+        let root = select_words(&mut b, deep, &second, &first);
+        let pair_count = b.add(a[12], bb[12]);
+        let count = b.mul_add(deep.target, c[12], pair_count);
+
+        b.register_public_inputs(&root);
+        b.register_public_inputs(&a[8..12]);
         b.register_public_input(count);
         b.register_public_inputs(&digests);
         let data = AGGREGATION.build(b)?;
-        Ok(Self { data, children, digests })
+        Ok(Self { data, children, deep, right_deep, digests })
     }
 }
 
@@ -343,27 +403,90 @@ impl AggregationCircuits {
         Ok(SubtreeProof { proof, is_merge: false })
     }
 
-    /// Merges two adjacent subtrees (`left` holds the earlier tasks).
+    /// Merges two adjacent subtrees (`left` holds the earlier tasks): `node(left, right)`.
     pub fn prove_merge(&self, left: &SubtreeProof, right: &SubtreeProof) -> Result<SubtreeProof> {
-        let (lp, rp) = (left.public_inputs()?, right.public_inputs()?);
-        if lp.registry_root != rp.registry_root {
+        self.prove_merge_shaped(MergeShape::Pair, [left, right, right])
+    }
+
+    /// Merges three adjacent subtrees over two tree levels: `node(node(a, b), c)` for
+    /// [`MergeShape::LeftDeep`], `node(a, node(b, c))` for [`MergeShape::RightDeep`].
+    pub fn prove_merge3(
+        &self,
+        shape: MergeShape,
+        a: &SubtreeProof,
+        b: &SubtreeProof,
+        c: &SubtreeProof,
+    ) -> Result<SubtreeProof> {
+        if shape == MergeShape::Pair {
+            return Err(Error::InvalidBatch("a three-child merge spans two tree levels".into()));
+        }
+        self.prove_merge_shaped(shape, [a, b, c])
+    }
+
+    fn prove_merge_shaped(&self, shape: MergeShape, children: [&SubtreeProof; 3]) -> Result<SubtreeProof> {
+        let roots: Vec<[u8; 32]> =
+            children.iter().map(|child| child.public_inputs().map(|p| p.registry_root)).collect::<Result<_>>()?;
+        if let Some(other) = roots.iter().find(|r| **r != roots[0]) {
             return Err(Error::InvalidBatch(format!(
                 "children proven against different registry roots (0x{} and 0x{})",
-                hex::encode(lp.registry_root),
-                hex::encode(rp.registry_root)
+                hex::encode(roots[0]),
+                hex::encode(other)
             )));
         }
         let c = &self.merge;
         let mut pw = PartialWitness::new();
         let err = |e: anyhow::Error| Error::Proving(e.to_string());
-        for (slot, child) in c.children.iter().zip([left, right]) {
+        for (slot, child) in c.children.iter().zip(children) {
             let vd = self.verifier_only(child.is_merge);
             pw.set_proof_with_pis_target(&slot.proof, &child.proof).map_err(err)?;
             pw.set_cap_target(&slot.cap, &vd.constants_sigmas_cap).map_err(err)?;
             pw.set_bool_target(slot.is_merge, child.is_merge).map_err(err)?;
         }
+        pw.set_bool_target(c.deep, shape != MergeShape::Pair).map_err(err)?;
+        pw.set_bool_target(c.right_deep, shape == MergeShape::RightDeep).map_err(err)?;
         pw.set_target_arr(&c.digests, &self.digests()).map_err(err)?;
         let proof = crate::shape::prove_checked(&c.data, pw)?;
+        Ok(SubtreeProof { proof, is_merge: true })
+    }
+
+    /// Tests only: proves a merge with a malicious prover wired as the `cut` build, with the raw
+    /// shape bits `deep` and `right_deep`. The proof is not checked.
+    #[cfg(test)]
+    pub(crate) fn prove_merge_with_cut(
+        &self,
+        cut: MergeCut,
+        children: [&SubtreeProof; 3],
+        deep: bool,
+        right_deep: bool,
+    ) -> Result<SubtreeProof> {
+        use plonky2::iop::generator::generate_partial_witness;
+        use plonky2::plonk::prover::prove_with_partition_witness;
+        use plonky2::util::timing::TimingTree;
+
+        let mut honest = MergeCircuit::build()?;
+        let wired = MergeCircuit::build_cut(Some(cut))?;
+        let err = |e: anyhow::Error| Error::Proving(e.to_string());
+        let mut pw = PartialWitness::new();
+        for (slot, child) in wired.children.iter().zip(children) {
+            let vd = self.verifier_only(child.is_merge);
+            pw.set_proof_with_pis_target(&slot.proof, &child.proof).map_err(err)?;
+            pw.set_cap_target(&slot.cap, &vd.constants_sigmas_cap).map_err(err)?;
+            pw.set_bool_target(slot.is_merge, child.is_merge).map_err(err)?;
+        }
+        pw.set_bool_target(wired.deep, deep).map_err(err)?;
+        pw.set_bool_target(wired.right_deep, right_deep).map_err(err)?;
+        pw.set_target_arr(&wired.digests, &self.digests()).map_err(err)?;
+        // The honest circuit's digest must be the one the children carry: prove with it.
+        assert_eq!(honest.data.verifier_only.circuit_digest, self.merge.data.verifier_only.circuit_digest);
+        tgrid_circuits::testing::cut_copy_constraints(&mut honest.data, wired.data);
+        let witness = generate_partial_witness(pw, &honest.data.prover_only, &honest.data.common).map_err(err)?;
+        let proof = prove_with_partition_witness(
+            &honest.data.prover_only,
+            &honest.data.common,
+            witness,
+            &mut TimingTree::default(),
+        )
+        .map_err(err)?;
         Ok(SubtreeProof { proof, is_merge: true })
     }
 

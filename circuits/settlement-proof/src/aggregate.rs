@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tgrid_aggregation::batch::{split_point, AggregationPublicInputs};
 use tgrid_aggregation::{
-    check_leaves, AggregationCircuits, BatchFile, Normalizer, Registry, RegistryFile, SubtreeProof, TaskLeaf,
+    check_leaves, AggregationCircuits, BatchFile, MergeShape, Normalizer, Registry, RegistryFile, SubtreeProof,
+    TaskLeaf,
 };
 use tgrid_circuits::{ModelFile, Privacy, TaskProof, TaskVerifier};
 
@@ -274,18 +275,86 @@ impl Aggregator {
     }
 
     /// Merges ordered leaf proofs along the RFC 6962 shape (left subtree: the largest power of
-    /// two below the count), both halves in parallel.
-    pub fn merge_all(&self, mut subtrees: Vec<SubtreeProof>, progress: &(dyn Fn(Step) + Sync)) -> Result<SubtreeProof> {
+    /// two below the count), both halves in parallel. Where a node's child is a node over two
+    /// proofs, one merge proves both levels ([`MergeShape`]): [`merge_proofs`] of them in all.
+    pub fn merge_all(&self, subtrees: Vec<SubtreeProof>, progress: &(dyn Fn(Step) + Sync)) -> Result<SubtreeProof> {
+        let partial = self.merge_partial(subtrees, progress)?;
+        self.close(partial, progress)
+    }
+
+    fn merge_partial(&self, mut subtrees: Vec<SubtreeProof>, progress: &(dyn Fn(Step) + Sync)) -> Result<Partial> {
         match subtrees.len() {
             0 => Err(tgrid_aggregation::Error::InvalidBatch("a batch needs at least one task".into()).into()),
-            1 => Ok(subtrees.pop().expect("one")),
+            1 => Ok(Partial::Proven(subtrees.pop().expect("one"))),
             n => {
                 let right = subtrees.split_off(split_point(n));
-                let (l, r) = rayon::join(|| self.merge_all(subtrees, progress), || self.merge_all(right, progress));
-                let merged = self.circuits.prove_merge(&l?, &r?)?;
+                let (l, r) =
+                    rayon::join(|| self.merge_partial(subtrees, progress), || self.merge_partial(right, progress));
+                self.combine(l?, r?, progress)
+            }
+        }
+    }
+
+    /// The node over two adjacent subtrees (`left` holds the earlier tasks): proven together
+    /// with a pending child, or left pending when both children are proven.
+    fn combine(&self, left: Partial, right: Partial, progress: &(dyn Fn(Step) + Sync)) -> Result<Partial> {
+        let merged = match (left, right) {
+            (Partial::Pending(pair), right) => {
+                let c = self.close(right, progress)?;
+                self.circuits.prove_merge3(MergeShape::LeftDeep, &pair[0], &pair[1], &c)?
+            }
+            (Partial::Proven(a), Partial::Pending(pair)) => {
+                self.circuits.prove_merge3(MergeShape::RightDeep, &a, &pair[0], &pair[1])?
+            }
+            (Partial::Proven(a), Partial::Proven(b)) => return Ok(Partial::Pending(Box::new([a, b]))),
+        };
+        progress(Step::Merge);
+        Ok(Partial::Proven(merged))
+    }
+
+    /// The proof of a subtree, proving a pending node on its own.
+    fn close(&self, partial: Partial, progress: &(dyn Fn(Step) + Sync)) -> Result<SubtreeProof> {
+        match partial {
+            Partial::Proven(proof) => Ok(proof),
+            Partial::Pending(pair) => {
+                let merged = self.circuits.prove_merge(&pair[0], &pair[1])?;
                 progress(Step::Merge);
                 Ok(merged)
             }
+        }
+    }
+}
+
+/// A subtree on its way up the tree: proven, or a node over two proofs that is not proven yet,
+/// so that its parent can prove both levels in one merge.
+// A handful live at a time (one per tree level in progress): their size does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Partial {
+    Proven(SubtreeProof),
+    Pending(Box<[SubtreeProof; 2]>),
+}
+
+/// How many merge proofs [`Aggregator::merge_all`] and [`IncrementalTree`] take for `n` tasks
+/// (42 for 64 tasks; `n - 1` with two-child merges only).
+pub fn merge_proofs(n: usize) -> usize {
+    /// (merge proofs so far, whether the subtree's top node is pending) of `n > 0` tasks.
+    fn walk(n: usize) -> (usize, bool) {
+        if n == 1 {
+            return (0, false);
+        }
+        let k = split_point(n);
+        let ((l, l_pending), (r, r_pending)) = (walk(k), walk(n - k));
+        match (l_pending, r_pending) {
+            (true, true) => (l + r + 2, false),
+            (true, false) | (false, true) => (l + r + 1, false),
+            (false, false) => (l + r, true),
+        }
+    }
+    match n {
+        0 => 0,
+        n => {
+            let (merges, pending) = walk(n);
+            merges + usize::from(pending)
         }
     }
 }
@@ -325,12 +394,14 @@ fn rayon_map<T: Sync, U: Send>(items: &[T], f: impl Fn(&T) -> Result<U> + Sync +
 }
 
 /// A batch tree built as leaf proofs arrive: equal-sized perfect subtrees merge as soon as both
-/// exist (like a binary counter), so at most log2(n) merges remain when the batch closes.
-/// Folding the remaining subtrees from the right yields exactly the RFC 6962 shape.
+/// exist (like a binary counter), so at most log2(n) levels remain when the batch closes.
+/// Folding the remaining subtrees from the right yields exactly the RFC 6962 shape. Merges are
+/// planned as in [`Aggregator::merge_all`]: a node over two proofs waits for its parent, which
+/// proves both levels at once.
 pub struct IncrementalTree<'a> {
     aggregator: &'a Aggregator,
     /// Perfect subtrees, largest (earliest) first, with their task counts.
-    stack: Vec<(usize, SubtreeProof)>,
+    stack: Vec<(usize, Partial)>,
     leaves: Vec<TaskLeaf>,
 }
 
@@ -371,11 +442,11 @@ impl<'a> IncrementalTree<'a> {
             .into());
         }
         self.leaves.push(leaf);
-        self.stack.push((1, proof));
+        self.stack.push((1, Partial::Proven(proof)));
         while self.stack.len() >= 2 && self.stack[self.stack.len() - 1].0 == self.stack[self.stack.len() - 2].0 {
             let (n, right) = self.stack.pop().expect("two");
             let (_, left) = self.stack.pop().expect("two");
-            self.stack.push((2 * n, self.aggregator.circuits.prove_merge(&left, &right)?));
+            self.stack.push((2 * n, self.aggregator.combine(left, right, &|_| {})?));
         }
         Ok(())
     }
@@ -387,8 +458,27 @@ impl<'a> IncrementalTree<'a> {
             .pop()
             .ok_or_else(|| tgrid_aggregation::Error::InvalidBatch("a batch needs at least one task".into()))?;
         while let Some((_, left)) = self.stack.pop() {
-            acc = self.aggregator.circuits.prove_merge(&left, &acc)?;
+            acc = self.aggregator.combine(left, acc, &|_| {})?;
         }
-        Ok(self.aggregator.circuits.batch_file(self.leaves, &acc)?)
+        let root = self.aggregator.close(acc, &|_| {})?;
+        Ok(self.aggregator.circuits.batch_file(self.leaves, &root)?)
+    }
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::merge_proofs;
+
+    #[test]
+    fn two_level_merges_cut_the_proof_count_by_a_third() {
+        let counts: Vec<usize> = (0..=8).map(merge_proofs).collect();
+        assert_eq!(counts, [0, 0, 1, 1, 2, 3, 3, 4, 5]);
+        assert_eq!(merge_proofs(64), 42);
+        assert_eq!(merge_proofs(256), 170);
+        // Never more than the n - 1 of one-level merges, and at least half of them.
+        for n in 2..300 {
+            let m = merge_proofs(n);
+            assert!(m < n && 2 * m >= n - 1, "{n} tasks: {m} merges");
+        }
     }
 }

@@ -130,7 +130,7 @@ mod committed_devnet_key {
     use crate::file::parse_hex;
     use crate::{insecure_devnet_key_id, BatchWrapper, Error, SettlementProofFile};
 
-    const KEY_ID: &str = "wrap-production-r4q21g16-5ef98bd092609bcb-f4b8d33c24b2a135a445e7b013bdd76ae4b8a380c2a4650a44c42c43bd050268-insecure-devnet";
+    const KEY_ID: &str = "wrap-production-r4q21g16-a6745efeabc7c8ff-03b30f03248c3c24e41d2a78deedd14721957e7e6bc61517eca0c31e5a67a904-insecure-devnet";
 
     fn fixture(suffix: &str) -> Vec<u8> {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -46,7 +46,8 @@ fn setup() -> &'static Setup {
 #[test]
 fn wraps_leaf_and_merge_roots_into_the_settlement_input() {
     let s = setup();
-    assert_eq!(*s.wrap.degree_bits().last().unwrap(), FINAL_DEGREE_BITS);
+    // The settle layer fits 2^13 rows, so no shrink layer sits between it and the final layer.
+    assert_eq!(s.wrap.degree_bits(), vec![13, FINAL_DEGREE_BITS], "settle, shrink and final degrees");
 
     let publics = s.leaf.public_inputs().unwrap();
     let expected = settlement_public_input(&publics.root, &s.registry_root, 1);

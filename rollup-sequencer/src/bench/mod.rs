@@ -159,6 +159,7 @@ pub(crate) fn run(
         "merge_seconds": median(merge),
         "steps_peak_rss_mib": steps_peak_rss_mib,
         "batch_tasks": tasks,
+        "batch_merge_proofs": tgrid_sequencer::merge_proofs(tasks),
         "task_proofs_seconds": task_prove_seconds,
         "peak_rss_mib": peak_rss_mib(),
     });

@@ -7,6 +7,8 @@
 //!                          bytes model file (.tgm)   bytes task proof (.tgp)
 //!          kind 2 (merge): child left, child right
 //!          kind 3 (wrap):  bytes key id (UTF-8)   bytes batch file (.tgb)
+//!          kind 4 (merge over two levels): u8 shape (1 node(node(a, b), c), 2 node(a, node(b, c)))
+//!                          child a, child b, child c
 //! child    u8 is_merge (0 leaf proof, 1 merge proof)  bytes plonky2 proof
 //! outcome  "TGRIDJRS" u16 version  u8 0 + child (proven)  |  u8 1 + bytes UTF-8 reason (refused)
 //!          |  u8 2 + bytes settlement proof file (JSON; wrapped)
@@ -17,13 +19,14 @@
 
 use sha2::{Digest, Sha256};
 use tgrid_aggregation::registry::REGISTRY_DEPTH;
-use tgrid_aggregation::RegistryEntry;
+use tgrid_aggregation::{MergeShape, RegistryEntry};
 use tgrid_circuits::codec::{Reader, Writer};
 use tgrid_circuits::{check_header, Error, Result};
 
 const JOB_MAGIC: &[u8; 8] = b"TGRIDJOB";
 const OUTCOME_MAGIC: &[u8; 8] = b"TGRIDJRS";
-const VERSION: u16 = 1;
+/// 2: merges over two tree levels (kind 4); the merge circuit of version 1 is gone.
+const VERSION: u16 = 2;
 /// Largest model file a leaf job may carry.
 pub const MAX_MODEL_FILE_BYTES: usize = 16 << 20;
 /// Largest task, leaf or merge proof a job or outcome may carry.
@@ -62,6 +65,17 @@ pub enum Job {
         /// The later subtree.
         right: ChildProof,
     },
+    /// Merge three adjacent subtrees over two tree levels (`a` holds the earliest tasks).
+    Merge3 {
+        /// `LeftDeep` or `RightDeep`.
+        shape: MergeShape,
+        /// The earliest subtree.
+        a: ChildProof,
+        /// The middle subtree.
+        b: ChildProof,
+        /// The latest subtree.
+        c: ChildProof,
+    },
     /// Wrap a closed batch's root proof into the Groth16 settlement proof, with the key `key_id`
     /// names (a worker holding another key refuses: its proof would not verify on-chain).
     Wrap {
@@ -89,7 +103,7 @@ impl Job {
     pub fn kind(&self) -> &'static str {
         match self {
             Job::Leaf { .. } => "leaf",
-            Job::Merge { .. } => "merge",
+            Job::Merge { .. } | Job::Merge3 { .. } => "merge",
             Job::Wrap { .. } => "wrap",
         }
     }
@@ -124,6 +138,18 @@ impl Job {
                 write_child(&mut w, left);
                 write_child(&mut w, right);
             }
+            Job::Merge3 { shape, a, b, c } => {
+                w.u8(4);
+                w.u8(match shape {
+                    MergeShape::LeftDeep => 1,
+                    MergeShape::RightDeep => 2,
+                    // Never built: `Job::Merge` is the one-level merge.
+                    MergeShape::Pair => 0,
+                });
+                for child in [a, b, c] {
+                    write_child(&mut w, child);
+                }
+            }
             Job::Wrap { key_id, batch_file } => {
                 w.u8(3);
                 w.str(key_id);
@@ -149,6 +175,14 @@ impl Job {
             }
             2 => Job::Merge { left: read_child(&mut r)?, right: read_child(&mut r)? },
             3 => Job::Wrap { key_id: r.str(MAX_KEY_ID_BYTES)?, batch_file: r.bytes(MAX_BATCH_BYTES)?.to_vec() },
+            4 => {
+                let shape = match r.u8()? {
+                    1 => MergeShape::LeftDeep,
+                    2 => MergeShape::RightDeep,
+                    s => return Err(Error::Format(format!("unknown two-level merge shape {s}"))),
+                };
+                Job::Merge3 { shape, a: read_child(&mut r)?, b: read_child(&mut r)?, c: read_child(&mut r)? }
+            }
             k => return Err(Error::Format(format!("unknown job kind {k}"))),
         };
         r.finish()?;
@@ -234,7 +268,15 @@ mod tests {
         let wrap = Job::Wrap { key_id: "wrap-key-id".into(), batch_file: vec![8; 300] };
         assert_eq!((wrap.kind(), wrap.subject().as_str()), ("wrap", "tgrid.wrap-jobs.wrap"));
         assert_eq!(leaf().subject(), "tgrid.jobs.leaf");
-        for job in [leaf(), merge, wrap] {
+        let child = |is_merge, fill| ChildProof { is_merge, bytes: vec![fill; 12] };
+        let merge3 = |shape| Job::Merge3 { shape, a: child(true, 1), b: child(false, 2), c: child(false, 3) };
+        let (left_deep, right_deep) = (merge3(MergeShape::LeftDeep), merge3(MergeShape::RightDeep));
+        assert_eq!(left_deep.subject(), "tgrid.jobs.merge");
+        assert_ne!(job_id(&left_deep.encode()), job_id(&right_deep.encode()));
+        let mut bad_shape = left_deep.encode();
+        bad_shape[11] = 3;
+        assert!(Job::decode(&bad_shape).unwrap_err().to_string().contains("shape"));
+        for job in [leaf(), merge, wrap, left_deep, right_deep] {
             assert_eq!(Job::decode(&job.encode()).unwrap(), job);
         }
         assert_eq!(job_id(&leaf().encode()), job_id(&leaf().encode()));

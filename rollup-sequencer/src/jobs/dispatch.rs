@@ -12,7 +12,7 @@ use futures::StreamExt;
 use prometheus::{HistogramOpts, HistogramVec, IntGauge};
 use tgrid_aggregation::batch::split_point;
 use tgrid_aggregation::batch::AggregationPublicInputs;
-use tgrid_aggregation::{check_leaves, node_hash, BatchFile, SubtreeProof, TaskLeaf};
+use tgrid_aggregation::{check_leaves, node_hash, BatchFile, MergeShape, SubtreeProof, TaskLeaf};
 use tgrid_circuits::TaskProof;
 use tgrid_settlement_proof::{BatchWrapper, SettlementProofFile, WrapVerifyingKey};
 use tracing::{debug, warn};
@@ -322,7 +322,19 @@ pub struct Delivered {
     pub seconds: f64,
 }
 
-type Subtree<'a> = Pin<Box<dyn Future<Output = Result<(SubtreeProof, AggregationPublicInputs), JobError>> + Send + 'a>>;
+/// A proof with its checked public inputs.
+type Checked = (SubtreeProof, AggregationPublicInputs);
+
+/// A subtree on its way up (as in [`Aggregator::merge_all`]): proven, or a node over two
+/// proofs left for its parent to prove together with it.
+// A handful live at a time (one per tree level in progress): their size does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Partial {
+    Proven(Checked),
+    Pending(Box<[Checked; 2]>),
+}
+
+type Subtree<'a> = Pin<Box<dyn Future<Output = Result<Partial, JobError>> + Send + 'a>>;
 
 /// [`Aggregator::aggregate`] with the leaf and merge proofs done by workers through `queue`:
 /// checks every task proof natively and rejects duplicated task ids first, then queues every
@@ -336,7 +348,7 @@ pub async fn aggregate(
     provided: &[Option<SubtreeProof>],
 ) -> Result<BatchFile, JobError> {
     let leaves = checked_leaves(aggregator, proofs)?;
-    let root = prove_root(aggregator, queue, proofs, provided, &leaves, true).await?;
+    let root = prove_root(aggregator, queue, proofs, provided, &leaves, true).await?.expect("closed");
     Ok(aggregator.circuits().batch_file(leaves, &root).map_err(crate::Error::from)?)
 }
 
@@ -370,7 +382,9 @@ fn checked_leaves(aggregator: &Aggregator, proofs: &[TaskProof]) -> Result<Vec<T
     Ok(leaves)
 }
 
-/// The proof of the subtree over `proofs` (whose checked leaves are `leaves`), proven on the queue.
+/// The proof of the subtree over `proofs` (whose checked leaves are `leaves`), proven on the
+/// queue. When proving ahead (`counted` false) a pending top node is left unproven: only the
+/// batch's close knows whether its parent proves it (same jobs then, same ids).
 async fn prove_root(
     aggregator: &Aggregator,
     queue: &JobQueue,
@@ -378,7 +392,7 @@ async fn prove_root(
     provided: &[Option<SubtreeProof>],
     leaves: &[TaskLeaf],
     counted: bool,
-) -> Result<SubtreeProof, JobError> {
+) -> Result<Option<SubtreeProof>, JobError> {
     let mut model_files: HashMap<[u8; 32], Vec<u8>> = HashMap::new();
     for proof in proofs {
         if let std::collections::hash_map::Entry::Vacant(slot) = model_files.entry(proof.model_id) {
@@ -386,8 +400,11 @@ async fn prove_root(
         }
     }
     let context = Context { aggregator, queue, proofs, provided, leaves, model_files: &model_files, counted };
-    let (root, _) = context.subtree(0, proofs.len()).await?;
-    Ok(root)
+    let top = context.subtree(0, proofs.len()).await?;
+    if !counted {
+        return Ok(None);
+    }
+    Ok(Some(context.close(top).await?.0))
 }
 
 /// The model file the registry file names for `model_id`.
@@ -429,23 +446,55 @@ struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    /// The subtree over tasks `lo..hi`: both halves concurrently, then their merge.
+    /// The subtree over tasks `lo..hi`: both halves concurrently, then their node, proven with
+    /// a pending child in one merge or left pending (see [`Partial`]).
     fn subtree(&'a self, lo: usize, hi: usize) -> Subtree<'a> {
         Box::pin(async move {
             if hi - lo == 1 {
-                return self.leaf(lo).await;
+                return Ok(Partial::Proven(self.leaf(lo).await?));
             }
             let mid = lo + split_point(hi - lo);
             let (left, right) = futures::try_join!(self.subtree(lo, mid), self.subtree(mid, hi))?;
-            let job = Job::Merge { left: child(&left.0), right: child(&right.0) };
-            let expected = AggregationPublicInputs {
-                root: node_hash(&left.1.root, &right.1.root),
-                registry_root: left.1.registry_root,
-                count: left.1.count + right.1.count,
-                digests: left.1.digests,
+            let (shape, [a, b, c]) = match (left, right) {
+                (Partial::Pending(pair), right) => {
+                    let [a, b] = *pair;
+                    (MergeShape::LeftDeep, [a, b, self.close(right).await?])
+                }
+                (Partial::Proven(a), Partial::Pending(pair)) => {
+                    let [b, c] = *pair;
+                    (MergeShape::RightDeep, [a, b, c])
+                }
+                (Partial::Proven(a), Partial::Proven(b)) => return Ok(Partial::Pending(Box::new([a, b]))),
             };
-            self.checked(&job, true, &expected).await
+            let root = match shape {
+                MergeShape::LeftDeep => node_hash(&node_hash(&a.1.root, &b.1.root), &c.1.root),
+                _ => node_hash(&a.1.root, &node_hash(&b.1.root, &c.1.root)),
+            };
+            let job = Job::Merge3 { shape, a: child(&a.0), b: child(&b.0), c: child(&c.0) };
+            let expected = AggregationPublicInputs {
+                root,
+                registry_root: a.1.registry_root,
+                count: a.1.count + b.1.count + c.1.count,
+                digests: a.1.digests,
+            };
+            Ok(Partial::Proven(self.checked(&job, true, &expected).await?))
         })
+    }
+
+    /// The proof of a subtree, proving a pending node on its own.
+    async fn close(&self, partial: Partial) -> Result<Checked, JobError> {
+        let [left, right] = match partial {
+            Partial::Proven(checked) => return Ok(checked),
+            Partial::Pending(pair) => *pair,
+        };
+        let job = Job::Merge { left: child(&left.0), right: child(&right.0) };
+        let expected = AggregationPublicInputs {
+            root: node_hash(&left.1.root, &right.1.root),
+            registry_root: left.1.registry_root,
+            count: left.1.count + right.1.count,
+            digests: left.1.digests,
+        };
+        self.checked(&job, true, &expected).await
     }
 
     async fn leaf(&self, index: usize) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {

@@ -108,6 +108,13 @@ impl Prover {
                 let merged = circuits.prove_merge(&decode(&left)?, &decode(&right)?).map_err(|e| e.to_string())?;
                 Ok(Outcome::Proven(ChildProof { is_merge: true, bytes: merged.proof.to_bytes() }))
             }
+            Job::Merge3 { shape, a, b, c } => {
+                let decode = |c: &ChildProof| circuits.decode(&c.bytes, c.is_merge).map_err(|e| e.to_string());
+                let merged = circuits
+                    .prove_merge3(shape, &decode(&a)?, &decode(&b)?, &decode(&c)?)
+                    .map_err(|e| e.to_string())?;
+                Ok(Outcome::Proven(ChildProof { is_merge: true, bytes: merged.proof.to_bytes() }))
+            }
             Job::Wrap { key_id, batch_file } => {
                 let Circuits::WithWrap(wrapping) = &self.circuits else {
                     return Err("this worker has no Groth16 proving key".into());
