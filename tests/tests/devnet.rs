@@ -277,8 +277,9 @@ async fn the_task_market_end_to_end_on_anvil() {
         (4, 3),
         "provider 1's node faults were all hit, and ridden out"
     );
-    // The batch's 4 merges and its wrap were proven by the worker, through the queue, and so
-    // were P1's 2 leaves; P2's 3 leaves (one of a private task) came with its results.
+    // The batch's 3 merge proofs (5 tasks: 4 + 1, the 4 in a one-level and a two-level merge, then
+    // the top) and its wrap were proven by the worker, through the queue, and so were P1's 2
+    // leaves; P2's 3 leaves (one of a private task) came with its results.
     let metrics = http_get(&format!("{seq_url}/metrics")).await;
     let metric = |name: &str| -> f64 {
         let line = metrics.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} in\n{metrics}"));
@@ -288,7 +289,7 @@ async fn the_task_market_end_to_end_on_anvil() {
     assert_eq!(metric("tgrid_sequencer_leaves_total{outcome=\"adopted\"}"), 3.0);
     assert_eq!(metric("tgrid_sequencer_leaves_total{outcome=\"used\"}"), 3.0);
     assert_eq!(metric("tgrid_sequencer_leaves_total{outcome=\"proven\"}"), 2.0);
-    assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"merge\"}"), 4.0);
+    assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"merge\"}"), 3.0);
     assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"wrap\"}"), 1.0);
     assert_eq!(metric("tgrid_sequencer_jobs_in_flight"), 0.0);
     // Before the batch closed at five tasks, its complete aligned blocks (tasks 0..2, then 0..4)
