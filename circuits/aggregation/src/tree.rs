@@ -380,26 +380,13 @@ impl AggregationCircuits {
         membership: &Membership,
         entry_digest: HashOut<F>,
     ) -> Result<SubtreeProof> {
-        use plonky2::iop::generator::generate_partial_witness;
-        use plonky2::plonk::prover::prove_with_partition_witness;
-        use plonky2::util::timing::TimingTree;
-
         let mut honest = LeafCircuit::build()?;
         let wired = LeafCircuit::build_cut(Some(cut))?;
         let mut pw = self.leaf_witness(&wired, normalized, registry_root, membership)?;
         if let Some(free) = wired.free_digest {
             pw.set_hash_target(free, entry_digest).map_err(|e| Error::Proving(e.to_string()))?;
         }
-        tgrid_circuits::testing::cut_copy_constraints(&mut honest.data, wired.data);
-        let err = |e: anyhow::Error| Error::Proving(e.to_string());
-        let witness = generate_partial_witness(pw, &honest.data.prover_only, &honest.data.common).map_err(err)?;
-        let proof = prove_with_partition_witness(
-            &honest.data.prover_only,
-            &honest.data.common,
-            witness,
-            &mut TimingTree::default(),
-        )
-        .map_err(err)?;
+        let proof = prove_with_cut(&mut honest.data, wired.data, pw)?;
         Ok(SubtreeProof { proof, is_merge: false })
     }
 
@@ -433,7 +420,21 @@ impl AggregationCircuits {
                 hex::encode(other)
             )));
         }
-        let c = &self.merge;
+        let pw =
+            self.merge_witness(&self.merge, children, shape != MergeShape::Pair, shape == MergeShape::RightDeep)?;
+        let proof = crate::shape::prove_checked(&self.merge.data, pw)?;
+        Ok(SubtreeProof { proof, is_merge: true })
+    }
+
+    /// The witness of merge circuit `c` over `children` with the shape bits `deep` and
+    /// `right_deep` (raw, so that tests can set an encoding no [`MergeShape`] has).
+    fn merge_witness(
+        &self,
+        c: &MergeCircuit,
+        children: [&SubtreeProof; 3],
+        deep: bool,
+        right_deep: bool,
+    ) -> Result<PartialWitness<F>> {
         let mut pw = PartialWitness::new();
         let err = |e: anyhow::Error| Error::Proving(e.to_string());
         for (slot, child) in c.children.iter().zip(children) {
@@ -442,11 +443,10 @@ impl AggregationCircuits {
             pw.set_cap_target(&slot.cap, &vd.constants_sigmas_cap).map_err(err)?;
             pw.set_bool_target(slot.is_merge, child.is_merge).map_err(err)?;
         }
-        pw.set_bool_target(c.deep, shape != MergeShape::Pair).map_err(err)?;
-        pw.set_bool_target(c.right_deep, shape == MergeShape::RightDeep).map_err(err)?;
+        pw.set_bool_target(c.deep, deep).map_err(err)?;
+        pw.set_bool_target(c.right_deep, right_deep).map_err(err)?;
         pw.set_target_arr(&c.digests, &self.digests()).map_err(err)?;
-        let proof = crate::shape::prove_checked(&c.data, pw)?;
-        Ok(SubtreeProof { proof, is_merge: true })
+        Ok(pw)
     }
 
     /// Tests only: proves a merge with a malicious prover wired as the `cut` build, with the raw
@@ -459,34 +459,12 @@ impl AggregationCircuits {
         deep: bool,
         right_deep: bool,
     ) -> Result<SubtreeProof> {
-        use plonky2::iop::generator::generate_partial_witness;
-        use plonky2::plonk::prover::prove_with_partition_witness;
-        use plonky2::util::timing::TimingTree;
-
         let mut honest = MergeCircuit::build()?;
         let wired = MergeCircuit::build_cut(Some(cut))?;
-        let err = |e: anyhow::Error| Error::Proving(e.to_string());
-        let mut pw = PartialWitness::new();
-        for (slot, child) in wired.children.iter().zip(children) {
-            let vd = self.verifier_only(child.is_merge);
-            pw.set_proof_with_pis_target(&slot.proof, &child.proof).map_err(err)?;
-            pw.set_cap_target(&slot.cap, &vd.constants_sigmas_cap).map_err(err)?;
-            pw.set_bool_target(slot.is_merge, child.is_merge).map_err(err)?;
-        }
-        pw.set_bool_target(wired.deep, deep).map_err(err)?;
-        pw.set_bool_target(wired.right_deep, right_deep).map_err(err)?;
-        pw.set_target_arr(&wired.digests, &self.digests()).map_err(err)?;
+        let pw = self.merge_witness(&wired, children, deep, right_deep)?;
         // The honest circuit's digest must be the one the children carry: prove with it.
         assert_eq!(honest.data.verifier_only.circuit_digest, self.merge.data.verifier_only.circuit_digest);
-        tgrid_circuits::testing::cut_copy_constraints(&mut honest.data, wired.data);
-        let witness = generate_partial_witness(pw, &honest.data.prover_only, &honest.data.common).map_err(err)?;
-        let proof = prove_with_partition_witness(
-            &honest.data.prover_only,
-            &honest.data.common,
-            witness,
-            &mut TimingTree::default(),
-        )
-        .map_err(err)?;
+        let proof = prove_with_cut(&mut honest.data, wired.data, pw)?;
         Ok(SubtreeProof { proof, is_merge: true })
     }
 
@@ -517,4 +495,23 @@ impl AggregationCircuits {
         let proof = tgrid_circuits::decode_plonky2_proof(bytes, AGGREGATION.common())?;
         Ok(SubtreeProof { proof, is_merge })
     }
+}
+
+/// Tests only: proves with `honest`'s commitments and `wired`'s wiring (see
+/// [`tgrid_circuits::testing::cut_copy_constraints`]), the witness set with `wired`'s targets.
+/// The proof is not checked.
+#[cfg(test)]
+fn prove_with_cut(
+    honest: &mut CircuitData<F, C, D>,
+    wired: CircuitData<F, C, D>,
+    pw: PartialWitness<F>,
+) -> Result<ProofWithPublicInputs<F, C, D>> {
+    use plonky2::iop::generator::generate_partial_witness;
+    use plonky2::plonk::prover::prove_with_partition_witness;
+    use plonky2::util::timing::TimingTree;
+
+    tgrid_circuits::testing::cut_copy_constraints(honest, wired);
+    let err = |e: anyhow::Error| Error::Proving(e.to_string());
+    let witness = generate_partial_witness(pw, &honest.prover_only, &honest.common).map_err(err)?;
+    prove_with_partition_witness(&honest.prover_only, &honest.common, witness, &mut TimingTree::default()).map_err(err)
 }

@@ -348,7 +348,10 @@ pub async fn aggregate(
     provided: &[Option<SubtreeProof>],
 ) -> Result<BatchFile, JobError> {
     let leaves = checked_leaves(aggregator, proofs)?;
-    let root = prove_root(aggregator, queue, proofs, provided, &leaves, true).await?.expect("closed");
+    let model_files = model_files(aggregator, proofs)?;
+    let context =
+        Context { aggregator, queue, proofs, provided, leaves: &leaves, model_files: &model_files, counted: true };
+    let (root, _) = context.close(context.subtree(0, proofs.len()).await?).await?;
     Ok(aggregator.circuits().batch_file(leaves, &root).map_err(crate::Error::from)?)
 }
 
@@ -372,7 +375,19 @@ pub async fn prove_ahead(
         // The runtime is shutting down: nothing to prove ahead for.
         Err(_) => return Ok(()),
     };
-    prove_root(&aggregator, &queue, &proofs, &provided, &leaves, false).await.map(|_| ())
+    let model_files = model_files(&aggregator, &proofs)?;
+    let context = Context {
+        aggregator: &aggregator,
+        queue: &queue,
+        proofs: &proofs,
+        provided: &provided,
+        leaves: &leaves,
+        model_files: &model_files,
+        counted: false,
+    };
+    // A pending top node is left unproven: only the batch's close knows whether its parent
+    // proves it (the same jobs then, the same ids).
+    context.subtree(0, proofs.len()).await.map(|_| ())
 }
 
 /// The leaves of `proofs`, each proof verified natively, no task twice.
@@ -382,29 +397,15 @@ fn checked_leaves(aggregator: &Aggregator, proofs: &[TaskProof]) -> Result<Vec<T
     Ok(leaves)
 }
 
-/// The proof of the subtree over `proofs` (whose checked leaves are `leaves`), proven on the
-/// queue. When proving ahead (`counted` false) a pending top node is left unproven: only the
-/// batch's close knows whether its parent proves it (same jobs then, same ids).
-async fn prove_root(
-    aggregator: &Aggregator,
-    queue: &JobQueue,
-    proofs: &[TaskProof],
-    provided: &[Option<SubtreeProof>],
-    leaves: &[TaskLeaf],
-    counted: bool,
-) -> Result<Option<SubtreeProof>, JobError> {
-    let mut model_files: HashMap<[u8; 32], Vec<u8>> = HashMap::new();
+/// The model file of every model among `proofs`, once each.
+fn model_files(aggregator: &Aggregator, proofs: &[TaskProof]) -> Result<HashMap<[u8; 32], Vec<u8>>, JobError> {
+    let mut files = HashMap::new();
     for proof in proofs {
-        if let std::collections::hash_map::Entry::Vacant(slot) = model_files.entry(proof.model_id) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = files.entry(proof.model_id) {
             slot.insert(model_file(aggregator, &proof.model_id)?);
         }
     }
-    let context = Context { aggregator, queue, proofs, provided, leaves, model_files: &model_files, counted };
-    let top = context.subtree(0, proofs.len()).await?;
-    if !counted {
-        return Ok(None);
-    }
-    Ok(Some(context.close(top).await?.0))
+    Ok(files)
 }
 
 /// The model file the registry file names for `model_id`.
