@@ -50,7 +50,7 @@ enum Command {
         /// Where to write the batch proof.
         #[arg(long)]
         out: PathBuf,
-        /// Run the leaf and merge proofs on `tgrid-sequencer worker` processes through this job
+        /// Run the leaf, chunk and merge proofs on `tgrid-sequencer worker` processes through this job
         /// queue (NATS JetStream, `nats://[user:password@ or token@]host:port`) instead of in
         /// this process. Every proof a worker returns is verified before it is used.
         #[arg(long)]
@@ -58,7 +58,7 @@ enum Command {
         #[command(flatten)]
         ack_wait: queue_cmd::AckWaitArg,
     },
-    /// Run an aggregation worker: take leaf and merge jobs (and, given a Groth16 proving key,
+    /// Run an aggregation worker: take leaf, chunk and merge jobs (and, given a Groth16 proving key,
     /// wrap jobs) off the job queue (NATS JetStream), prove them, store each outcome, then
     /// acknowledge the job. A worker killed mid-job loses nothing: the queue redelivers the job
     /// after the ack wait. Stops on Ctrl-C or SIGTERM.
@@ -132,7 +132,7 @@ enum Command {
         #[command(flatten)]
         key: WrapKeyArgs,
     },
-    /// Benchmark normalization, leaf and merge proofs and a whole batch; prints one JSON object.
+    /// Benchmark normalization, leaf, chunk and merge proofs and a whole batch; prints one JSON object.
     Bench {
         /// Tasks in the end-to-end batch.
         #[arg(long, default_value_t = 64)]
@@ -415,11 +415,12 @@ fn aggregate(proof_paths: &[PathBuf], registry_path: &Path, batch_path: &Path, o
     bar.finish_and_clear();
     let provided = leaves_beside(&aggregator, proof_paths, &proofs);
     let n = proofs.len() as u64;
-    let bar = out.progress(n + tgrid_sequencer::merge_proofs(proofs.len()) as u64, "proofs");
+    let bar = out.progress(n + tgrid_sequencer::aggregation_proofs(proofs.len()) as u64, "proofs");
     let batch = aggregator
         .aggregate_with(&proofs, &provided, &|step| {
             bar.set_message(match step {
                 Step::Leaf => "leaves",
+                Step::Chunk => "chunks",
                 Step::Merge => "merges",
             });
             bar.inc(1)

@@ -1,6 +1,6 @@
-//! Batches of two models with 1, 2, 3 tasks (merged along the RFC 6962 shape) and 7 tasks
-//! (merged incrementally as they arrive): the circuit's batch root equals the natively computed
-//! root.
+//! Batches of two models with 1, 2, 3 tasks (one chunk), 6 tasks (two chunks under a merge) and
+//! 7 tasks (proven incrementally as they arrive): the circuit's batch root equals the natively
+//! computed root.
 //! The 64-task batch (about 10 minutes on 2 cores) is checked the same way, and for reordered and
 //! dropped leaves, by `make bench-aggregation` (`tgrid-sequencer bench`), not here.
 
@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use tgrid_aggregation::{batch_root, Normalizer, SubtreeProof, TaskLeaf};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{SegmentPlan, TaskProof, TaskProver, TaskVerifier};
-use tgrid_sequencer::{Aggregator, Error, IncrementalTree};
+use tgrid_sequencer::{Aggregator, Error, IncrementalTree, Step};
 
 struct Setup {
     aggregator: Aggregator,
@@ -52,18 +52,17 @@ fn native_root(leaves: &[TaskLeaf]) -> [u8; 32] {
 #[test]
 fn batches_of_1_2_3_and_6_tasks_prove_the_native_root() {
     let s = setup();
-    // 3 tasks: one merge over both levels (left-deep); 6: 4 + 2, the pair proven together with
-    // the top node (right-deep).
+    // Up to 4 tasks: one chunk, no merge; 6: chunks of 4 and 2 under one merge.
     for n in [1, 2, 3, 6] {
         let (leaves, proofs): (Vec<TaskLeaf>, Vec<SubtreeProof>) = s.leaves[..n].iter().cloned().unzip();
-        let merges = std::sync::atomic::AtomicUsize::new(0);
-        let root = s
-            .aggregator
-            .merge_all(proofs, &|_| {
-                merges.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            })
-            .unwrap();
-        assert_eq!(merges.into_inner(), tgrid_sequencer::merge_proofs(n), "merge proofs of a batch of {n}");
+        let proven = std::sync::Mutex::new(Vec::new());
+        let count = |step| proven.lock().unwrap().push(step);
+        let chunks = s.aggregator.prove_chunks(&proofs, &count).unwrap();
+        let root = s.aggregator.merge_all(chunks, &count).unwrap();
+        let proven = proven.into_inner().unwrap();
+        let chunks = proven.iter().filter(|&&step| step == Step::Chunk).count();
+        assert_eq!(chunks, tgrid_sequencer::chunk_proofs(n), "chunk proofs of a batch of {n}");
+        assert_eq!(proven.len(), tgrid_sequencer::aggregation_proofs(n), "chunk and merge proofs of a batch of {n}");
         let batch = s.aggregator.circuits().batch_file(leaves.clone(), &root).unwrap();
         let verified = s.aggregator.circuits().verify_batch(&batch, &s.aggregator.registry().root()).unwrap();
         assert_eq!(verified.batch_root, native_root(&leaves), "batch of {n}");

@@ -3,7 +3,7 @@
 //! proofs under a registry of two models, with `tgrid-sequencer worker` processes. One worker is
 //! killed with SIGKILL in the middle of a job and the broker is killed and restarted on its store
 //! while jobs are pending: the batch still completes, verifies, and its
-//! root equals the natively computed one; every job's outcome is used once (2 leaves + 1 merge).
+//! root equals the natively computed one; every job's outcome is used once (2 leaves + 1 chunk).
 //! A forged outcome planted in the queue's store before the batch (what a hostile worker could
 //! store) fails its checks, is discarded and the job proven again by an honest worker. The batch
 //! is then wrapped by `tgrid-sequencer wrap --queue` on a worker holding the (INSECURE test)
@@ -21,7 +21,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tgrid_aggregation::{batch_root, RegistryFile, TaskLeaf};
+use tgrid_aggregation::{batch_root, RegistryFile, SubtreeKind, TaskLeaf};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{SegmentPlan, TaskProof, TaskProver, TaskVerifier};
 use tgrid_sequencer::jobs::{
@@ -113,7 +113,7 @@ fn workers_aggregate_the_in_process_batch_through_a_worker_kill_and_a_broker_res
         let js = async_nats::jetstream::new(async_nats::connect(url.as_str()).await.unwrap());
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(WORKER_HEADER, "forger");
-        let forged = Outcome::Proven(ChildProof { is_merge: false, bytes: vec![7; 4096] }).encode();
+        let forged = Outcome::Proven(ChildProof { kind: SubtreeKind::Leaf, bytes: vec![7; 4096] }).encode();
         let subject = format!("tgrid.results.{}", job_id(&first_leaf.encode()));
         js.publish_with_headers(subject, headers, forged.into()).await.unwrap().await.unwrap();
     });
@@ -193,12 +193,11 @@ fn workers_aggregate_the_in_process_batch_through_a_worker_kill_and_a_broker_res
 }
 
 /// The sequencer service's proving ahead (`jobs::prove_ahead`): the workers prove an aligned
-/// block of an open batch (four tasks: their leaves, the merge of the last two and the
-/// two-level merge over all four) before the batch closes, uncounted; the batch's aggregation at
-/// close then finds those outcomes and has only what the fifth task adds proven (its leaf and
-/// the top merge): 6 outcomes in the broker after proving ahead, 8 after the batch, which
-/// verifies and has the natively computed root. (A block of two is left unmerged: its parent
-/// proves it together with itself.)
+/// block of an open batch (four tasks: their leaves and their chunk) before the batch closes,
+/// uncounted; the batch's aggregation at close then finds those outcomes and has only what the
+/// fifth task adds proven (its leaf, its chunk and the top merge): 5 outcomes in the broker
+/// after proving ahead, 8 after the batch, which verifies and has the natively computed root.
+/// (A block of two is less than a chunk: only its leaves are proven ahead.)
 #[test]
 fn a_subtree_proven_ahead_is_found_done_when_the_batch_closes() {
     let dir = tempfile::tempdir().unwrap();
@@ -229,13 +228,13 @@ fn a_subtree_proven_ahead_is_found_done_when_the_batch_closes() {
 
         let pair = prove_ahead(aggregator.clone(), queue.clone(), proofs[..2].to_vec(), vec![None, None]);
         pair.await.unwrap();
-        assert_eq!(outcomes().await, 2, "two leaves, their node left for its parent");
+        assert_eq!(outcomes().await, 2, "two leaves, no chunk of a part of a chunk");
         prove_ahead(aggregator.clone(), queue.clone(), proofs[..4].to_vec(), vec![None; 4]).await.unwrap();
-        assert_eq!(outcomes().await, 6, "four leaves, one merge and one two-level merge");
+        assert_eq!(outcomes().await, 5, "four leaves and their chunk");
         assert!(queue.tally().is_empty(), "proving ahead is not counted: {:?}", queue.tally());
 
         let batch = aggregate(&aggregator, &queue, &proofs, &[]).await.unwrap();
-        assert_eq!(outcomes().await, 8, "only the fifth leaf and the top merge were proven at close");
+        assert_eq!(outcomes().await, 8, "only the fifth leaf, its chunk and the top merge were proven at close");
         let jobs: u64 = queue.tally().values().map(|t| t.jobs).sum();
         assert_eq!(jobs, 8, "the batch used eight outcomes, each counted once");
         let verified = aggregator.circuits().verify_batch(&batch, &aggregator.registry().root()).unwrap();
@@ -360,7 +359,7 @@ fn a_job_over_the_brokers_message_limit_is_a_clear_error() {
     runtime.block_on(async {
         let settings = QueueSettings { url: broker.url.parse().unwrap(), ack_wait: Duration::from_secs(3) };
         let queue = JobQueue::connect(settings, JobMetrics::new()).await.unwrap();
-        let child = |len: usize| ChildProof { is_merge: false, bytes: vec![3; len] };
+        let child = |len: usize| ChildProof { kind: SubtreeKind::Chunk, bytes: vec![3; len] };
         let oversized = Job::Merge { left: child(700 << 10), right: child(700 << 10) };
         let started = Instant::now();
         let error = tokio::time::timeout(Duration::from_secs(30), queue.run(&oversized, 0))

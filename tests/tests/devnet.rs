@@ -3,7 +3,7 @@
 //! market parameter by vote, two posters fund deposit books and sign orders that travel through
 //! the sequencer's relay, two provider daemons accept by signature, prove and submit (provider 2
 //! with its tasks' leaf proofs, which the sequencer adopts), a worker on the sequencer's job queue
-//! proves the other leaves, the merges (the open batch's complete subtrees are handed to it
+//! proves the other leaves, the chunks and merges (the open batch's complete subtrees are handed to it
 //! before the batch closes) and the Groth16 wrap, the
 //! sequencer settles all five orders (one of them private: input sealed to its provider, output
 //! encrypted to its poster by the zero-knowledge proof) in one transaction, the posters check every output
@@ -277,9 +277,9 @@ async fn the_task_market_end_to_end_on_anvil() {
         (4, 3),
         "provider 1's node faults were all hit, and ridden out"
     );
-    // The batch's 3 merge proofs (5 tasks: 4 + 1, the 4 in a one-level and a two-level merge, then
-    // the top) and its wrap were proven by the worker, through the queue, and so were P1's 2
-    // leaves; P2's 3 leaves (one of a private task) came with its results.
+    // The batch's 2 chunk proofs (5 tasks: 4 + 1), its merge and its wrap were proven by the
+    // worker, through the queue, and so were P1's 2 leaves; P2's 3 leaves (one of a private task)
+    // came with its results.
     let metrics = http_get(&format!("{seq_url}/metrics")).await;
     let metric = |name: &str| -> f64 {
         let line = metrics.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} in\n{metrics}"));
@@ -289,14 +289,15 @@ async fn the_task_market_end_to_end_on_anvil() {
     assert_eq!(metric("tgrid_sequencer_leaves_total{outcome=\"adopted\"}"), 3.0);
     assert_eq!(metric("tgrid_sequencer_leaves_total{outcome=\"used\"}"), 3.0);
     assert_eq!(metric("tgrid_sequencer_leaves_total{outcome=\"proven\"}"), 2.0);
-    assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"merge\"}"), 3.0);
+    assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"chunk\"}"), 2.0);
+    assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"merge\"}"), 1.0);
     assert_eq!(metric("tgrid_sequencer_job_seconds_count{kind=\"wrap\"}"), 1.0);
     assert_eq!(metric("tgrid_sequencer_jobs_in_flight"), 0.0);
-    // Before the batch closed at five tasks, its complete aligned blocks (tasks 0..2, then 0..4)
-    // were handed to the worker; how many were proven by the close depends on timing, none may
-    // fail.
+    // Before the batch closed at five tasks, its complete aligned block of a chunk or more (tasks
+    // 0..4) was handed to the worker; whether it was proven by the close depends on timing, it
+    // may not fail.
     let log = std::fs::read_to_string(work.path().join("sequencer.log")).unwrap();
-    assert_eq!(log.matches("handing a complete subtree of the open batch to the workers").count(), 2, "{log}");
+    assert_eq!(log.matches("handing a complete subtree of the open batch to the workers").count(), 1, "{log}");
     assert!(!metrics.contains("tgrid_sequencer_subtrees_ahead_total{outcome=\"failed\"}"), "{metrics}");
     assert_eq!(metric("tgrid_sequencer_job_workers"), 1.0);
     let mut txs = std::collections::BTreeSet::new();

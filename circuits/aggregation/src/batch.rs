@@ -11,7 +11,7 @@ use tgrid_circuits::codec::{Reader, Writer};
 use tgrid_circuits::{PublicInputs, F};
 
 use crate::error::{Error, Result};
-use crate::tree::{AggregationCircuits, SubtreeProof, NUM_AGGREGATION_PUBLIC_INPUTS};
+use crate::tree::{AggregationCircuits, SubtreeKind, SubtreeProof, NUM_AGGREGATION_PUBLIC_INPUTS};
 
 /// The data of one settled task, as the contract receives it in calldata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -165,7 +165,7 @@ pub fn settlement_public_input(batch_root: &[u8; 32], registry_root: &[u8; 32], 
     out
 }
 
-/// Public inputs of a leaf or merge proof (see [`crate::tree`]).
+/// Public inputs of a leaf, chunk or merge proof (see [`crate::tree`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AggregationPublicInputs {
     /// Subtree root (task leaf or node hash).
@@ -174,7 +174,7 @@ pub struct AggregationPublicInputs {
     pub registry_root: [u8; 32],
     /// Number of tasks.
     pub count: u64,
-    /// Leaf and merge circuit digests, as field elements.
+    /// Chunk and merge circuit digests, as field elements.
     pub digests: [F; 8],
 }
 
@@ -199,7 +199,8 @@ impl AggregationPublicInputs {
 
 /// Magic of `.tgb` files.
 pub const BATCH_MAGIC: &[u8; 8] = b"TGRIDBAT";
-const BATCH_VERSION: u16 = 1;
+/// 2: the root proof is a chunk proof up to four tasks (a leaf proof before).
+const BATCH_VERSION: u16 = 2;
 /// Largest batch a file may hold.
 pub const MAX_BATCH_TASKS: usize = 1 << 16;
 const MAX_PROOF_BYTES: usize = 16 << 20;
@@ -211,7 +212,8 @@ pub struct BatchFile {
     pub registry_root: [u8; 32],
     /// The tasks, in batch order.
     pub leaves: Vec<TaskLeaf>,
-    /// Whether the root proof is a merge proof (false only for a one-task batch).
+    /// Whether the root proof is a merge proof, rather than a chunk proof (batches of up to
+    /// [`CHUNK_LEAVES`](crate::tree::CHUNK_LEAVES) tasks).
     pub root_is_merge: bool,
     /// plonky2 proof bytes of the root proof.
     pub proof: Vec<u8>,
@@ -283,10 +285,11 @@ impl AggregationCircuits {
     /// registry root.
     pub fn verify_batch(&self, file: &BatchFile, registry_root: &[u8; 32]) -> Result<VerifiedBatch> {
         check_leaves(&file.leaves)?;
-        if file.root_is_merge != (file.leaves.len() > 1) {
+        if file.root_is_merge != (file.leaves.len() > crate::tree::CHUNK_LEAVES) {
             return Err(Error::InvalidProof("the root proof's kind does not fit the task count".into()));
         }
-        let proof = self.decode(&file.proof, file.root_is_merge)?;
+        let kind = if file.root_is_merge { SubtreeKind::Merge } else { SubtreeKind::Chunk };
+        let proof = self.decode(&file.proof, kind)?;
         let publics = self.verify_root(&proof)?;
         let hashes: Vec<[u8; 32]> = file.leaves.iter().map(TaskLeaf::hash).collect();
         let root = batch_root(&hashes).expect("non-empty");
@@ -321,11 +324,14 @@ impl AggregationCircuits {
 
     /// Wraps a finished root proof into a batch file.
     pub fn batch_file(&self, leaves: Vec<TaskLeaf>, root: &SubtreeProof) -> Result<BatchFile> {
+        if root.kind == SubtreeKind::Leaf {
+            return Err(Error::InvalidBatch("a batch's root proof is a chunk or merge proof, not a leaf proof".into()));
+        }
         let publics = root.public_inputs()?;
         Ok(BatchFile {
             registry_root: publics.registry_root,
             leaves,
-            root_is_merge: root.is_merge,
+            root_is_merge: root.kind == SubtreeKind::Merge,
             proof: root.proof.to_bytes(),
         })
     }

@@ -4,12 +4,13 @@
 //! task proof (per model)  ──Normalizer──►  normalized proof (one shape for every model)
 //!   ──leaf circuit──►  leaf proof: checks the model's circuit against the registry root,
 //!                      outputs the task leaf sha256(0x00 ‖ task ‖ model ‖ in ‖ out ‖ provider)
-//!   ──merge circuit (2-to-1, repeated)──►  root proof: RFC 6962 root of the ordered leaves,
-//!                      registry root, task count
+//!   ──chunk circuit (1 to 4 leaves)──►  chunk proof: RFC 6962 root of up to 4 leaves
+//!   ──merge circuit (2 or 3 subtrees over one or two tree levels, repeated)──►  root proof:
+//!                      RFC 6962 root of the ordered leaves, registry root, task count
 //! ```
 //!
 //! [`shape`] pads circuits to standard shapes, [`registry`] holds the registry tree and file,
-//! [`normalize`] the per-model step, [`tree`] the leaf and merge circuits, [`batch`] leaves,
+//! [`normalize`] the per-model step, [`tree`] the leaf, chunk and merge circuits, [`batch`] leaves,
 //! batch roots and the `.tgb` batch file. Scheduling the tree (incrementally, in parallel) is
 //! the sequencer's job.
 
@@ -29,4 +30,4 @@ pub use batch::{
 pub use error::{Error, Result};
 pub use normalize::{NormalizedProof, Normalizer};
 pub use registry::{Registry, RegistryEntry, RegistryFile, RegistryFileEntry};
-pub use tree::{AggregationCircuits, MergeShape, SubtreeProof};
+pub use tree::{AggregationCircuits, MergeShape, SubtreeKind, SubtreeProof, CHUNK_LEAVES};

@@ -2,7 +2,7 @@
 //!
 //! plonky2 fixes a verified circuit's `CommonCircuitData` when the verifying circuit is built;
 //! only the verifier-only data (constants/sigmas cap and circuit digest) can be a witness. So
-//! every circuit that a leaf or merge circuit verifies with witnessed verifier data is padded to
+//! every circuit that a leaf, chunk or merge circuit verifies with witnessed verifier data is padded to
 //! one standard shape: the same configuration, degree, gate set and public input count. A
 //! [`Shape`] pads a builder to its standard and refuses a circuit that does not match.
 
@@ -31,29 +31,59 @@ pub struct Shape {
     num_public_inputs: usize,
     /// Whether the shape declares the SHA-256 gates (`tgrid_sha256::gates`).
     sha256_gates: bool,
+    config: fn() -> CircuitConfig,
     common: OnceLock<CommonCircuitData<F, D>>,
 }
 
-/// Configuration of normalization, leaf and merge circuits: plonky2's standard recursion
+/// Configuration of normalization, leaf, chunk and merge circuits: plonky2's standard recursion
 /// configuration. No zero knowledge is needed above the task proofs: a private task's proof is
 /// already zero-knowledge, and everything these circuits add (leaves, roots) is public.
 pub fn aggregation_config() -> CircuitConfig {
     CircuitConfig::standard_recursion_config()
 }
 
+/// Configuration of leaf proofs: the aggregation configuration at FRI rate 1/16 with 21 queries
+/// instead of 1/8 with 28 (4 × 21 + 16 bits of grinding = 100 conjectured bits, as 3 × 28 + 16).
+/// A 2^13-row leaf then costs about what a 2^14-row proof at rate 1/8 costs to prove (the same
+/// LDE size), but its verifier takes 3,510 rows instead of 4,230: four of them fit one 2^14-row
+/// chunk circuit (docs/BENCHMARKS.md).
+pub fn leaf_config() -> CircuitConfig {
+    let mut config = CircuitConfig::standard_recursion_config();
+    config.fri_config.rate_bits = 4;
+    config.fri_config.num_query_rounds = 21;
+    config
+}
+
 /// The shape of every normalized task proof: it verifies one task proof and re-exposes its
 /// public inputs.
 /// Its circuits hash nothing, so it does not declare the SHA-256 gates (a model's normalization
 /// circuit digest, which the registry lists, stays what it was before they existed).
-pub static NORMALIZED: Shape = Shape::new("normalized", 13, tgrid_circuits::NUM_PUBLIC_INPUTS, false);
+pub static NORMALIZED: Shape =
+    Shape::new("normalized", 13, tgrid_circuits::NUM_PUBLIC_INPUTS, false, aggregation_config);
 
-/// The shape shared by leaf and merge proofs, so a merge circuit verifies either. Both hash
+/// The shape of leaf proofs (one task's leaf), which only chunk circuits verify: 2^13 rows at
+/// the cheaper-to-verify [`leaf_config`].
+pub static LEAF: Shape = Shape::new("leaf", 13, crate::tree::NUM_AGGREGATION_PUBLIC_INPUTS, true, leaf_config);
+
+/// The shape shared by chunk and merge proofs, so a merge circuit verifies either. Both hash
 /// with the SHA-256 gates.
-pub static AGGREGATION: Shape = Shape::new("aggregation", 14, crate::tree::NUM_AGGREGATION_PUBLIC_INPUTS, true);
+pub static AGGREGATION: Shape =
+    Shape::new("aggregation", 14, crate::tree::NUM_AGGREGATION_PUBLIC_INPUTS, true, aggregation_config);
 
 impl Shape {
-    const fn new(name: &'static str, degree_bits: usize, num_public_inputs: usize, sha256_gates: bool) -> Self {
-        Self { name, degree_bits, num_public_inputs, sha256_gates, common: OnceLock::new() }
+    const fn new(
+        name: &'static str,
+        degree_bits: usize,
+        num_public_inputs: usize,
+        sha256_gates: bool,
+        config: fn() -> CircuitConfig,
+    ) -> Self {
+        Self { name, degree_bits, num_public_inputs, sha256_gates, config, common: OnceLock::new() }
+    }
+
+    /// The configuration of its circuits.
+    pub fn config(&self) -> CircuitConfig {
+        (self.config)()
     }
 
     /// log2 of the number of rows.
@@ -111,7 +141,7 @@ impl Shape {
     /// The common circuit data of every circuit of this shape.
     pub fn common(&self) -> &CommonCircuitData<F, D> {
         self.common.get_or_init(|| {
-            let mut builder = CircuitBuilder::<F, D>::new(aggregation_config());
+            let mut builder = CircuitBuilder::<F, D>::new(self.config());
             for _ in 0..self.num_public_inputs {
                 builder.add_virtual_public_input();
             }
@@ -175,7 +205,7 @@ fn standard_gates() -> &'static [GateRef<F, D>] {
         // Probes built side by side, their gates merged in a fixed order.
         let probes: Vec<Vec<GateRef<F, D>>> = std::thread::scope(|scope| {
             let handles: Vec<_> =
-                [tgrid_circuits::zk_join_config(), tgrid_circuits::join_config(), aggregation_config()]
+                [tgrid_circuits::zk_join_config(), tgrid_circuits::join_config(), aggregation_config(), leaf_config()]
                     .into_iter()
                     .map(|inner_config| scope.spawn(move || recursion_gates(inner_config)))
                     .collect();

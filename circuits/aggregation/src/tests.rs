@@ -1,5 +1,5 @@
 //! Aggregation tests on two small models: registry trees, batch roots against the contract's
-//! vectors, normalization, leaf and merge proofs, batch files, and rejection of every way to
+//! vectors, normalization, leaf, chunk and merge proofs, batch files, and rejection of every way to
 //! cheat a batch the circuits are responsible for.
 
 use std::sync::OnceLock;
@@ -14,8 +14,8 @@ use tgrid_circuits::{Privacy, Salt, SegmentPlan, TaskProof, TaskProver, TaskVeri
 use crate::batch::{batch_root, node_hash, split_point, BatchFile, TaskLeaf};
 use crate::registry::{Registry, RegistryEntry, RegistryFile, RegistryFileEntry};
 use crate::shape::aggregation_config;
-use crate::tree::{canonical_halves_bits_be, LeafCut, MergeCut};
-use crate::{AggregationCircuits, Error, MergeShape, NormalizedProof, Normalizer, SubtreeProof};
+use crate::tree::{canonical_halves_bits_be, ChunkCut, LeafCut, MergeCut};
+use crate::{AggregationCircuits, Error, MergeShape, NormalizedProof, Normalizer, SubtreeKind, SubtreeProof};
 
 fn hex32(s: &str) -> [u8; 32] {
     hex::decode(s.trim_start_matches("0x")).unwrap().try_into().unwrap()
@@ -226,7 +226,7 @@ fn a_language_model_task_normalizes_to_the_standard_shape_and_proves_a_leaf() {
 }
 
 #[test]
-fn a_three_task_batch_of_a_public_and_a_private_model_proves_the_contract_root() {
+fn chunks_of_one_to_four_tasks_prove_the_contract_root() {
     let s = setup();
     let (l0, t0) = leaf(0, 10);
     let (l1, t1) = leaf(1, 11);
@@ -234,15 +234,15 @@ fn a_three_task_batch_of_a_public_and_a_private_model_proves_the_contract_root()
     let p0 = l0.public_inputs().unwrap();
     assert_eq!((p0.root, p0.count, p0.registry_root), (t0.hash(), 1, s.registry.root()));
     // RFC 6962 shape for 3 leaves: (l0 l1) l2.
-    let left = s.circuits.prove_merge(&l0, &l1).unwrap();
-    let root = s.circuits.prove_merge(&left, &l2).unwrap();
-    let publics = s.circuits.verify_root(&root).unwrap();
+    let three = s.circuits.prove_chunk(&[l0.clone(), l1.clone(), l2.clone()]).unwrap();
+    let publics = s.circuits.verify_root(&three).unwrap();
     let leaves = vec![t0, t1, t2];
     assert_eq!(publics.root, batch_root(&leaves.iter().map(TaskLeaf::hash).collect::<Vec<_>>()).unwrap());
     assert_eq!(publics.root, node_hash(&node_hash(&t0.hash(), &t1.hash()), &t2.hash()));
     assert_eq!(publics.count, 3);
 
-    let file = s.circuits.batch_file(leaves.clone(), &root).unwrap();
+    let file = s.circuits.batch_file(leaves.clone(), &three).unwrap();
+    assert!(!file.root_is_merge);
     let decoded = BatchFile::from_bytes(&file.to_bytes()).unwrap();
     assert_eq!(decoded, file);
     let verified = s.circuits.verify_batch(&decoded, &s.registry.root()).unwrap();
@@ -259,23 +259,75 @@ fn a_three_task_batch_of_a_public_and_a_private_model_proves_the_contract_root()
     repeated.leaves[2] = repeated.leaves[0];
     assert!(matches!(s.circuits.verify_batch(&repeated, &s.registry.root()), Err(Error::InvalidBatch(_))));
     assert!(matches!(s.circuits.verify_batch(&file, &[7; 32]), Err(Error::InvalidProof(_))));
-    // A one-task batch is the leaf proof itself.
-    let single = s.circuits.batch_file(vec![t0], &l0).unwrap();
-    s.circuits.verify_batch(&single, &s.registry.root()).unwrap();
+    // A leaf proof is no batch root.
+    assert!(matches!(s.circuits.batch_file(vec![t0], &l0), Err(Error::InvalidBatch(_))));
 
-    // Both levels in one merge: the same root and count.
-    let deep = s.circuits.prove_merge3(MergeShape::LeftDeep, &l0, &l1, &l2).unwrap();
-    assert_eq!(s.circuits.verify_root(&deep).unwrap(), publics);
-    s.circuits.verify_batch(&s.circuits.batch_file(leaves, &deep).unwrap(), &s.registry.root()).unwrap();
-    let right_deep = s.circuits.prove_merge3(MergeShape::RightDeep, &l0, &l1, &l2).unwrap();
-    let p = s.circuits.verify_root(&right_deep).unwrap();
-    assert_eq!((p.root, p.count), (node_hash(&t0.hash(), &node_hash(&t1.hash(), &t2.hash())), 3));
-    // A merge child in either position.
-    let over_merge = s.circuits.prove_merge3(MergeShape::RightDeep, &left, &l2, &l0).unwrap();
-    let p = s.circuits.verify_root(&over_merge).unwrap();
+    // One task: the chunk's root is the leaf.
+    let one = s.circuits.prove_chunk(std::slice::from_ref(&l0)).unwrap();
+    s.circuits.verify_batch(&s.circuits.batch_file(vec![t0], &one).unwrap(), &s.registry.root()).unwrap();
+    // Four: node(node(a, b), node(c, d)) (the circuit does not look at repeats: batches do).
+    let four = s.circuits.prove_chunk(&[l0.clone(), l1.clone(), l2.clone(), l0.clone()]).unwrap();
+    let p = s.circuits.verify_root(&four).unwrap();
     let expected = node_hash(&node_hash(&t0.hash(), &t1.hash()), &node_hash(&t2.hash(), &t0.hash()));
     assert_eq!((p.root, p.count), (expected, 4));
-    assert!(matches!(s.circuits.prove_merge3(MergeShape::Pair, &l0, &l1, &l2), Err(Error::InvalidBatch(_))));
+    // Neither none nor five leaves, nor a chunk as a leaf.
+    assert!(matches!(s.circuits.prove_chunk(&[]), Err(Error::InvalidBatch(_))));
+    let five = [l0.clone(), l1.clone(), l2.clone(), l0.clone(), l1.clone()];
+    assert!(matches!(s.circuits.prove_chunk(&five), Err(Error::InvalidBatch(_))));
+    assert!(matches!(s.circuits.prove_chunk(&[l0.clone(), one.clone()]), Err(Error::InvalidBatch(_))));
+
+    // Merges over chunks, over one or two levels; a merge child in either position.
+    let pair = s.circuits.prove_merge(&four, &one).unwrap();
+    let p = s.circuits.verify_root(&pair).unwrap();
+    assert_eq!((p.root, p.count), (node_hash(&expected, &t0.hash()), 5));
+    let deep = s.circuits.prove_merge3(MergeShape::LeftDeep, &four, &three, &one).unwrap();
+    let p = s.circuits.verify_root(&deep).unwrap();
+    assert_eq!((p.root, p.count), (node_hash(&node_hash(&expected, &publics.root), &t0.hash()), 8));
+    let right_deep = s.circuits.prove_merge3(MergeShape::RightDeep, &one, &pair, &three).unwrap();
+    let p = s.circuits.verify_root(&right_deep).unwrap();
+    let pair_root = node_hash(&expected, &t0.hash());
+    assert_eq!((p.root, p.count), (node_hash(&t0.hash(), &node_hash(&pair_root, &publics.root)), 9));
+    assert!(matches!(s.circuits.prove_merge3(MergeShape::Pair, &one, &three, &four), Err(Error::InvalidBatch(_))));
+    assert!(matches!(s.circuits.prove_merge(&one, &l1), Err(Error::InvalidBatch(_))));
+}
+
+#[test]
+fn a_five_task_batch_is_a_chunk_of_four_and_one_under_a_merge() {
+    let s = setup();
+    let (proofs, leaves): (Vec<_>, Vec<_>) = (0..5).map(|i| leaf((i % 2) as usize, 60 + i)).unzip();
+    let four = s.circuits.prove_chunk(&proofs[0..4]).unwrap();
+    let last = s.circuits.prove_chunk(&proofs[4..5]).unwrap();
+    let root = s.circuits.prove_merge(&four, &last).unwrap();
+    let file = s.circuits.batch_file(leaves.clone(), &root).unwrap();
+    assert!(file.root_is_merge);
+    let verified =
+        s.circuits.verify_batch(&BatchFile::from_bytes(&file.to_bytes()).unwrap(), &s.registry.root()).unwrap();
+    assert_eq!(verified.batch_root, batch_root(&leaves.iter().map(TaskLeaf::hash).collect::<Vec<_>>()).unwrap());
+    // A chunk root claimed for five tasks, or a merge root for four: the kind does not fit.
+    let mut as_chunk = file.clone();
+    as_chunk.root_is_merge = false;
+    assert!(matches!(s.circuits.verify_batch(&as_chunk, &s.registry.root()), Err(Error::InvalidProof(_))));
+}
+
+#[test]
+fn a_chunk_with_a_cut_constraint_is_rejected_by_the_verifier() {
+    let s = setup();
+    let (l0, _) = leaf(0, 70);
+    let (l1, _) = leaf(1, 71);
+    // A last leaf proven against another registry root.
+    let other = Registry::new([s.registry.entries()[0], s.registry.entries()[1], entry(9)]).unwrap();
+    let (_, norm, _) = normalized(1, 72);
+    let foreign = s.circuits.prove_leaf(&norm, &other).unwrap();
+    let leaves = [l0.clone(), l1.clone(), l1.clone(), foreign];
+    let forged = s.circuits.prove_chunk_with_cut(ChunkCut::LastRegistryRoot, &leaves, [true; 3]).unwrap();
+    assert!(matches!(s.circuits.verify_root(&forged), Err(Error::InvalidProof(_))));
+    // Slot 2 without slot 1: node(node(a, b), c) with the count of two leaves.
+    let leaves = [l0.clone(), l1.clone(), l0.clone(), l1.clone()];
+    let forged = s.circuits.prove_chunk_with_cut(ChunkCut::SlotOrder, &leaves, [false, true, false]).unwrap();
+    assert!(matches!(s.circuits.verify_root(&forged), Err(Error::InvalidProof(_))));
+    // The same malicious prover with honest values: accepted (the cut alone is not the fault).
+    let honest = s.circuits.prove_chunk_with_cut(ChunkCut::SlotOrder, &leaves, [true, true, false]).unwrap();
+    assert_eq!(s.circuits.verify_root(&honest).unwrap().count, 3);
 }
 
 #[test]
@@ -283,18 +335,20 @@ fn a_merge_with_a_cut_constraint_is_rejected_by_the_verifier() {
     let s = setup();
     let (l0, _) = leaf(0, 50);
     let (l1, _) = leaf(1, 51);
+    let c0 = s.circuits.prove_chunk(&[l0]).unwrap();
+    let c1 = s.circuits.prove_chunk(&[l1]).unwrap();
     // A third child proven against another registry root.
     let other = Registry::new([s.registry.entries()[0], s.registry.entries()[1], entry(9)]).unwrap();
     let (_, norm, _) = normalized(1, 52);
-    let foreign = s.circuits.prove_leaf(&norm, &other).unwrap();
+    let foreign = s.circuits.prove_chunk(&[s.circuits.prove_leaf(&norm, &other).unwrap()]).unwrap();
     let forged =
-        s.circuits.prove_merge_with_cut(MergeCut::ThirdRegistryRoot, [&l0, &l1, &foreign], true, false).unwrap();
+        s.circuits.prove_merge_with_cut(MergeCut::ThirdRegistryRoot, [&c0, &c1, &foreign], true, false).unwrap();
     assert!(matches!(s.circuits.verify_root(&forged), Err(Error::InvalidProof(_))));
     // `right_deep` without `deep`: node(b, c) with the count of a and b.
-    let forged = s.circuits.prove_merge_with_cut(MergeCut::ShapeEncoding, [&l0, &l1, &l1], false, true).unwrap();
+    let forged = s.circuits.prove_merge_with_cut(MergeCut::ShapeEncoding, [&c0, &c1, &c1], false, true).unwrap();
     assert!(matches!(s.circuits.verify_root(&forged), Err(Error::InvalidProof(_))));
     // The same malicious prover with honest values: accepted (the cut alone is not the fault).
-    let honest = s.circuits.prove_merge_with_cut(MergeCut::ShapeEncoding, [&l0, &l1, &l1], false, false).unwrap();
+    let honest = s.circuits.prove_merge_with_cut(MergeCut::ShapeEncoding, [&c0, &c1, &c1], false, false).unwrap();
     s.circuits.verify_root(&honest).unwrap();
 }
 
@@ -377,26 +431,34 @@ fn a_registry_entry_of_another_circuit_is_rejected_by_the_verifier() {
 }
 
 #[test]
-fn tampered_or_foreign_children_are_rejected_by_the_merge() {
+fn tampered_or_foreign_children_are_rejected_by_the_chunk_and_the_merge() {
     let s = setup();
     let (l0, _) = leaf(0, 40);
     let (l1, _) = leaf(1, 41);
-    // A tampered public input (the subtree root).
+    // A tampered public input (the subtree root) of a leaf.
     let mut tampered = l1.clone();
     tampered.proof.public_inputs[0] += F::ONE;
-    assert!(matches!(s.circuits.prove_merge(&l0, &tampered), Err(Error::Proving(_))));
-    // A child claiming to be a merge proof while it is a leaf proof.
-    let mut wrong_kind = l1.clone();
-    wrong_kind.is_merge = true;
-    assert!(matches!(s.circuits.prove_merge(&l0, &wrong_kind), Err(Error::Proving(_))));
-    // A child proven against another registry root.
+    assert!(matches!(s.circuits.prove_chunk(&[l0.clone(), tampered]), Err(Error::Proving(_))));
+    // A leaf proven against another registry root.
     let other = Registry::new([s.registry.entries()[0], s.registry.entries()[1], entry(9)]).unwrap();
     let (_, norm, _) = normalized(1, 42);
     let foreign = s.circuits.prove_leaf(&norm, &other).unwrap();
-    assert!(matches!(s.circuits.prove_merge(&l0, &foreign), Err(Error::InvalidBatch(_))));
-    // Random bytes as a root proof.
+    assert!(matches!(s.circuits.prove_chunk(&[l0.clone(), foreign]), Err(Error::InvalidBatch(_))));
+
+    let c0 = s.circuits.prove_chunk(&[l0]).unwrap();
+    let c1 = s.circuits.prove_chunk(&[l1]).unwrap();
+    let mut tampered = c1.clone();
+    tampered.proof.public_inputs[0] += F::ONE;
+    assert!(matches!(s.circuits.prove_merge(&c0, &tampered), Err(Error::Proving(_))));
+    // A child claiming to be a merge proof while it is a chunk proof.
+    let mut wrong_kind = c1.clone();
+    wrong_kind.kind = SubtreeKind::Merge;
+    assert!(matches!(s.circuits.prove_merge(&c0, &wrong_kind), Err(Error::Proving(_))));
+    // Random bytes as a proof of any kind.
     let noise: Vec<u8> = (0..5000u32).map(|i| (i * 7919 % 251) as u8).collect();
-    assert!(s.circuits.decode(&noise, true).is_err());
+    for kind in [SubtreeKind::Leaf, SubtreeKind::Chunk, SubtreeKind::Merge] {
+        assert!(s.circuits.decode(&noise, kind).is_err());
+    }
 }
 
 #[test]

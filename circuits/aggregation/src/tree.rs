@@ -1,22 +1,31 @@
-//! Leaf and merge circuits.
+//! Leaf, chunk and merge circuits.
 //!
-//! Both have the [`AGGREGATION`] shape and the same public inputs, so a merge circuit verifies
-//! either kind of child with the child's verifier data as a witness:
+//! A leaf proof ([`LEAF`] shape) proves one task's leaf. A chunk proof verifies one to four
+//! consecutive leaf proofs and proves the RFC 6962 root over them; merge proofs verify chunk or
+//! merge proofs and prove the nodes above. Chunks and merges share the [`AGGREGATION`] shape and
+//! public inputs, so a merge circuit verifies either kind of child with the child's verifier data
+//! as a witness; leaves have the same public inputs:
 //!
 //! | index | content |
 //! | --- | --- |
 //! | 0..8 | subtree root (SHA-256, 8 big-endian u32 words): a task leaf or an RFC 6962 node |
 //! | 8..12 | registry root (4 Goldilocks elements) |
 //! | 12 | number of tasks under the subtree |
-//! | 13..17 | circuit digest of the leaf circuit |
+//! | 13..17 | circuit digest of the chunk circuit |
 //! | 17..21 | circuit digest of the merge circuit |
 //!
-//! A merge circuit accepts a child only if the digest it derives from the child's constants cap is
+//! A chunk circuit verifies its leaves against the leaf circuit's verifier data, a constant. A
+//! merge circuit accepts a child only if the digest it derives from the child's constants cap is
 //! one of the two digests in its own public inputs, and the child carries the same two digests
 //! and the same registry root. Whoever checks the root proof checks that the two digests are
 //! the real ones ([`AggregationCircuits::verify_root`]); by induction every proof in the tree is
-//! then a genuine leaf or merge proof. The digests travel as public inputs rather than constants
+//! then a genuine chunk or merge proof. The digests travel as public inputs rather than constants
 //! because the merge circuit cannot contain its own digest.
+//!
+//! Why chunks: four leaves verified by one 2^14-row proof instead of three merges of two. A leaf
+//! proven at FRI rate 1/16 ([`crate::shape::leaf_config`]) takes 3,510 rows to verify against
+//! 4,230 at rate 1/8, so four fit; a 64-task batch takes 16 chunk and 10 merge proofs instead of
+//! 42 merges (docs/BENCHMARKS.md).
 
 use plonky2::field::types::Field;
 use plonky2::hash::hash_types::{HashOut, HashOutTarget, MerkleCapTarget};
@@ -34,18 +43,45 @@ use crate::batch::{AggregationPublicInputs, TaskLeaf};
 use crate::error::{Error, Result};
 use crate::normalize::NormalizedProof;
 use crate::registry::{Membership, Registry, REGISTRY_DEPTH};
-use crate::shape::{aggregation_config, circuit_digest_target, AGGREGATION, NORMALIZED};
+use crate::shape::{aggregation_config, circuit_digest_target, AGGREGATION, LEAF, NORMALIZED};
 
-/// Number of public inputs of leaf and merge proofs.
+/// Number of public inputs of leaf, chunk and merge proofs.
 pub const NUM_AGGREGATION_PUBLIC_INPUTS: usize = 21;
 
-/// A leaf or merge proof.
+/// Most leaves one chunk proof covers: the batch tree's tasks `4i..4i+4` form chunk `i` (the
+/// last chunk may hold fewer), and the RFC 6962 tree of the tasks is the tree of the chunks'
+/// roots, since every split of a tree over more than four tasks is at a multiple of four.
+pub const CHUNK_LEAVES: usize = 4;
+
+/// Which circuit produced a [`SubtreeProof`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SubtreeKind {
+    /// A task's leaf ([`LEAF`] shape): only a chunk verifies it.
+    Leaf,
+    /// One to [`CHUNK_LEAVES`] leaves ([`AGGREGATION`] shape).
+    Chunk,
+    /// A node over chunks or merges ([`AGGREGATION`] shape).
+    Merge,
+}
+
+impl SubtreeKind {
+    /// Its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Leaf => "leaf",
+            Self::Chunk => "chunk",
+            Self::Merge => "merge",
+        }
+    }
+}
+
+/// A leaf, chunk or merge proof.
 #[derive(Clone, Debug)]
 pub struct SubtreeProof {
     /// The plonky2 proof (public inputs as in the module table).
     pub proof: ProofWithPublicInputs<F, C, D>,
-    /// Whether a merge circuit (rather than the leaf circuit) produced it.
-    pub is_merge: bool,
+    /// The circuit that produced it.
+    pub kind: SubtreeKind,
 }
 
 impl SubtreeProof {
@@ -116,7 +152,7 @@ impl LeafCircuit {
 
     fn build_cut(cut: Option<LeafCut>) -> Result<Self> {
         let common = NORMALIZED.common();
-        let mut b = CircuitBuilder::<F, D>::new(aggregation_config());
+        let mut b = CircuitBuilder::<F, D>::new(LEAF.config());
         let proof = b.add_virtual_proof_with_pis(common);
         let cap = b.add_virtual_cap(common.config.fri_config.cap_height);
         let digest = circuit_digest_target(&mut b, &cap, common.degree_bits());
@@ -154,12 +190,87 @@ impl LeafCircuit {
         b.register_public_input(one);
         let digests: [Target; 8] = std::array::from_fn(|_| b.add_virtual_target());
         b.register_public_inputs(&digests);
-        let data = AGGREGATION.build(b)?;
+        let data = LEAF.build(b)?;
         Ok(Self { data, proof, cap, registry_root, index_bits, siblings, digests, free_digest })
     }
 }
 
-/// One child slot of the merge circuit.
+/// The chunk circuit: verifies [`CHUNK_LEAVES`] leaf proofs and outputs the RFC 6962 root over
+/// the first one to four of them (the unused slots hold copies of the last leaf and are
+/// ignored).
+struct ChunkCircuit {
+    data: CircuitData<F, C, D>,
+    leaves: [ProofWithPublicInputsTarget<D>; CHUNK_LEAVES],
+    /// `holds[i]`: slot `i + 1` belongs to the chunk (slot 0 always does).
+    holds: [BoolTarget; CHUNK_LEAVES - 1],
+    digests: [Target; 8],
+}
+
+/// A copy constraint the chunk circuit leaves out in a malicious build (soundness tests).
+#[cfg_attr(not(test), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ChunkCut {
+    /// The last slot's registry root is not tied to the first slot's.
+    LastRegistryRoot,
+    /// A slot may belong to the chunk while the slot before it does not.
+    SlotOrder,
+}
+
+impl ChunkCircuit {
+    fn build(leaf: &VerifierOnlyCircuitData<C, D>) -> Result<Self> {
+        Self::build_cut(leaf, None)
+    }
+
+    fn build_cut(leaf: &VerifierOnlyCircuitData<C, D>, cut: Option<ChunkCut>) -> Result<Self> {
+        let common = LEAF.common();
+        let mut b = CircuitBuilder::<F, D>::new(aggregation_config());
+        let vd = b.constant_verifier_data(leaf);
+        let leaves = [(); CHUNK_LEAVES].map(|_| {
+            let proof = b.add_virtual_proof_with_pis(common);
+            b.verify_proof::<C>(&proof, &vd, common);
+            proof
+        });
+        let pis: Vec<&[Target]> = leaves.iter().map(|l| l.public_inputs.as_slice()).collect();
+        for (slot, leaf) in pis.iter().enumerate().skip(1) {
+            if cut == Some(ChunkCut::LastRegistryRoot) && slot == CHUNK_LEAVES - 1 {
+                continue;
+            }
+            for j in 8..12 {
+                b.connect(pis[0][j], leaf[j]);
+            }
+        }
+        let holds = [(); CHUNK_LEAVES - 1].map(|_| b.add_virtual_bool_target_safe());
+        // The chunk's slots are a prefix: one encoding per leaf count.
+        for pair in holds.windows(2) {
+            let stray = b.mul_sub(pair[0].target, pair[1].target, pair[1].target);
+            if cut != Some(ChunkCut::SlotOrder) {
+                b.assert_zero(stray);
+            }
+        }
+
+        let ab = node_words(&mut b, &pis[0][0..8], &pis[1][0..8]);
+        let cd = node_words(&mut b, &pis[2][0..8], &pis[3][0..8]);
+        // Three leaves: node(node(a, b), c); four: node(node(a, b), node(c, d)).
+        let right = select_words(&mut b, holds[2], &cd, &pis[2][0..8]);
+        let top = node_words(&mut b, &ab, &right);
+        let below = select_words(&mut b, holds[0], &ab, &pis[0][0..8]);
+        let root = select_words(&mut b, holds[1], &top, &below);
+        let mut count = pis[0][12];
+        for (hold, leaf) in holds.iter().zip(&pis[1..]) {
+            count = b.mul_add(hold.target, leaf[12], count);
+        }
+
+        b.register_public_inputs(&root);
+        b.register_public_inputs(&pis[0][8..12]);
+        b.register_public_input(count);
+        let digests: [Target; 8] = std::array::from_fn(|_| b.add_virtual_target());
+        b.register_public_inputs(&digests);
+        let data = AGGREGATION.build(b)?;
+        Ok(Self { data, leaves, holds, digests })
+    }
+}
+
+/// One child slot of the merge circuit (a chunk or merge proof).
 struct ChildTargets {
     proof: ProofWithPublicInputsTarget<D>,
     cap: MerkleCapTarget,
@@ -177,7 +288,7 @@ pub enum MergeShape {
     RightDeep,
 }
 
-/// The merge circuit: verifies three leaf or merge proofs and outputs the RFC 6962 node of two
+/// The merge circuit: verifies three chunk or merge proofs and outputs the RFC 6962 node of two
 /// of them or of all three (see [`MergeShape`]). Proving two tree levels in one proof where the
 /// tree allows it cuts a 64-task tree from 63 merge proofs to 42 (docs/BENCHMARKS.md).
 struct MergeCircuit {
@@ -273,9 +384,10 @@ impl MergeCircuit {
     }
 }
 
-/// The leaf and merge circuits, built once (a few seconds) and reused for every batch.
+/// The leaf, chunk and merge circuits, built once (a few seconds) and reused for every batch.
 pub struct AggregationCircuits {
     leaf: LeafCircuit,
+    chunk: ChunkCircuit,
     merge: MergeCircuit,
 }
 
@@ -283,33 +395,44 @@ impl std::fmt::Debug for AggregationCircuits {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AggregationCircuits")
             .field("leaf_digest", &hex::encode(self.leaf_digest_bytes()))
+            .field("chunk_digest", &hex::encode(self.chunk_digest_bytes()))
             .field("merge_digest", &hex::encode(self.merge_digest_bytes()))
             .finish()
     }
 }
 
 impl AggregationCircuits {
-    /// Builds both circuits, side by side: much of a build is sequential (gates, permutation).
+    /// Builds the three circuits, the merge beside the leaf and chunk: much of a build is
+    /// sequential (gates, permutation), and the chunk circuit needs the leaf's verifier data.
     pub fn build() -> Result<Self> {
-        let (leaf, merge) = std::thread::scope(|scope| {
-            let leaf = scope.spawn(LeafCircuit::build);
-            let merge = MergeCircuit::build();
-            (leaf.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), merge)
+        let (leaf_and_chunk, merge) = std::thread::scope(|scope| {
+            let merge = scope.spawn(MergeCircuit::build);
+            let leaf_and_chunk = LeafCircuit::build().and_then(|leaf| {
+                let chunk = ChunkCircuit::build(&leaf.data.verifier_only)?;
+                Ok((leaf, chunk))
+            });
+            (leaf_and_chunk, merge.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
         });
-        Ok(Self { leaf: leaf?, merge: merge? })
+        let (leaf, chunk) = leaf_and_chunk?;
+        Ok(Self { leaf, chunk, merge: merge? })
     }
 
-    /// The leaf circuit digest (4 elements) then the merge circuit digest (4 elements), as the
-    /// public inputs 13..21 of every genuine leaf or merge proof carry them.
+    /// The chunk circuit digest (4 elements) then the merge circuit digest (4 elements), as the
+    /// public inputs 13..21 of every genuine leaf, chunk or merge proof carry them.
     pub fn digests(&self) -> [F; 8] {
-        let l = self.leaf.data.verifier_only.circuit_digest.elements;
+        let c = self.chunk.data.verifier_only.circuit_digest.elements;
         let m = self.merge.data.verifier_only.circuit_digest.elements;
-        std::array::from_fn(|i| if i < 4 { l[i] } else { m[i - 4] })
+        std::array::from_fn(|i| if i < 4 { c[i] } else { m[i - 4] })
     }
 
     /// Digest of the leaf circuit.
     pub fn leaf_digest_bytes(&self) -> [u8; 32] {
         tgrid_circuits::hash_to_bytes(&self.leaf.data.verifier_only.circuit_digest)
+    }
+
+    /// Digest of the chunk circuit.
+    pub fn chunk_digest_bytes(&self) -> [u8; 32] {
+        tgrid_circuits::hash_to_bytes(&self.chunk.data.verifier_only.circuit_digest)
     }
 
     /// Digest of the merge circuit.
@@ -343,7 +466,7 @@ impl AggregationCircuits {
     ) -> Result<SubtreeProof> {
         let pw = self.leaf_witness(&self.leaf, normalized, registry_root, membership)?;
         let proof = crate::shape::prove_checked(&self.leaf.data, pw)?;
-        Ok(SubtreeProof { proof, is_merge: false })
+        Ok(SubtreeProof { proof, kind: SubtreeKind::Leaf })
     }
 
     fn leaf_witness(
@@ -387,7 +510,64 @@ impl AggregationCircuits {
             pw.set_hash_target(free, entry_digest).map_err(|e| Error::Proving(e.to_string()))?;
         }
         let proof = prove_with_cut(&mut honest.data, wired.data, pw)?;
-        Ok(SubtreeProof { proof, is_merge: false })
+        Ok(SubtreeProof { proof, kind: SubtreeKind::Leaf })
+    }
+
+    /// Proves the chunk over one to [`CHUNK_LEAVES`] consecutive leaf proofs (in task order),
+    /// all under one registry root.
+    pub fn prove_chunk(&self, leaves: &[SubtreeProof]) -> Result<SubtreeProof> {
+        same_registry_root(leaves.iter())?;
+        let holds = std::array::from_fn(|i| i + 1 < leaves.len());
+        let pw = self.chunk_witness(&self.chunk, leaves, holds)?;
+        let proof = crate::shape::prove_checked(&self.chunk.data, pw)?;
+        Ok(SubtreeProof { proof, kind: SubtreeKind::Chunk })
+    }
+
+    /// The witness of chunk circuit `c` over `leaves` with the slot bits `holds` (raw, so that
+    /// tests can set bits no leaf count has).
+    fn chunk_witness(
+        &self,
+        c: &ChunkCircuit,
+        leaves: &[SubtreeProof],
+        holds: [bool; CHUNK_LEAVES - 1],
+    ) -> Result<PartialWitness<F>> {
+        if leaves.is_empty() || leaves.len() > CHUNK_LEAVES {
+            return Err(Error::InvalidBatch(format!("a chunk holds 1 to {CHUNK_LEAVES} leaves, not {}", leaves.len())));
+        }
+        if let Some(other) = leaves.iter().find(|l| l.kind != SubtreeKind::Leaf) {
+            return Err(Error::InvalidBatch(format!(
+                "a chunk's children are leaf proofs, not a {} proof",
+                other.kind.name()
+            )));
+        }
+        let mut pw = PartialWitness::new();
+        let err = |e: anyhow::Error| Error::Proving(e.to_string());
+        let last = &leaves[leaves.len() - 1];
+        for (slot, target) in c.leaves.iter().enumerate() {
+            pw.set_proof_with_pis_target(target, &leaves.get(slot).unwrap_or(last).proof).map_err(err)?;
+        }
+        for (&target, hold) in c.holds.iter().zip(holds) {
+            pw.set_bool_target(target, hold).map_err(err)?;
+        }
+        pw.set_target_arr(&c.digests, &self.digests()).map_err(err)?;
+        Ok(pw)
+    }
+
+    /// Tests only: proves a chunk with a malicious prover wired as the `cut` build, with the raw
+    /// slot bits `holds`. The proof is not checked.
+    #[cfg(test)]
+    pub(crate) fn prove_chunk_with_cut(
+        &self,
+        cut: ChunkCut,
+        leaves: &[SubtreeProof],
+        holds: [bool; CHUNK_LEAVES - 1],
+    ) -> Result<SubtreeProof> {
+        let mut honest = ChunkCircuit::build(&self.leaf.data.verifier_only)?;
+        let wired = ChunkCircuit::build_cut(&self.leaf.data.verifier_only, Some(cut))?;
+        let pw = self.chunk_witness(&wired, leaves, holds)?;
+        assert_eq!(honest.data.verifier_only.circuit_digest, self.chunk.data.verifier_only.circuit_digest);
+        let proof = prove_with_cut(&mut honest.data, wired.data, pw)?;
+        Ok(SubtreeProof { proof, kind: SubtreeKind::Chunk })
     }
 
     /// Merges two adjacent subtrees (`left` holds the earlier tasks): `node(left, right)`.
@@ -411,19 +591,11 @@ impl AggregationCircuits {
     }
 
     fn prove_merge_shaped(&self, shape: MergeShape, children: [&SubtreeProof; 3]) -> Result<SubtreeProof> {
-        let roots: Vec<[u8; 32]> =
-            children.iter().map(|child| child.public_inputs().map(|p| p.registry_root)).collect::<Result<_>>()?;
-        if let Some(other) = roots.iter().find(|r| **r != roots[0]) {
-            return Err(Error::InvalidBatch(format!(
-                "children proven against different registry roots (0x{} and 0x{})",
-                hex::encode(roots[0]),
-                hex::encode(other)
-            )));
-        }
+        same_registry_root(children.into_iter())?;
         let pw =
             self.merge_witness(&self.merge, children, shape != MergeShape::Pair, shape == MergeShape::RightDeep)?;
         let proof = crate::shape::prove_checked(&self.merge.data, pw)?;
-        Ok(SubtreeProof { proof, is_merge: true })
+        Ok(SubtreeProof { proof, kind: SubtreeKind::Merge })
     }
 
     /// The witness of merge circuit `c` over `children` with the shape bits `deep` and
@@ -438,10 +610,15 @@ impl AggregationCircuits {
         let mut pw = PartialWitness::new();
         let err = |e: anyhow::Error| Error::Proving(e.to_string());
         for (slot, child) in c.children.iter().zip(children) {
-            let vd = self.verifier_only(child.is_merge);
+            if child.kind == SubtreeKind::Leaf {
+                return Err(Error::InvalidBatch(
+                    "a merge's children are chunk or merge proofs, not leaf proofs".into(),
+                ));
+            }
+            let vd = self.verifier_only(child.kind);
             pw.set_proof_with_pis_target(&slot.proof, &child.proof).map_err(err)?;
             pw.set_cap_target(&slot.cap, &vd.constants_sigmas_cap).map_err(err)?;
-            pw.set_bool_target(slot.is_merge, child.is_merge).map_err(err)?;
+            pw.set_bool_target(slot.is_merge, child.kind == SubtreeKind::Merge).map_err(err)?;
         }
         pw.set_bool_target(c.deep, deep).map_err(err)?;
         pw.set_bool_target(c.right_deep, right_deep).map_err(err)?;
@@ -465,36 +642,58 @@ impl AggregationCircuits {
         // The honest circuit's digest must be the one the children carry: prove with it.
         assert_eq!(honest.data.verifier_only.circuit_digest, self.merge.data.verifier_only.circuit_digest);
         let proof = prove_with_cut(&mut honest.data, wired.data, pw)?;
-        Ok(SubtreeProof { proof, is_merge: true })
+        Ok(SubtreeProof { proof, kind: SubtreeKind::Merge })
     }
 
-    /// Verifier data of the merge (`true`) or leaf circuit.
-    pub fn verifier_only(&self, is_merge: bool) -> &VerifierOnlyCircuitData<C, D> {
-        if is_merge {
-            &self.merge.data.verifier_only
-        } else {
-            &self.leaf.data.verifier_only
+    fn data(&self, kind: SubtreeKind) -> &CircuitData<F, C, D> {
+        match kind {
+            SubtreeKind::Leaf => &self.leaf.data,
+            SubtreeKind::Chunk => &self.chunk.data,
+            SubtreeKind::Merge => &self.merge.data,
         }
     }
 
-    /// Verifies the proof at the root of a batch tree and returns its public inputs. Checks
-    /// that the circuit digests it carries are those of these circuits (see the module docs).
+    /// Verifier data of the circuit of `kind`.
+    pub fn verifier_only(&self, kind: SubtreeKind) -> &VerifierOnlyCircuitData<C, D> {
+        &self.data(kind).verifier_only
+    }
+
+    /// Verifies a leaf, chunk or merge proof (the root of a batch tree, or a proof made
+    /// elsewhere) and returns its public inputs. Checks that the circuit digests it carries are
+    /// those of these circuits (see the module docs).
     pub fn verify_root(&self, root: &SubtreeProof) -> Result<AggregationPublicInputs> {
         let publics = root.public_inputs()?;
         if publics.digests != self.digests() {
-            return Err(Error::InvalidProof("the proof was aggregated with other leaf or merge circuits".into()));
+            return Err(Error::InvalidProof("the proof was aggregated with other chunk or merge circuits".into()));
         }
-        let data = if root.is_merge { &self.merge.data } else { &self.leaf.data };
-        data.verify(root.proof.clone())
+        self.data(root.kind)
+            .verify(root.proof.clone())
             .map_err(|e| Error::InvalidProof(format!("plonky2 verification failed: {e}")))?;
         Ok(publics)
     }
 
-    /// Decodes root proof bytes (as stored in a batch file).
-    pub fn decode(&self, bytes: &[u8], is_merge: bool) -> Result<SubtreeProof> {
-        let proof = tgrid_circuits::decode_plonky2_proof(bytes, AGGREGATION.common())?;
-        Ok(SubtreeProof { proof, is_merge })
+    /// Decodes the bytes of a proof of the circuit of `kind` (as stored in a batch file or
+    /// sent by a provider or worker).
+    pub fn decode(&self, bytes: &[u8], kind: SubtreeKind) -> Result<SubtreeProof> {
+        let shape = if kind == SubtreeKind::Leaf { &LEAF } else { &AGGREGATION };
+        let proof = tgrid_circuits::decode_plonky2_proof(bytes, shape.common())?;
+        Ok(SubtreeProof { proof, kind })
     }
+}
+
+/// Refuses children proven against different registry roots (the circuits would reject them:
+/// this says why before proving).
+fn same_registry_root<'a>(children: impl Iterator<Item = &'a SubtreeProof>) -> Result<()> {
+    let roots: Vec<[u8; 32]> =
+        children.map(|child| child.public_inputs().map(|p| p.registry_root)).collect::<Result<_>>()?;
+    if let Some(other) = roots.iter().find(|r| **r != roots[0]) {
+        return Err(Error::InvalidBatch(format!(
+            "children proven against different registry roots (0x{} and 0x{})",
+            hex::encode(roots[0]),
+            hex::encode(other)
+        )));
+    }
+    Ok(())
 }
 
 /// Tests only: proves with `honest`'s commitments and `wired`'s wiring (see

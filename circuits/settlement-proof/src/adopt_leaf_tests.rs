@@ -29,12 +29,12 @@ fn a_providers_leaf_is_adopted_only_for_its_own_task_and_registry() {
     let (leaf, adopted) = sequencer.adopt_leaf(&a, &bytes).unwrap();
     assert_eq!(leaf, leaf_a);
     assert_eq!(adopted.public_inputs().unwrap(), provided.public_inputs().unwrap());
-    // It merges like a leaf proven here.
+    // It joins a chunk like a leaf proven here.
     let (_, leaf_b) = sequencer.prove_leaf(&b).unwrap();
-    let merged = sequencer.circuits().prove_merge(&adopted, &leaf_b).unwrap();
-    assert_eq!(sequencer.circuits().verify_root(&merged).unwrap().count, 2);
+    let chunk = sequencer.circuits().prove_chunk(&[adopted.clone(), leaf_b.clone()]).unwrap();
+    assert_eq!(sequencer.circuits().verify_root(&chunk).unwrap().count, 2);
 
-    // A batch of the two takes both leaves as given (one merge is all it proves); given in the
+    // A batch of the two takes both leaves as given (one chunk is all it proves); given in the
     // wrong places they are not used, and the leaves are proven instead.
     let leaves_of = |file: &tgrid_aggregation::BatchFile| {
         let verified = sequencer.circuits().verify_batch(file, &sequencer.registry().root()).unwrap();
@@ -53,8 +53,8 @@ fn a_providers_leaf_is_adopted_only_for_its_own_task_and_registry() {
     };
     // Another task's leaf.
     assert!(invalid(sequencer.adopt_leaf(&b, &bytes)).contains("this task's leaf is"));
-    // A merge proof (two tasks) does not verify as a leaf.
-    invalid(sequencer.adopt_leaf(&a, &merged.proof.to_bytes()));
+    // A chunk proof (two tasks) does not decode as a leaf.
+    invalid(sequencer.adopt_leaf(&a, &chunk.proof.to_bytes()));
     // Bytes that are not a proof, or a truncated one.
     invalid(sequencer.adopt_leaf(&a, &[7u8; 1000]));
     invalid(sequencer.adopt_leaf(&a, &bytes[..bytes.len() / 2]));

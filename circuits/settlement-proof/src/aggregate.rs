@@ -1,5 +1,5 @@
-//! Batch aggregation: task proofs → normalized proofs → leaf proofs → one root proof, the input
-//! of [`crate::BatchWrapper`]. Used by the sequencer for its batches and by a provider settling
+//! Batch aggregation: task proofs → normalized proofs → leaf proofs → chunk proofs (four leaves
+//! each) → one root proof, the input of [`crate::BatchWrapper`]. Used by the sequencer for its batches and by a provider settling
 //! its own results.
 
 use std::collections::HashMap;
@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tgrid_aggregation::batch::{split_point, AggregationPublicInputs};
 use tgrid_aggregation::{
-    check_leaves, AggregationCircuits, BatchFile, MergeShape, Normalizer, Registry, RegistryFile, SubtreeProof,
-    TaskLeaf,
+    check_leaves, AggregationCircuits, BatchFile, MergeShape, Normalizer, Registry, RegistryFile, SubtreeKind,
+    SubtreeProof, TaskLeaf, CHUNK_LEAVES,
 };
 use tgrid_circuits::{ModelFile, Privacy, TaskProof, TaskVerifier};
 
@@ -16,7 +16,7 @@ use tgrid_circuits::{ModelFile, Privacy, TaskProof, TaskVerifier};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AggregateError {
-    /// Normalization, leaf or merge proving, registry or batch rules.
+    /// Normalization, leaf, chunk or merge proving, registry or batch rules.
     #[error(transparent)]
     Aggregation(#[from] tgrid_aggregation::Error),
     /// A task proof or model file is invalid.
@@ -57,7 +57,9 @@ type Result<T, E = AggregateError> = std::result::Result<T, E>;
 pub enum Step {
     /// A task proof was normalized and its leaf proven.
     Leaf,
-    /// Two subtrees were merged.
+    /// Up to four leaves were proven as one chunk.
+    Chunk,
+    /// Two or three subtrees were merged.
     Merge,
 }
 
@@ -153,7 +155,7 @@ impl Aggregator {
         &self.file
     }
 
-    /// The leaf and merge circuits.
+    /// The leaf, chunk and merge circuits.
     pub fn circuits(&self) -> &AggregationCircuits {
         &self.circuits
     }
@@ -219,7 +221,7 @@ impl Aggregator {
     /// [`check`](Self::check) returned for it.
     pub fn adopt_leaf_of(&self, leaf: &TaskLeaf, leaf_bytes: &[u8]) -> Result<SubtreeProof> {
         let invalid = |reason: String| Error::InvalidLeaf(reason);
-        let subtree = self.circuits.decode(leaf_bytes, false).map_err(|e| invalid(e.to_string()))?;
+        let subtree = self.circuits.decode(leaf_bytes, SubtreeKind::Leaf).map_err(|e| invalid(e.to_string()))?;
         let publics = self.circuits.verify_root(&subtree).map_err(|e| invalid(e.to_string()))?;
         if publics.count != 1 {
             return Err(invalid(format!("it proves a subtree of {} tasks, not a leaf", publics.count)));
@@ -238,8 +240,8 @@ impl Aggregator {
     }
 
     /// Aggregates task proofs, in this order, into a batch: checks every proof and rejects
-    /// duplicated task ids before any recursion, then proves the leaves in parallel and merges
-    /// independent subtrees in parallel.
+    /// duplicated task ids before any recursion, then proves the leaves and the chunks in
+    /// parallel and merges independent subtrees in parallel.
     pub fn aggregate(&self, proofs: &[TaskProof], progress: &(dyn Fn(Step) + Sync)) -> Result<BatchFile> {
         self.aggregate_with(proofs, &[], progress)
     }
@@ -262,7 +264,7 @@ impl Aggregator {
             let given = provided
                 .get(i)
                 .and_then(Option::as_ref)
-                .filter(|leaf| !leaf.is_merge && leaf.public_inputs().is_ok_and(|p| p == expected));
+                .filter(|leaf| leaf.kind == SubtreeKind::Leaf && leaf.public_inputs().is_ok_and(|p| p == expected));
             let leaf = match given {
                 Some(leaf) => leaf.clone(),
                 None => self.prove_leaf(&proofs[i])?.1,
@@ -270,11 +272,22 @@ impl Aggregator {
             progress(Step::Leaf);
             Ok(leaf)
         })?;
-        let root = self.merge_all(subtrees, progress)?;
+        let chunks = self.prove_chunks(&subtrees, progress)?;
+        let root = self.merge_all(chunks, progress)?;
         Ok(self.circuits.batch_file(leaves, &root)?)
     }
 
-    /// Merges ordered leaf proofs along the RFC 6962 shape (left subtree: the largest power of
+    /// The chunk proofs of ordered leaf proofs: tasks `4i..4i + 4` in chunk `i`, in parallel.
+    pub fn prove_chunks(&self, leaves: &[SubtreeProof], progress: &(dyn Fn(Step) + Sync)) -> Result<Vec<SubtreeProof>> {
+        let chunks: Vec<&[SubtreeProof]> = leaves.chunks(CHUNK_LEAVES).collect();
+        rayon_map(&chunks, |chunk| {
+            let proof = self.circuits.prove_chunk(chunk)?;
+            progress(Step::Chunk);
+            Ok(proof)
+        })
+    }
+
+    /// Merges ordered chunk proofs along the RFC 6962 shape (left subtree: the largest power of
     /// two below the count), both halves in parallel. Where a node's child is a node over two
     /// proofs, one merge proves both levels ([`MergeShape`]): [`merge_proofs`] of them in all.
     pub fn merge_all(&self, subtrees: Vec<SubtreeProof>, progress: &(dyn Fn(Step) + Sync)) -> Result<SubtreeProof> {
@@ -334,8 +347,19 @@ enum Partial {
     Pending(Box<[SubtreeProof; 2]>),
 }
 
-/// How many merge proofs [`Aggregator::merge_all`] and [`IncrementalTree`] take for `n` tasks
-/// (42 for 64 tasks; `n - 1` with two-child merges only).
+/// How many chunk proofs a batch of `n` tasks takes.
+pub fn chunk_proofs(n: usize) -> usize {
+    n.div_ceil(CHUNK_LEAVES)
+}
+
+/// How many chunk and merge proofs [`Aggregator::aggregate`] and [`IncrementalTree`] take for
+/// `n` tasks above their leaves (26 for 64 tasks: 16 chunks, 10 merges).
+pub fn aggregation_proofs(n: usize) -> usize {
+    chunk_proofs(n) + merge_proofs(chunk_proofs(n))
+}
+
+/// How many merge proofs [`Aggregator::merge_all`] takes for `n` chunks (42 for 64; `n - 1`
+/// with two-child merges only).
 pub fn merge_proofs(n: usize) -> usize {
     /// (merge proofs so far, whether the subtree's top node is pending) of `n > 0` tasks.
     fn walk(n: usize) -> (usize, bool) {
@@ -393,15 +417,18 @@ fn rayon_map<T: Sync, U: Send>(items: &[T], f: impl Fn(&T) -> Result<U> + Sync +
     items.par_iter().map(f).collect()
 }
 
-/// A batch tree built as leaf proofs arrive: equal-sized perfect subtrees merge as soon as both
-/// exist (like a binary counter), so at most log2(n) levels remain when the batch closes.
-/// Folding the remaining subtrees from the right yields exactly the RFC 6962 shape. Merges are
-/// planned as in [`Aggregator::merge_all`]: a node over two proofs waits for its parent, which
-/// proves both levels at once.
+/// A batch tree built as leaf proofs arrive: every fourth leaf completes a chunk, proven at
+/// once; equal-sized perfect subtrees of chunks merge as soon as both exist (like a binary
+/// counter), so at most log2(n / 4) levels remain when the batch closes. Folding the remaining
+/// subtrees from the right yields exactly the RFC 6962 shape. Merges are planned as in
+/// [`Aggregator::merge_all`]: a node over two proofs waits for its parent, which proves both
+/// levels at once.
 pub struct IncrementalTree<'a> {
     aggregator: &'a Aggregator,
-    /// Perfect subtrees, largest (earliest) first, with their task counts.
+    /// Perfect subtrees, largest (earliest) first, with their chunk counts.
     stack: Vec<(usize, Partial)>,
+    /// Leaf proofs of the chunk being filled.
+    open_chunk: Vec<SubtreeProof>,
     leaves: Vec<TaskLeaf>,
 }
 
@@ -414,7 +441,7 @@ impl std::fmt::Debug for IncrementalTree<'_> {
 impl<'a> IncrementalTree<'a> {
     /// An empty batch.
     pub fn new(aggregator: &'a Aggregator) -> Self {
-        Self { aggregator, stack: Vec::new(), leaves: Vec::new() }
+        Self { aggregator, stack: Vec::new(), open_chunk: Vec::new(), leaves: Vec::new() }
     }
 
     /// The aggregator it proves with.
@@ -432,7 +459,8 @@ impl<'a> IncrementalTree<'a> {
         self.leaves.is_empty()
     }
 
-    /// Appends a proven leaf and merges what can be merged now.
+    /// Appends a proven leaf and proves what can be proven now: its chunk if the leaf completes
+    /// it, and the merges that chunk completes.
     pub fn push(&mut self, leaf: TaskLeaf, proof: SubtreeProof) -> Result<()> {
         if self.leaves.iter().any(|l| l.task_id == leaf.task_id) {
             return Err(tgrid_aggregation::Error::InvalidBatch(format!(
@@ -441,8 +469,26 @@ impl<'a> IncrementalTree<'a> {
             ))
             .into());
         }
+        if proof.kind != SubtreeKind::Leaf {
+            return Err(tgrid_aggregation::Error::InvalidBatch(format!(
+                "a {} proof is no task leaf",
+                proof.kind.name()
+            ))
+            .into());
+        }
+        self.open_chunk.push(proof);
+        if self.open_chunk.len() == CHUNK_LEAVES {
+            self.close_chunk()?;
+        }
         self.leaves.push(leaf);
-        self.stack.push((1, Partial::Proven(proof)));
+        Ok(())
+    }
+
+    /// Proves the open chunk and merges the perfect subtrees it completes.
+    fn close_chunk(&mut self) -> Result<()> {
+        let chunk = self.aggregator.circuits.prove_chunk(&self.open_chunk)?;
+        self.open_chunk.clear();
+        self.stack.push((1, Partial::Proven(chunk)));
         while self.stack.len() >= 2 && self.stack[self.stack.len() - 1].0 == self.stack[self.stack.len() - 2].0 {
             let (n, right) = self.stack.pop().expect("two");
             let (_, left) = self.stack.pop().expect("two");
@@ -451,8 +497,12 @@ impl<'a> IncrementalTree<'a> {
         Ok(())
     }
 
-    /// Closes the batch: merges the remaining subtrees from the right.
+    /// Closes the batch: proves the last chunk if it is not full, then merges the remaining
+    /// subtrees from the right.
     pub fn finish(mut self) -> Result<BatchFile> {
+        if !self.open_chunk.is_empty() {
+            self.close_chunk()?;
+        }
         let (_, mut acc) = self
             .stack
             .pop()
@@ -467,7 +517,15 @@ impl<'a> IncrementalTree<'a> {
 
 #[cfg(test)]
 mod plan_tests {
-    use super::merge_proofs;
+    use super::{aggregation_proofs, merge_proofs};
+
+    #[test]
+    fn chunks_of_four_leave_26_proofs_for_64_tasks() {
+        let counts: Vec<usize> = (0..=9).map(aggregation_proofs).collect();
+        assert_eq!(counts, [0, 1, 1, 1, 1, 3, 3, 3, 3, 4]);
+        assert_eq!(aggregation_proofs(64), 16 + 10);
+        assert_eq!(aggregation_proofs(256), 64 + 42);
+    }
 
     #[test]
     fn two_level_merges_cut_the_proof_count_by_a_third() {

@@ -18,7 +18,9 @@ mod adopt_leaf_tests;
 #[cfg(test)]
 mod tests;
 
-pub use aggregate::{merge_proofs, AggregateError, Aggregator, IncrementalTree, Step};
+pub use aggregate::{
+    aggregation_proofs, chunk_proofs, merge_proofs, AggregateError, Aggregator, IncrementalTree, Step,
+};
 pub use error::{Error, Result};
 pub use file::{SettlementProofFile, VerifiedSettlement};
 pub use key_id::{insecurity, WrapKeyId, MIN_SECURE_BITS};

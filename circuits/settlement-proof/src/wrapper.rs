@@ -11,7 +11,7 @@ use plonky2::plonk::config::GenericHashOut;
 use rand::SeedableRng;
 use serde::Serialize;
 use tgrid_aggregation::batch::{batch_root, settlement_public_input};
-use tgrid_aggregation::{AggregationCircuits, BatchFile, TaskLeaf};
+use tgrid_aggregation::{AggregationCircuits, BatchFile, SubtreeKind, TaskLeaf};
 use tgrid_groth16::evm::proof_calldata;
 use tgrid_groth16::{CpuBackend, ProveStats, ProverBackend, R1csMatrices};
 use tgrid_wrap::{FinalFri, FinalProof, WrapCircuits};
@@ -144,7 +144,8 @@ impl BatchWrapper {
     ) -> Result<(SettlementProofFile, WrapStats)> {
         on_stage(Stage::Layers);
         let verified = self.aggregation.verify_batch(batch, &batch.registry_root)?;
-        let root = self.aggregation.decode(&batch.proof, batch.root_is_merge)?;
+        let kind = if batch.root_is_merge { SubtreeKind::Merge } else { SubtreeKind::Chunk };
+        let root = self.aggregation.decode(&batch.proof, kind)?;
         let wrapped = self.wrap.wrap(&self.aggregation, &root)?;
         if wrapped.public_input()? != verified.public_input {
             return Err(Error::Invalid("the wrap layers output another public input than the batch's".into()));

@@ -15,7 +15,7 @@ fn main() -> anyhow::Result<()> {
     let aggregation = AggregationCircuits::build()?;
     let (proof, _, _) = prover.prove(&random_input(3, 16), [7; 32], [0x42; 20], &mut |_, _, _| {})?;
     let (_, normalized) = normalizer.normalize(&proof)?;
-    let leaf = aggregation.prove_leaf(&normalized, &registry)?;
+    let leaf = aggregation.prove_chunk(&[aggregation.prove_leaf(&normalized, &registry)?])?;
     for (name, fri) in [("production", FinalFri::PRODUCTION), ("insecure_test", FinalFri::INSECURE_TEST)] {
         let t = std::time::Instant::now();
         let wrap = WrapCircuits::build(&aggregation, fri)?;

@@ -1,7 +1,7 @@
 //! The plonky2 layers between the aggregation root and the Groth16 wrapper:
 //!
 //! 1. **settle** (Goldilocks, standard recursion config): verifies the batch's root proof, a
-//!    leaf or merge proof, with the real leaf and merge circuit digests as constants (the check
+//!    chunk or merge proof, with the real chunk and merge circuit digests as constants (the check
 //!    `AggregationCircuits::verify_root` makes natively), and outputs the settlement public input
 //!    `SHA-256(batch root ‖ registry root ‖ task count as u64 BE)` with its top 3 bits cleared,
 //!    as 8 big-endian u32 words.
@@ -12,7 +12,7 @@
 //!    R1CS checks natively.
 //!
 //! Every layer verifies its child with constant verifier data, so the final circuit (pinned by
-//! the Groth16 key) transitively pins the settle circuit, the leaf and merge circuits, and
+//! the Groth16 key) transitively pins the settle circuit, the leaf, chunk and merge circuits, and
 //! through the registry root every model's normalization circuit.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -31,7 +31,7 @@ use plonky2::plonk::prover::prove;
 use plonky2::util::timing::TimingTree;
 use tgrid_aggregation::shape::{circuit_digest_target, AGGREGATION};
 use tgrid_aggregation::tree::element_bits_be;
-use tgrid_aggregation::{AggregationCircuits, SubtreeProof};
+use tgrid_aggregation::{AggregationCircuits, SubtreeKind, SubtreeProof};
 use tgrid_circuits::{C, D, F};
 use tgrid_poseidon_bn254::PoseidonBn254GoldilocksConfig;
 use tgrid_sha256::{CircuitBuilderSha256, U32Target};
@@ -132,14 +132,14 @@ impl SettleCircuit {
         let cap = b.add_virtual_cap(common.config.fri_config.cap_height);
         let is_merge = b.add_virtual_bool_target_safe();
 
-        // The root's circuit is the leaf or the merge circuit: its digest, derived from the
+        // The root's circuit is the chunk or the merge circuit: its digest, derived from the
         // witnessed cap, must be the real one, and so must the digests it carries.
         let digests = aggregation.digests();
         let digest = circuit_digest_target(&mut b, &cap, common.degree_bits());
         for j in 0..4 {
-            let leaf = b.constant(digests[j]);
+            let chunk = b.constant(digests[j]);
             let merge = b.constant(digests[4 + j]);
-            let expected = b.select(is_merge, merge, leaf);
+            let expected = b.select(is_merge, merge, chunk);
             b.connect(digest.elements[j], expected);
         }
         for (&carried, &real) in root.public_inputs[13..21].iter().zip(&digests) {
@@ -333,9 +333,12 @@ impl WrapCircuits {
         let mut pw = PartialWitness::new();
         let s = &self.settle;
         set(pw.set_proof_with_pis_target(&s.root, &root.proof))?;
-        let vd = aggregation.verifier_only(root.is_merge);
+        if root.kind == SubtreeKind::Leaf {
+            return Err(Error::Proving("a batch's root proof is a chunk or merge proof, not a leaf proof".into()));
+        }
+        let vd = aggregation.verifier_only(root.kind);
         set(pw.set_cap_target(&s.cap, &vd.constants_sigmas_cap))?;
-        set(pw.set_bool_target(s.is_merge, root.is_merge))?;
+        set(pw.set_bool_target(s.is_merge, root.kind == SubtreeKind::Merge))?;
         prove_checked(&s.data, pw)
     }
 

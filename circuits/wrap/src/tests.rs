@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use plonky2::field::types::Field;
 use tgrid_aggregation::{
-    settlement_public_input, AggregationCircuits, Normalizer, Registry, RegistryEntry, SubtreeProof,
+    settlement_public_input, AggregationCircuits, Normalizer, Registry, RegistryEntry, SubtreeKind, SubtreeProof,
 };
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{SegmentPlan, TaskProver, TaskVerifier, F};
@@ -17,9 +17,10 @@ use crate::Error;
 struct Setup {
     aggregation: AggregationCircuits,
     wrap: WrapCircuits,
-    leaf: SubtreeProof,
+    /// A chunk of one task.
+    chunk: SubtreeProof,
     registry_root: [u8; 32],
-    /// The leaf wrapped all the way (one final-layer proof, shared by the tests).
+    /// The chunk wrapped all the way (one final-layer proof, shared by the tests).
     wrapped: WrappedBatch,
 }
 
@@ -36,28 +37,29 @@ fn setup() -> &'static Setup {
         let (proof, _, _) = prover.prove(&random_input(3, 16), [7; 32], [0x42; 20], &mut |_, _, _| {}).unwrap();
         let (_, normalized) = normalizer.normalize(&proof).unwrap();
         let leaf = aggregation.prove_leaf(&normalized, &registry).unwrap();
+        let chunk = aggregation.prove_chunk(&[leaf]).unwrap();
         let wrap = WrapCircuits::build(&aggregation, FinalFri::INSECURE_TEST).unwrap();
-        let registry_root = leaf.public_inputs().unwrap().registry_root;
-        let wrapped = wrap.wrap(&aggregation, &leaf).unwrap();
-        Setup { aggregation, wrap, leaf, registry_root, wrapped }
+        let registry_root = chunk.public_inputs().unwrap().registry_root;
+        let wrapped = wrap.wrap(&aggregation, &chunk).unwrap();
+        Setup { aggregation, wrap, chunk, registry_root, wrapped }
     })
 }
 
 #[test]
-fn wraps_leaf_and_merge_roots_into_the_settlement_input() {
+fn wraps_chunk_and_merge_roots_into_the_settlement_input() {
     let s = setup();
     // The settle layer fits 2^13 rows, so no shrink layer sits between it and the final layer.
     assert_eq!(s.wrap.degree_bits(), vec![13, FINAL_DEGREE_BITS], "settle, shrink and final degrees");
 
-    let publics = s.leaf.public_inputs().unwrap();
+    let publics = s.chunk.public_inputs().unwrap();
     let expected = settlement_public_input(&publics.root, &s.registry_root, 1);
     assert_eq!(s.wrapped.public_input().unwrap(), expected);
     assert_eq!(s.wrap.verify(&s.wrapped.proof).unwrap(), expected);
 
-    // A merge root (the same leaf twice: the circuits do not look for duplicates, the
+    // A merge root (the same chunk twice: the circuits do not look for duplicates, the
     // sequencer does) selects the merge digest. The layers above the settle layer forward its
     // public inputs unchanged (checked above), so the settle layer is enough here.
-    let merged = s.aggregation.prove_merge(&s.leaf, &s.leaf).unwrap();
+    let merged = s.aggregation.prove_merge(&s.chunk, &s.chunk).unwrap();
     let settled = s.wrap.prove_settle(&s.aggregation, &merged).unwrap();
     let mp = merged.public_inputs().unwrap();
     assert_eq!(mp.count, 2);
@@ -77,20 +79,23 @@ fn assert_rejected<T: std::fmt::Debug>(r: crate::Result<T>) {
 #[test]
 fn a_root_of_the_wrong_kind_or_with_altered_outputs_is_rejected() {
     let s = setup();
-    // A leaf proof presented as a merge proof: its cap yields the leaf digest, not the merge's.
-    let mut flipped = s.leaf.clone();
-    flipped.is_merge = true;
+    // A chunk proof presented as a merge proof: its cap yields the chunk digest, not the merge's.
+    let mut flipped = s.chunk.clone();
+    flipped.kind = SubtreeKind::Merge;
+    assert_rejected(s.wrap.prove_settle(&s.aggregation, &flipped).map(|p| p.public_inputs));
+    // A leaf proof is no batch root.
+    flipped.kind = SubtreeKind::Leaf;
     assert_rejected(s.wrap.prove_settle(&s.aggregation, &flipped).map(|p| p.public_inputs));
 
     // Altered public inputs (batch root word, registry root, count, a carried digest): the
     // root proof no longer verifies inside the settle circuit.
     for index in [0, 9, 12, 20] {
-        let mut tampered = s.leaf.clone();
+        let mut tampered = s.chunk.clone();
         tampered.proof.public_inputs[index] += F::ONE;
         assert_rejected(s.wrap.prove_settle(&s.aggregation, &tampered).map(|p| p.public_inputs));
     }
     // The native entry point refuses before proving.
-    let mut tampered = s.leaf.clone();
+    let mut tampered = s.chunk.clone();
     tampered.proof.public_inputs[12] += F::ONE;
     assert!(s.wrap.wrap(&s.aggregation, &tampered).is_err());
 }

@@ -106,7 +106,7 @@ pub(crate) fn run(
     drop(provers);
 
     // Each step alone (one at a time, so each has both cores), median of 3.
-    let (mut normalize, mut leaf, mut merge) = (vec![], vec![], vec![]);
+    let (mut normalize, mut leaf, mut chunk, mut merge) = (vec![], vec![], vec![], vec![]);
     for proof in proofs.iter().take(3) {
         let normalizer = aggregator.normalizer(&proof.model_id)?;
         let t = Instant::now();
@@ -116,7 +116,10 @@ pub(crate) fn run(
         let l = aggregator.circuits().prove_leaf(&normalized, aggregator.registry())?;
         leaf.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
-        aggregator.circuits().prove_merge(&l, &l)?;
+        let c = aggregator.circuits().prove_chunk(&[l.clone(), l.clone(), l.clone(), l])?;
+        chunk.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        aggregator.circuits().prove_merge(&c, &c)?;
         merge.push(t.elapsed().as_secs_f64());
     }
     let steps_peak_rss_mib = peak_rss_mib();
@@ -156,10 +159,12 @@ pub(crate) fn run(
         "aggregation_circuits_build_seconds": circuits_build_seconds,
         "normalize_seconds": median(normalize),
         "leaf_seconds": median(leaf),
+        "chunk_seconds": median(chunk),
         "merge_seconds": median(merge),
         "steps_peak_rss_mib": steps_peak_rss_mib,
         "batch_tasks": tasks,
-        "batch_merge_proofs": tgrid_sequencer::merge_proofs(tasks),
+        "batch_chunk_proofs": tgrid_sequencer::chunk_proofs(tasks),
+        "batch_merge_proofs": tgrid_sequencer::merge_proofs(tgrid_sequencer::chunk_proofs(tasks)),
         "task_proofs_seconds": task_prove_seconds,
         "peak_rss_mib": peak_rss_mib(),
     });

@@ -9,7 +9,8 @@
 //!          kind 3 (wrap):  bytes key id (UTF-8)   bytes batch file (.tgb)
 //!          kind 4 (merge over two levels): u8 shape (1 node(node(a, b), c), 2 node(a, node(b, c)))
 //!                          child a, child b, child c
-//! child    u8 is_merge (0 leaf proof, 1 merge proof)  bytes plonky2 proof
+//!          kind 5 (chunk): u8 n (1 to 4), n × child (leaf proofs, in task order)
+//! child    u8 kind (0 leaf proof, 1 merge proof, 2 chunk proof)  bytes plonky2 proof
 //! outcome  "TGRIDJRS" u16 version  u8 0 + child (proven)  |  u8 1 + bytes UTF-8 reason (refused)
 //!          |  u8 2 + bytes settlement proof file (JSON; wrapped)
 //! ```
@@ -19,17 +20,18 @@
 
 use sha2::{Digest, Sha256};
 use tgrid_aggregation::registry::REGISTRY_DEPTH;
-use tgrid_aggregation::{MergeShape, RegistryEntry};
+use tgrid_aggregation::{MergeShape, RegistryEntry, SubtreeKind, CHUNK_LEAVES};
 use tgrid_circuits::codec::{Reader, Writer};
 use tgrid_circuits::{check_header, Error, Result};
 
 const JOB_MAGIC: &[u8; 8] = b"TGRIDJOB";
 const OUTCOME_MAGIC: &[u8; 8] = b"TGRIDJRS";
-/// 2: merges over two tree levels (kind 4); the merge circuit of version 1 is gone.
-const VERSION: u16 = 2;
+/// 3: chunks of four leaves (kind 5), leaves proven at FRI rate 1/16; merges take chunk and
+/// merge proofs. (2: merges over two tree levels.)
+const VERSION: u16 = 3;
 /// Largest model file a leaf job may carry.
 pub const MAX_MODEL_FILE_BYTES: usize = 16 << 20;
-/// Largest task, leaf or merge proof a job or outcome may carry.
+/// Largest task, leaf, chunk or merge proof a job or outcome may carry.
 pub const MAX_PROOF_BYTES: usize = 4 << 20;
 /// Largest batch file a wrap job, and settlement proof file its outcome, may carry (the broker's
 /// own message limit, 1 MiB by default, is usually the tighter one).
@@ -37,11 +39,11 @@ pub const MAX_BATCH_BYTES: usize = 16 << 20;
 const MAX_KEY_ID_BYTES: usize = 512;
 const MAX_REASON_BYTES: usize = 4096;
 
-/// A leaf or merge proof as bytes, with which circuit produced it.
+/// A leaf, chunk or merge proof as bytes, with which circuit produced it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChildProof {
-    /// Whether the merge circuit (rather than the leaf circuit) produced it.
-    pub is_merge: bool,
+    /// The circuit that produced it.
+    pub kind: SubtreeKind,
     /// The plonky2 proof with its public inputs.
     pub bytes: Vec<u8>,
 }
@@ -57,6 +59,11 @@ pub enum Job {
         model_file: Vec<u8>,
         /// The task proof (.tgp).
         task_proof: Vec<u8>,
+    },
+    /// Prove the chunk over one to four consecutive leaf proofs (in task order).
+    Chunk {
+        /// The leaf proofs.
+        leaves: Vec<ChildProof>,
     },
     /// Merge two adjacent subtrees (`left` holds the earlier tasks).
     Merge {
@@ -89,7 +96,7 @@ pub enum Job {
 /// What a worker answers to a job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// The parent proof (leaf and merge jobs).
+    /// The parent proof (leaf, chunk and merge jobs).
     Proven(ChildProof),
     /// The settlement proof file, as JSON (wrap jobs).
     Wrapped(Vec<u8>),
@@ -103,6 +110,7 @@ impl Job {
     pub fn kind(&self) -> &'static str {
         match self {
             Job::Leaf { .. } => "leaf",
+            Job::Chunk { .. } => "chunk",
             Job::Merge { .. } | Job::Merge3 { .. } => "merge",
             Job::Wrap { .. } => "wrap",
         }
@@ -132,6 +140,13 @@ impl Job {
                 }
                 w.bytes(model_file);
                 w.bytes(task_proof);
+            }
+            Job::Chunk { leaves } => {
+                w.u8(5);
+                w.u8(leaves.len() as u8);
+                for leaf in leaves {
+                    write_child(&mut w, leaf);
+                }
             }
             Job::Merge { left, right } => {
                 w.u8(2);
@@ -182,6 +197,13 @@ impl Job {
                     s => return Err(Error::Format(format!("unknown two-level merge shape {s}"))),
                 };
                 Job::Merge3 { shape, a: read_child(&mut r)?, b: read_child(&mut r)?, c: read_child(&mut r)? }
+            }
+            5 => {
+                let n = usize::from(r.u8()?);
+                if n == 0 || n > CHUNK_LEAVES {
+                    return Err(Error::Format(format!("a chunk job of {n} leaves (1 to {CHUNK_LEAVES})")));
+                }
+                Job::Chunk { leaves: (0..n).map(|_| read_child(&mut r)).collect::<Result<_>>()? }
             }
             k => return Err(Error::Format(format!("unknown job kind {k}"))),
         };
@@ -239,12 +261,22 @@ impl Outcome {
 }
 
 fn write_child(w: &mut Writer, child: &ChildProof) {
-    w.u8(child.is_merge as u8);
+    w.u8(match child.kind {
+        SubtreeKind::Leaf => 0,
+        SubtreeKind::Merge => 1,
+        SubtreeKind::Chunk => 2,
+    });
     w.bytes(&child.bytes);
 }
 
 fn read_child(r: &mut Reader<'_>) -> Result<ChildProof> {
-    Ok(ChildProof { is_merge: r.bool()?, bytes: r.bytes(MAX_PROOF_BYTES)?.to_vec() })
+    let kind = match r.u8()? {
+        0 => SubtreeKind::Leaf,
+        1 => SubtreeKind::Merge,
+        2 => SubtreeKind::Chunk,
+        k => return Err(Error::Format(format!("unknown proof kind {k}"))),
+    };
+    Ok(ChildProof { kind, bytes: r.bytes(MAX_PROOF_BYTES)?.to_vec() })
 }
 
 #[cfg(test)]
@@ -262,21 +294,34 @@ mod tests {
     #[test]
     fn jobs_and_outcomes_round_trip_and_ids_follow_the_bytes() {
         let merge = Job::Merge {
-            left: ChildProof { is_merge: false, bytes: vec![5; 10] },
-            right: ChildProof { is_merge: true, bytes: vec![6; 11] },
+            left: ChildProof { kind: SubtreeKind::Chunk, bytes: vec![5; 10] },
+            right: ChildProof { kind: SubtreeKind::Merge, bytes: vec![6; 11] },
         };
         let wrap = Job::Wrap { key_id: "wrap-key-id".into(), batch_file: vec![8; 300] };
         assert_eq!((wrap.kind(), wrap.subject().as_str()), ("wrap", "tgrid.wrap-jobs.wrap"));
         assert_eq!(leaf().subject(), "tgrid.jobs.leaf");
-        let child = |is_merge, fill| ChildProof { is_merge, bytes: vec![fill; 12] };
-        let merge3 = |shape| Job::Merge3 { shape, a: child(true, 1), b: child(false, 2), c: child(false, 3) };
+        let child = |kind, fill| ChildProof { kind, bytes: vec![fill; 12] };
+        let merge3 = |shape| Job::Merge3 {
+            shape,
+            a: child(SubtreeKind::Merge, 1),
+            b: child(SubtreeKind::Chunk, 2),
+            c: child(SubtreeKind::Chunk, 3),
+        };
         let (left_deep, right_deep) = (merge3(MergeShape::LeftDeep), merge3(MergeShape::RightDeep));
         assert_eq!(left_deep.subject(), "tgrid.jobs.merge");
         assert_ne!(job_id(&left_deep.encode()), job_id(&right_deep.encode()));
         let mut bad_shape = left_deep.encode();
         bad_shape[11] = 3;
         assert!(Job::decode(&bad_shape).unwrap_err().to_string().contains("shape"));
-        for job in [leaf(), merge, wrap, left_deep, right_deep] {
+        let chunk = Job::Chunk { leaves: (1..=3).map(|fill| child(SubtreeKind::Leaf, fill)).collect() };
+        assert_eq!(chunk.subject(), "tgrid.jobs.chunk");
+        let mut too_big = chunk.encode();
+        too_big[11] = 5;
+        assert!(Job::decode(&too_big).unwrap_err().to_string().contains("a chunk job of 5 leaves"));
+        let mut bad_kind = chunk.encode();
+        bad_kind[12] = 3;
+        assert!(Job::decode(&bad_kind).unwrap_err().to_string().contains("unknown proof kind 3"));
+        for job in [leaf(), chunk, merge, wrap, left_deep, right_deep] {
             assert_eq!(Job::decode(&job.encode()).unwrap(), job);
         }
         assert_eq!(job_id(&leaf().encode()), job_id(&leaf().encode()));
@@ -284,7 +329,7 @@ mod tests {
         task_proof[0] ^= 1;
         assert_ne!(job_id(&leaf().encode()), job_id(&Job::Leaf { registry, model_file, task_proof }.encode()));
         for outcome in [
-            Outcome::Proven(ChildProof { is_merge: true, bytes: vec![7; 9] }),
+            Outcome::Proven(ChildProof { kind: SubtreeKind::Merge, bytes: vec![7; 9] }),
             Outcome::Wrapped(b"{}".to_vec()),
             Outcome::Refused("bad proof".into()),
         ] {

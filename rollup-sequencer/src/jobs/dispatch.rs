@@ -12,7 +12,9 @@ use futures::StreamExt;
 use prometheus::{HistogramOpts, HistogramVec, IntGauge};
 use tgrid_aggregation::batch::split_point;
 use tgrid_aggregation::batch::AggregationPublicInputs;
-use tgrid_aggregation::{check_leaves, node_hash, BatchFile, MergeShape, SubtreeProof, TaskLeaf};
+use tgrid_aggregation::{
+    batch_root, check_leaves, node_hash, BatchFile, MergeShape, SubtreeKind, SubtreeProof, TaskLeaf, CHUNK_LEAVES,
+};
 use tgrid_circuits::TaskProof;
 use tgrid_settlement_proof::{BatchWrapper, SettlementProofFile, WrapVerifyingKey};
 use tracing::{debug, warn};
@@ -48,7 +50,7 @@ pub struct JobMetrics {
     pub waiting: IntGauge,
     /// Workers alive: heard from (a heartbeat every 2 s, busy or idle) in the last 6 s.
     pub workers: IntGauge,
-    /// Time from queuing a job to its checked outcome, by kind (`leaf`, `merge`, `wrap`).
+    /// Time from queuing a job to its checked outcome, by kind (`leaf`, `chunk`, `merge`, `wrap`).
     pub seconds: HistogramVec,
 }
 
@@ -305,7 +307,7 @@ impl JobQueue {
 /// What a worker proved.
 #[derive(Debug)]
 pub enum Product {
-    /// A leaf or merge proof.
+    /// A leaf, chunk or merge proof.
     Subtree(ChildProof),
     /// A settlement proof file (JSON).
     Settlement(Vec<u8>),
@@ -336,11 +338,12 @@ enum Partial {
 
 type Subtree<'a> = Pin<Box<dyn Future<Output = Result<Partial, JobError>> + Send + 'a>>;
 
-/// [`Aggregator::aggregate`] with the leaf and merge proofs done by workers through `queue`:
-/// checks every task proof natively and rejects duplicated task ids first, then queues every
-/// leaf at once and each merge as soon as both its children are back (RFC 6962 shape). Every
-/// proof a worker returns is verified and its public inputs (subtree root, registry root,
-/// task count, circuit digests) compared with the native ones before it is used.
+/// [`Aggregator::aggregate`] with the leaf, chunk and merge proofs done by workers through
+/// `queue`: checks every task proof natively and rejects duplicated task ids first, then queues
+/// every leaf at once, each chunk as soon as its leaves are back, and each merge as soon as its
+/// children are (RFC 6962 shape). Every proof a worker returns is verified and its public inputs
+/// (subtree root, registry root, task count, circuit digests) compared with the native ones
+/// before it is used.
 pub async fn aggregate(
     aggregator: &Aggregator,
     queue: &JobQueue,
@@ -351,14 +354,16 @@ pub async fn aggregate(
     let model_files = model_files(aggregator, proofs)?;
     let context =
         Context { aggregator, queue, proofs, provided, leaves: &leaves, model_files: &model_files, counted: true };
-    let (root, _) = context.close(context.subtree(0, proofs.len()).await?).await?;
+    let chunks = proofs.len().div_ceil(CHUNK_LEAVES);
+    let (root, _) = context.close(context.subtree(0, chunks).await?).await?;
     Ok(aggregator.circuits().batch_file(leaves, &root).map_err(crate::Error::from)?)
 }
 
 /// Has the workers prove the subtree over `proofs`, an aligned block of an open batch's tasks
-/// (a power of two of them, starting at a multiple of it: a subtree of the batch's RFC 6962 tree
-/// whatever size the batch closes at), so that [`aggregate`] at the batch's close finds its
-/// leaves and merges done: the same jobs, so the same ids, whose outcomes the broker keeps.
+/// (a power of two of them, at least a chunk, starting at a multiple of it: a subtree of the
+/// batch's RFC 6962 tree whatever size the batch closes at), so that [`aggregate`] at the
+/// batch's close finds its leaves, chunks and merges done: the same jobs, so the same ids,
+/// whose outcomes the broker keeps.
 /// Every proof is checked as in [`aggregate`]. Nothing is counted in the metrics or the workers'
 /// tallies: the aggregation at close counts each job once.
 pub async fn prove_ahead(
@@ -385,9 +390,14 @@ pub async fn prove_ahead(
         model_files: &model_files,
         counted: false,
     };
+    if proofs.len() % CHUNK_LEAVES != 0 {
+        // Part of a chunk: a chunk over these leaves would not be the batch's. Leaves only.
+        let leaves = (0..proofs.len()).map(|i| context.leaf(i));
+        return futures::future::try_join_all(leaves).await.map(|_| ());
+    }
     // A pending top node is left unproven: only the batch's close knows whether its parent
     // proves it (the same jobs then, the same ids).
-    context.subtree(0, proofs.len()).await.map(|_| ())
+    context.subtree(0, proofs.len() / CHUNK_LEAVES).await.map(|_| ())
 }
 
 /// The leaves of `proofs`, each proof verified natively, no task twice.
@@ -447,12 +457,12 @@ struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    /// The subtree over tasks `lo..hi`: both halves concurrently, then their node, proven with
+    /// The subtree over chunks `lo..hi`: both halves concurrently, then their node, proven with
     /// a pending child in one merge or left pending (see [`Partial`]).
     fn subtree(&'a self, lo: usize, hi: usize) -> Subtree<'a> {
         Box::pin(async move {
             if hi - lo == 1 {
-                return Ok(Partial::Proven(self.leaf(lo).await?));
+                return Ok(Partial::Proven(self.chunk(lo).await?));
             }
             let mid = lo + split_point(hi - lo);
             let (left, right) = futures::try_join!(self.subtree(lo, mid), self.subtree(mid, hi))?;
@@ -478,8 +488,23 @@ impl<'a> Context<'a> {
                 count: a.1.count + b.1.count + c.1.count,
                 digests: a.1.digests,
             };
-            Ok(Partial::Proven(self.checked(&job, true, &expected).await?))
+            Ok(Partial::Proven(self.checked(&job, SubtreeKind::Merge, &expected).await?))
         })
+    }
+
+    /// The proof of chunk `index`: its leaves concurrently, then the chunk.
+    async fn chunk(&self, index: usize) -> Result<Checked, JobError> {
+        let tasks = index * CHUNK_LEAVES..((index + 1) * CHUNK_LEAVES).min(self.proofs.len());
+        let leaves = futures::future::try_join_all(tasks.clone().map(|i| self.leaf(i))).await?;
+        let job = Job::Chunk { leaves: leaves.iter().map(|(proof, _)| child(proof)).collect() };
+        let hashes: Vec<[u8; 32]> = self.leaves[tasks].iter().map(TaskLeaf::hash).collect();
+        let expected = AggregationPublicInputs {
+            root: batch_root(&hashes).expect("a chunk holds a task"),
+            registry_root: leaves[0].1.registry_root,
+            count: hashes.len() as u64,
+            digests: leaves[0].1.digests,
+        };
+        self.checked(&job, SubtreeKind::Chunk, &expected).await
     }
 
     /// The proof of a subtree, proving a pending node on its own.
@@ -495,50 +520,52 @@ impl<'a> Context<'a> {
             count: left.1.count + right.1.count,
             digests: left.1.digests,
         };
-        self.checked(&job, true, &expected).await
+        self.checked(&job, SubtreeKind::Merge, &expected).await
     }
 
     async fn leaf(&self, index: usize) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
         let proof = &self.proofs[index];
         let expected = self.aggregator.leaf_public_inputs(&self.leaves[index]);
-        if let Some(Some(provided)) = self.provided.get(index) {
+        if let Some(Some(provided)) =
+            self.provided.get(index).filter(|p| p.as_ref().is_some_and(|p| p.kind == SubtreeKind::Leaf))
+        {
             let publics = provided.public_inputs().map_err(crate::Error::from)?;
             if publics == expected {
                 return Ok((provided.clone(), publics));
             }
         }
         let job = leaf_job(self.aggregator, self.model_files[&proof.model_id].clone(), proof);
-        self.checked(&job, false, &expected).await
+        self.checked(&job, SubtreeKind::Leaf, &expected).await
     }
 
-    /// Runs `job` and accepts its proof only if it verifies under our own circuits with exactly
-    /// the expected public inputs.
+    /// Runs `job` and accepts its proof only if it is of the circuit of `kind` and verifies
+    /// under our own circuits with exactly the expected public inputs.
     async fn checked(
         &self,
         job: &Job,
-        is_merge: bool,
+        kind: SubtreeKind,
         expected: &AggregationPublicInputs,
     ) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
-        self.queue.run_checked(job, self.counted, |delivered| self.check(job, is_merge, expected, delivered)).await
+        self.queue.run_checked(job, self.counted, |delivered| self.check(job, kind, expected, delivered)).await
     }
 
     fn check(
         &self,
         job: &Job,
-        is_merge: bool,
+        kind: SubtreeKind,
         expected: &AggregationPublicInputs,
         delivered: &Delivered,
     ) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
         let worker = &delivered.worker;
         let invalid = |reason: String| JobError::InvalidOutcome { kind: job.kind(), worker: worker.clone(), reason };
         let Product::Subtree(child) = &delivered.product else {
-            return Err(invalid("a settlement proof, not a leaf or merge proof".into()));
+            return Err(invalid("a settlement proof, not a leaf, chunk or merge proof".into()));
         };
-        if child.is_merge != is_merge {
-            return Err(invalid("a proof of the other circuit".into()));
+        if child.kind != kind {
+            return Err(invalid(format!("a {} proof, not a {} proof", child.kind.name(), kind.name())));
         }
         let circuits = self.aggregator.circuits();
-        let proof = circuits.decode(&child.bytes, is_merge).map_err(|e| invalid(e.to_string()))?;
+        let proof = circuits.decode(&child.bytes, kind).map_err(|e| invalid(e.to_string()))?;
         let publics = circuits.verify_root(&proof).map_err(|e| invalid(e.to_string()))?;
         if &publics != expected {
             return Err(invalid(format!(
@@ -554,7 +581,7 @@ impl<'a> Context<'a> {
 }
 
 fn child(proof: &SubtreeProof) -> ChildProof {
-    ChildProof { is_merge: proof.is_merge, bytes: proof.proof.to_bytes() }
+    ChildProof { kind: proof.kind, bytes: proof.proof.to_bytes() }
 }
 
 /// Has a worker holding the Groth16 proving key wrap `batch` (a job waits until a worker started
@@ -576,7 +603,7 @@ pub async fn wrap(
                 reason,
             };
             let Product::Settlement(bytes) = &delivered.product else {
-                return Err(invalid("a leaf or merge proof, not a settlement proof".into()));
+                return Err(invalid("a leaf, chunk or merge proof, not a settlement proof".into()));
             };
             let words = SettlementProofFile::from_json_bytes(bytes)
                 .and_then(|file| file.proof_words())

@@ -1,9 +1,10 @@
-//! Aggregation jobs on a work queue (NATS JetStream), so that leaf, merge and wrap proofs run on
-//! worker processes of other machines.
+//! Aggregation jobs on a work queue (NATS JetStream), so that leaf, chunk, merge and wrap proofs
+//! run on worker processes of other machines.
 //!
-//! - A job (a leaf: model file + registry + task proof; a merge: two child proofs; a wrap: a
-//!   closed batch and the Groth16 key to prove it with) is published under the SHA-256 of its
-//!   bytes as message id (the broker drops a republished duplicate): leaves and merges to the
+//! - A job (a leaf: model file + registry + task proof; a chunk: one to four leaf proofs; a
+//!   merge: two or three child proofs; a wrap: a closed batch and the Groth16 key to prove it
+//!   with) is published under the SHA-256 of its bytes as message id (the broker drops a
+//!   republished duplicate): leaves, chunks and merges to the
 //!   `TGRID_JOBS` stream, wraps to `TGRID_WRAP_JOBS` (both work-queue retention, file storage).
 //!   Wraps have their own stream because only workers holding the proving key (a few hundred MB,
 //!   and the synthesis' memory) can take them.
@@ -19,10 +20,11 @@
 //!   they return is verified, and its public inputs compared with the natively computed ones,
 //!   before it is used ([`aggregate`]).
 //! - The sequencer service queues a task's leaf when the task joins the open batch
-//!   ([`queue_leaf`]), and each aligned block of the batch's tasks (2, 4, 8... tasks starting
+//!   ([`queue_leaf`]), and each aligned block of the batch's tasks (4, 8, 16... tasks starting
 //!   at a multiple of that size: a subtree of the batch's tree whatever size it closes at) as
-//!   soon as it is complete ([`prove_ahead`]): the merges below the top of the tree are done
-//!   while the batch is open, and the aggregation at close finds them (same jobs, same ids).
+//!   soon as it is complete ([`prove_ahead`]): the chunks and merges below the top of the tree
+//!   are done while the batch is open, and the aggregation at close finds them (same jobs, same
+//!   ids).
 
 mod address;
 mod codec;
@@ -38,7 +40,7 @@ pub use codec::{job_id, ChildProof, Job, Outcome, MAX_BATCH_BYTES, MAX_MODEL_FIL
 pub use dispatch::{aggregate, prove_ahead, queue_leaf, wrap, Delivered, JobMetrics, JobQueue, Product, WorkerTally};
 pub use worker::{run_worker, WorkerOptions, WrapSetup};
 
-/// Stream of pending leaf and merge jobs.
+/// Stream of pending leaf, chunk and merge jobs.
 pub const JOBS_STREAM: &str = "TGRID_JOBS";
 /// Stream of pending wrap jobs.
 pub const WRAP_JOBS_STREAM: &str = "TGRID_WRAP_JOBS";
@@ -46,7 +48,7 @@ pub const WRAP_JOBS_STREAM: &str = "TGRID_WRAP_JOBS";
 pub const WRAP_SUBJECT_PREFIX: &str = "tgrid.wrap-jobs";
 /// Stream of job outcomes, one per job id.
 pub const RESULTS_STREAM: &str = "TGRID_RESULTS";
-/// The workers' shared durable consumer of leaf and merge jobs.
+/// The workers' shared durable consumer of leaf, chunk and merge jobs.
 pub const WORKERS_CONSUMER: &str = "tgrid-workers";
 /// The wrap-capable workers' shared durable consumer of wrap jobs.
 pub const WRAP_WORKERS_CONSUMER: &str = "tgrid-wrap-workers";
@@ -170,7 +172,7 @@ impl Broker {
         Ok(Self { client, js, results, jobs, wrap_jobs })
     }
 
-    /// The workers' consumer of leaf and merge jobs, created on first use.
+    /// The workers' consumer of leaf, chunk and merge jobs, created on first use.
     async fn workers_consumer(&self, settings: &QueueSettings) -> Result<consumer::PullConsumer, JobError> {
         Self::consumer(&self.jobs, WORKERS_CONSUMER, settings).await
     }

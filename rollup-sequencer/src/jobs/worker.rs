@@ -10,7 +10,7 @@ use async_nats::jetstream::message::AckKind;
 use async_nats::jetstream::message::PublishMessage as Publish;
 use async_nats::jetstream::Message;
 use futures::StreamExt;
-use tgrid_aggregation::{AggregationCircuits, BatchFile, Normalizer, Registry};
+use tgrid_aggregation::{AggregationCircuits, BatchFile, Normalizer, Registry, SubtreeKind, SubtreeProof};
 use tgrid_circuits::TaskProof;
 use tgrid_settlement_proof::aggregate::normalizer_from_model_file;
 use tgrid_settlement_proof::{BatchWrapper, KeySource, WrapFri, WrapKey};
@@ -30,7 +30,7 @@ pub struct WorkerOptions {
     pub name: String,
     /// Stop after this many jobs (`None`: run until `stop` is set).
     pub max_jobs: Option<u64>,
-    /// Also take wrap jobs, with this key (`None`: leaf and merge jobs only).
+    /// Also take wrap jobs, with this key (`None`: leaf, chunk and merge jobs only).
     pub wrap: Option<WrapSetup>,
 }
 
@@ -84,6 +84,11 @@ impl Circuits {
     }
 }
 
+/// A job's child proof, decoded as the kind it claims (the circuits then check it).
+fn decode(circuits: &AggregationCircuits, child: &ChildProof) -> Result<SubtreeProof, String> {
+    circuits.decode(&child.bytes, child.kind).map_err(|e| e.to_string())
+}
+
 impl Prover {
     fn run(&self, job: Job) -> Outcome {
         self.prove(job).unwrap_or_else(Outcome::Refused)
@@ -101,19 +106,23 @@ impl Prover {
                 let normalizer = self.normalizer(&model_file, &entry.model_id, &entry.normalized_digest)?;
                 let (_, normalized) = normalizer.normalize(&proof).map_err(|e| format!("task proof: {e}"))?;
                 let leaf = circuits.prove_leaf(&normalized, &registry).map_err(|e| e.to_string())?;
-                Ok(Outcome::Proven(ChildProof { is_merge: false, bytes: leaf.proof.to_bytes() }))
+                Ok(Outcome::Proven(ChildProof { kind: SubtreeKind::Leaf, bytes: leaf.proof.to_bytes() }))
+            }
+            Job::Chunk { leaves } => {
+                let leaves = leaves.iter().map(|c| decode(circuits, c)).collect::<Result<Vec<_>, _>>()?;
+                let chunk = circuits.prove_chunk(&leaves).map_err(|e| e.to_string())?;
+                Ok(Outcome::Proven(ChildProof { kind: SubtreeKind::Chunk, bytes: chunk.proof.to_bytes() }))
             }
             Job::Merge { left, right } => {
-                let decode = |c: &ChildProof| circuits.decode(&c.bytes, c.is_merge).map_err(|e| e.to_string());
-                let merged = circuits.prove_merge(&decode(&left)?, &decode(&right)?).map_err(|e| e.to_string())?;
-                Ok(Outcome::Proven(ChildProof { is_merge: true, bytes: merged.proof.to_bytes() }))
+                let merged = circuits
+                    .prove_merge(&decode(circuits, &left)?, &decode(circuits, &right)?)
+                    .map_err(|e| e.to_string())?;
+                Ok(Outcome::Proven(ChildProof { kind: SubtreeKind::Merge, bytes: merged.proof.to_bytes() }))
             }
             Job::Merge3 { shape, a, b, c } => {
-                let decode = |c: &ChildProof| circuits.decode(&c.bytes, c.is_merge).map_err(|e| e.to_string());
-                let merged = circuits
-                    .prove_merge3(shape, &decode(&a)?, &decode(&b)?, &decode(&c)?)
-                    .map_err(|e| e.to_string())?;
-                Ok(Outcome::Proven(ChildProof { is_merge: true, bytes: merged.proof.to_bytes() }))
+                let [a, b, c] = [&a, &b, &c].map(|child| decode(circuits, child));
+                let merged = circuits.prove_merge3(shape, &a?, &b?, &c?).map_err(|e| e.to_string())?;
+                Ok(Outcome::Proven(ChildProof { kind: SubtreeKind::Merge, bytes: merged.proof.to_bytes() }))
             }
             Job::Wrap { key_id, batch_file } => {
                 let Circuits::WithWrap(wrapping) = &self.circuits else {
@@ -175,7 +184,7 @@ pub async fn run_worker(options: WorkerOptions, stop: Arc<AtomicBool>) -> Result
     info!(worker = %options.name, queue = %options.queue.url, "waiting for jobs");
     let mut done = 0u64;
     while !stop.load(Ordering::Relaxed) && options.max_jobs.is_none_or(|max| done < max) {
-        // A wrap is the last step before a batch settles: take it before any leaf or merge.
+        // A wrap is the last step before a batch settles: take it before any leaf, chunk or merge.
         let mut from = &consumer;
         if let Some(wraps) = &wrap_consumer {
             match broker.wrap_jobs.consumer_info(super::WRAP_WORKERS_CONSUMER).await {

@@ -53,7 +53,8 @@ impl Worker {
             return Ok(());
         };
         for block in aligned_blocks(open.record.tasks.len()) {
-            if block.len() < 2 || open.ahead.0.iter().any(|(r, _)| *r == block) {
+            // Below a chunk there is nothing but leaves, which were queued as the tasks joined.
+            if block.len() < tgrid_aggregation::CHUNK_LEAVES || open.ahead.0.iter().any(|(r, _)| *r == block) {
                 continue;
             }
             // A block's sub-blocks are part of it: their followers are no longer needed.
