@@ -252,7 +252,7 @@ contract Deploy is Script {
         ) return true;
         try IKeyedGroth16Verifier(verifier).VERIFYING_KEY_DIGEST() returns (bytes32 digest) {
             // The generated verifiers' digests are compile-time constants of their source.
-            return digest == 0x5763570d747b2e7eeb897dc1fe828096393a9aa652548d3fdb58bbbebfaa8a63
+            return digest == 0xdc59203ce4b2802750741364f330d9cc7509191df08ceacb6fffb312ee5b1745
                 || digest == 0xc8f54b39a6e206c828ba84ec2fc5ccd316339f90e8d93fdc3cd13e2b6b07dca0;
         } catch {
             return false;

@@ -23,7 +23,7 @@ pub const DEVNET_INSECURE_SEED: u64 = 0x7467_7269_645f_6465;
 /// (contracts/verifier/WrapVerifierDevnetInsecure.sol, production FRI; WrapVerifierInsecureTest.sol,
 /// test FRI): anyone can forge proofs for them, whatever a file or a key id calls them.
 pub const PUBLIC_SEED_KEY_DIGESTS: [&str; 2] = [
-    "0x5763570d747b2e7eeb897dc1fe828096393a9aa652548d3fdb58bbbebfaa8a63",
+    "0xdc59203ce4b2802750741364f330d9cc7509191df08ceacb6fffb312ee5b1745",
     "0xc8f54b39a6e206c828ba84ec2fc5ccd316339f90e8d93fdc3cd13e2b6b07dca0",
 ];
 
