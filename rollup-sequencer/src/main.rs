@@ -437,7 +437,7 @@ fn aggregate(proof_paths: &[PathBuf], registry_path: &Path, batch_path: &Path, o
 
 /// The leaf proof kept beside each task proof (`PROOF.leaf`), where there is one that proves
 /// this task's leaf under `aggregator`'s circuits and registry; any other file is reported and
-/// the leaf proven here. Checked in parallel: the first check of a model builds its normalizer.
+/// the leaf proven here. Checked in parallel: the first check of a model builds its task circuit.
 pub(crate) fn leaves_beside(
     aggregator: &Aggregator,
     paths: &[PathBuf],

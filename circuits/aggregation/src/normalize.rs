@@ -3,6 +3,8 @@
 //! [`NORMALIZED`](crate::shape::NORMALIZED) shape shared by every model. The leaf circuit can then
 //! verify a normalized proof of any model, with the verifier data as a witness.
 
+use std::sync::Arc;
+
 use plonky2::iop::witness::PartialWitness;
 use plonky2::iop::witness::WitnessWrite;
 use plonky2::plonk::circuit_builder::CircuitBuilder;
@@ -15,7 +17,7 @@ use crate::shape::{aggregation_config, NORMALIZED};
 
 /// The normalization circuit of one model.
 pub struct Normalizer {
-    task: TaskVerifier,
+    task: Arc<TaskVerifier>,
     data: CircuitData<F, C, D>,
     proof: ProofWithPublicInputsTarget<D>,
 }
@@ -27,8 +29,10 @@ impl std::fmt::Debug for Normalizer {
 }
 
 impl Normalizer {
-    /// Builds the normalization circuit for the model that `task` verifies.
-    pub fn new(task: TaskVerifier) -> Result<Self> {
+    /// Builds the normalization circuit for the model that `task` verifies (owned or shared
+    /// with whoever checks the model's task proofs).
+    pub fn new(task: impl Into<Arc<TaskVerifier>>) -> Result<Self> {
+        let task = task.into();
         let inner = task.verifier_data();
         if inner.common.num_public_inputs != NUM_PUBLIC_INPUTS {
             return Err(Error::Shape("the task circuit does not expose the task public inputs".into()));
@@ -45,6 +49,11 @@ impl Normalizer {
     /// The task-proof verifier of the model.
     pub fn task_verifier(&self) -> &TaskVerifier {
         &self.task
+    }
+
+    /// The task-proof verifier of the model, shared.
+    pub fn shared_task_verifier(&self) -> Arc<TaskVerifier> {
+        self.task.clone()
     }
 
     /// The model id.

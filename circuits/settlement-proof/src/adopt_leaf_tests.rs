@@ -1,9 +1,9 @@
 //! [`Aggregator::adopt_leaf`]: a leaf proof made by the task's provider replaces the
 //! sequencer's own only when it is exactly the leaf the sequencer would prove.
 
-use tgrid_aggregation::{Normalizer, Registry, RegistryEntry};
+use tgrid_aggregation::{Normalizer, Registry, RegistryEntry, RegistryFile, RegistryFileEntry};
 use tgrid_circuits::testing::{random_input, tiny_model};
-use tgrid_circuits::{SegmentPlan, TaskProof, TaskProver, TaskVerifier};
+use tgrid_circuits::{ModelFile, SegmentPlan, TaskProof, TaskProver, TaskVerifier};
 
 use crate::{AggregateError, Aggregator};
 
@@ -45,6 +45,36 @@ fn a_providers_leaf_is_adopted_only_for_its_own_task_and_registry() {
     assert_eq!(leaves_of(&file), [[1; 32], [2; 32]]);
     let file = sequencer.aggregate_with(&[b.clone(), a.clone()], &given, &|_| {}).unwrap();
     assert_eq!(leaves_of(&file), [[2; 32], [1; 32]]);
+
+    // A sequencer reading its models from files checks given leaves' tasks against the task
+    // circuit only: a batch of them builds no normalizer; a task without its leaf does.
+    let dir = std::env::temp_dir().join(format!("tgrid-adopt-leaf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut registry = RegistryFile::empty(dir.clone());
+    let n = normalizer(&plan);
+    let model = ModelFile {
+        model: tiny_model(1),
+        plan: plan.clone(),
+        circuit_digest: n.task_verifier().circuit_digest(),
+        normalized_digest: n.digest(),
+        report: "{}".into(),
+    };
+    std::fs::write(dir.join("tiny.tgm"), model.to_bytes()).unwrap();
+    registry
+        .upsert(RegistryFileEntry {
+            name: "tiny".into(),
+            model_id: format!("0x{}", hex::encode(n.model_id())),
+            normalized_digest: format!("0x{}", hex::encode(n.digest())),
+            model_file: "tiny.tgm".into(),
+        })
+        .unwrap();
+    let from_files = Aggregator::new(registry).unwrap();
+    let file = from_files.aggregate_with(&[a.clone(), b.clone()], &given, &|_| {}).unwrap();
+    assert_eq!(leaves_of(&file), [[1; 32], [2; 32]]);
+    assert!(!from_files.normalizer_built(&n.model_id()));
+    from_files.check(&a).unwrap();
+    assert!(from_files.normalizer_built(&n.model_id()));
+    std::fs::remove_dir_all(&dir).unwrap();
 
     let invalid = |result: Result<_, AggregateError>| match result {
         Err(AggregateError::InvalidLeaf(reason)) => reason,

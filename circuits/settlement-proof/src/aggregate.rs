@@ -63,7 +63,25 @@ pub enum Step {
     Merge,
 }
 
-type Slot = Arc<OnceLock<std::result::Result<Arc<Normalizer>, String>>>;
+/// A registered model's circuits, each built on first use from its model file: the task
+/// verifier (checking a task proof natively, the task circuit only) and the normalizer (proving
+/// its leaf), which a batch whose leaves its providers proved never needs.
+#[derive(Default)]
+struct ModelCircuits {
+    verifier: OnceLock<std::result::Result<Arc<TaskVerifier>, String>>,
+    normalizer: OnceLock<std::result::Result<Arc<Normalizer>, String>>,
+}
+
+impl ModelCircuits {
+    fn built(normalizer: Normalizer) -> Self {
+        Self {
+            verifier: OnceLock::from(Ok(normalizer.shared_task_verifier())),
+            normalizer: OnceLock::from(Ok(Arc::new(normalizer))),
+        }
+    }
+}
+
+type Slot = Arc<ModelCircuits>;
 
 /// Aggregates task proofs of registered models into batch proofs.
 pub struct Aggregator {
@@ -71,7 +89,8 @@ pub struct Aggregator {
     registry: Registry,
     /// Shared with the aggregators of later registries ([`Aggregator::for_registry_file`]).
     circuits: Arc<AggregationCircuits>,
-    normalizers: Mutex<HashMap<[u8; 32], Slot>>,
+    /// Each registered model's circuits built so far.
+    models: Mutex<HashMap<[u8; 32], Slot>>,
 }
 
 impl std::fmt::Debug for Aggregator {
@@ -84,29 +103,31 @@ impl Aggregator {
     /// Builds the aggregation circuits (a few seconds) for `file`'s registry.
     pub fn new(file: RegistryFile) -> Result<Self> {
         let registry = file.registry()?;
-        Ok(Self { file, registry, circuits: Arc::new(AggregationCircuits::build()?), normalizers: Mutex::default() })
+        Ok(Self { file, registry, circuits: Arc::new(AggregationCircuits::build()?), models: Mutex::default() })
     }
 
     /// An aggregator for another registry file (governance moved the root) that shares these
-    /// circuits and keeps the normalizers already built for models the new registry lists with
-    /// the same digest, so nothing is rebuilt that did not change.
+    /// circuits and keeps the verifiers and normalizers already built for models the new
+    /// registry lists with the same digest, so nothing is rebuilt that did not change.
     pub fn for_registry_file(&self, file: RegistryFile) -> Result<Self> {
         let registry = file.registry()?;
         let kept: HashMap<[u8; 32], Slot> = self
-            .normalizers
+            .models
             .lock()
-            .expect("normalizer map lock")
+            .expect("model circuits lock")
             .iter()
             .filter(|(id, slot)| {
                 let unchanged = registry
                     .entry(id)
                     .zip(self.registry.entry(id))
                     .is_some_and(|(new, old)| new.normalized_digest == old.normalized_digest);
-                unchanged && matches!(slot.get(), Some(Ok(_)))
+                unchanged
+                    && matches!(slot.verifier.get(), Some(Ok(_)))
+                    && !matches!(slot.normalizer.get(), Some(Err(_)))
             })
             .map(|(id, slot)| (*id, slot.clone()))
             .collect();
-        Ok(Self { file, registry, circuits: self.circuits.clone(), normalizers: Mutex::new(kept) })
+        Ok(Self { file, registry, circuits: self.circuits.clone(), models: Mutex::new(kept) })
     }
 
     /// An aggregator for models whose normalizers are already built (no registry file; the
@@ -135,13 +156,12 @@ impl Aggregator {
                 }
             }
         }
-        let slots =
-            normalizers.into_iter().map(|n| (n.model_id(), Arc::new(OnceLock::from(Ok(Arc::new(n)))))).collect();
+        let slots = normalizers.into_iter().map(|n| (n.model_id(), Arc::new(ModelCircuits::built(n)))).collect();
         Ok(Self {
             file: RegistryFile::empty(Default::default()),
             registry,
             circuits: Arc::new(AggregationCircuits::build()?),
-            normalizers: Mutex::new(slots),
+            models: Mutex::new(slots),
         })
     }
 
@@ -160,29 +180,56 @@ impl Aggregator {
         &self.circuits
     }
 
-    /// The normalizer of a registered model, built on first use from its model file and
-    /// checked against the registered digest.
-    pub fn normalizer(&self, model_id: &[u8; 32]) -> Result<Arc<Normalizer>> {
-        let entry = self.registry.entry(model_id).ok_or(Error::UnknownModel(*model_id))?;
-        let slot = self.normalizers.lock().expect("normalizer map lock").entry(*model_id).or_default().clone();
-        let built = slot.get_or_init(|| self.build_normalizer(model_id, &entry.normalized_digest).map(Arc::new));
+    /// The task verifier of a registered model, built on first use from its model file (which
+    /// must hold the model of that id).
+    pub fn task_verifier(&self, model_id: &[u8; 32]) -> Result<Arc<TaskVerifier>> {
+        let slot = self.slot(model_id)?;
+        let built = slot.verifier.get_or_init(|| {
+            let bytes =
+                std::fs::read(self.model_path(model_id)).map_err(|e| format!("cannot read the model file: {e}"))?;
+            task_verifier_from_model_file(&bytes, model_id).map(Arc::new)
+        });
         built.clone().map_err(|reason| Error::ModelFile { path: self.model_path(model_id), reason })
+    }
+
+    /// The normalizer of a registered model, built on first use and checked against the
+    /// registered digest.
+    pub fn normalizer(&self, model_id: &[u8; 32]) -> Result<Arc<Normalizer>> {
+        let digest = self.registry.entry(model_id).ok_or(Error::UnknownModel(*model_id))?.normalized_digest;
+        let verifier = self.task_verifier(model_id)?;
+        let slot = self.slot(model_id)?;
+        let built = slot.normalizer.get_or_init(|| normalizer_of(verifier, &digest).map(Arc::new));
+        built.clone().map_err(|reason| Error::ModelFile { path: self.model_path(model_id), reason })
+    }
+
+    /// Whether the model's normalizer has been built (tests).
+    #[cfg(test)]
+    pub(crate) fn normalizer_built(&self, model_id: &[u8; 32]) -> bool {
+        let models = self.models.lock().expect("model circuits lock");
+        models.get(model_id).is_some_and(|slot| slot.normalizer.get().is_some())
+    }
+
+    fn slot(&self, model_id: &[u8; 32]) -> Result<Slot> {
+        self.registry.entry(model_id).ok_or(Error::UnknownModel(*model_id))?;
+        Ok(self.models.lock().expect("model circuits lock").entry(*model_id).or_default().clone())
     }
 
     fn model_path(&self, model_id: &[u8; 32]) -> String {
         self.file.model_path_of(model_id).map(|p| p.display().to_string()).unwrap_or_default()
     }
 
-    fn build_normalizer(&self, model_id: &[u8; 32], digest: &[u8; 32]) -> std::result::Result<Normalizer, String> {
-        let path = self.model_path(model_id);
-        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read the model file: {e}"))?;
-        normalizer_from_model_file(&bytes, model_id, digest)
+    /// Checks a task proof natively and returns its leaf (cheap: no recursion). A model's first
+    /// check also builds its normalizer against the registered digest, so a model file that
+    /// does not give the registered circuit is refused before anything is proven.
+    pub fn check(&self, proof: &TaskProof) -> Result<TaskLeaf> {
+        self.normalizer(&proof.model_id)?;
+        self.verify_task(proof)
     }
 
-    /// Checks a task proof natively and returns its leaf (cheap: no recursion).
-    pub fn check(&self, proof: &TaskProof) -> Result<TaskLeaf> {
-        let normalizer = self.normalizer(&proof.model_id)?;
-        let publics = normalizer.task_verifier().verify(proof)?;
+    /// [`check`](Self::check) without the normalizer, for a task whose leaf proof is at hand:
+    /// a model's first proof builds only its task circuit.
+    pub fn verify_task(&self, proof: &TaskProof) -> Result<TaskLeaf> {
+        let publics = self.task_verifier(&proof.model_id)?.verify(proof)?;
         Ok(TaskLeaf::from_publics(&publics))
     }
 
@@ -202,7 +249,7 @@ impl Aggregator {
     /// seconds for proving the leaf; what it returns is what [`prove_leaf`](Self::prove_leaf)
     /// would, up to the proof's randomness.
     pub fn adopt_leaf(&self, proof: &TaskProof, leaf_bytes: &[u8]) -> Result<(TaskLeaf, SubtreeProof)> {
-        let leaf = self.check(proof)?;
+        let leaf = self.verify_task(proof)?;
         let subtree = self.adopt_leaf_of(&leaf, leaf_bytes)?;
         Ok((leaf, subtree))
     }
@@ -255,10 +302,14 @@ impl Aggregator {
         provided: &[Option<SubtreeProof>],
         progress: &(dyn Fn(Step) + Sync),
     ) -> Result<BatchFile> {
-        // In parallel: the first check of a model builds its normalizer (about a second).
-        let leaves = rayon_map(proofs, |p| self.check(p))?;
-        check_leaves(&leaves)?;
+        // In parallel; a model's first check builds its circuits, the normalizer only where a
+        // leaf is to be proven here.
         let indexed: Vec<usize> = (0..proofs.len()).collect();
+        let leaves = rayon_map(&indexed, |&i| match provided.get(i).and_then(Option::as_ref) {
+            Some(_) => self.verify_task(&proofs[i]),
+            None => self.check(&proofs[i]),
+        })?;
+        check_leaves(&leaves)?;
         let subtrees = rayon_map(&indexed, |&i| {
             let expected = self.leaf_public_inputs(&leaves[i]);
             let given = provided
@@ -391,6 +442,12 @@ pub fn normalizer_from_model_file(
     model_id: &[u8; 32],
     digest: &[u8; 32],
 ) -> std::result::Result<Normalizer, String> {
+    normalizer_of(Arc::new(task_verifier_from_model_file(bytes, model_id)?), digest)
+}
+
+/// The task verifier of `model_id` from a model file's bytes, which must hold the model whose
+/// public or private task id is `model_id`.
+pub fn task_verifier_from_model_file(bytes: &[u8], model_id: &[u8; 32]) -> std::result::Result<TaskVerifier, String> {
     let file = ModelFile::from_bytes(bytes).map_err(|e| e.to_string())?;
     // The registry lists a model's public and private circuits under two ids, one file.
     let Some(privacy) = Privacy::of_task_model_id(file.model.model_id(), model_id) else {
@@ -400,7 +457,11 @@ pub fn normalizer_from_model_file(
             hex::encode(model_id)
         ));
     };
-    let verifier = TaskVerifier::with_privacy(&file.model, &file.plan, privacy).map_err(|e| e.to_string())?;
+    TaskVerifier::with_privacy(&file.model, &file.plan, privacy).map_err(|e| e.to_string())
+}
+
+/// The normalizer over `verifier`, which must have the registered `digest`.
+fn normalizer_of(verifier: Arc<TaskVerifier>, digest: &[u8; 32]) -> std::result::Result<Normalizer, String> {
     let normalizer = Normalizer::new(verifier).map_err(|e| e.to_string())?;
     if &normalizer.digest() != digest {
         return Err(format!(

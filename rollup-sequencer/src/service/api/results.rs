@@ -212,9 +212,8 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     let aggregator = shared.aggregator_for(&proof.model_id);
     let checked_root = aggregator.registry().root();
     let (checked, leaf_bytes) = tokio::task::spawn_blocking(move || {
-        let checked = aggregator
-            .check(&proof)
-            .and_then(|leaf| Ok((leaf, aggregator.normalizer(&proof.model_id)?.task_verifier().privacy())));
+        let checked =
+            aggregator.check(&proof).and_then(|leaf| Ok((leaf, aggregator.task_verifier(&proof.model_id)?.privacy())));
         // The provider's leaf proof, only for a valid task proof: milliseconds more.
         let adopted = match (&checked, leaf_bytes) {
             (Ok((leaf, _)), Some(bytes)) => Some(aggregator.adopt_leaf_of(leaf, &bytes).map(|_| bytes)),
