@@ -1,6 +1,6 @@
 //! Normalization: a per-model recursion step that verifies the model's task proof (its
 //! verifier data are constants) and re-exposes the same 29 public inputs, padded to the one
-//! [`NORMALIZED`](crate::shape::NORMALIZED) shape shared by every model. The leaf circuit can then
+//! [`NORMALIZED`] shape shared by every model. The leaf circuit can then
 //! verify a normalized proof of any model, with the verifier data as a witness.
 
 use std::sync::Arc;

@@ -3,8 +3,7 @@
 use plonky2::iop::target::{BoolTarget, Target};
 use plonky2::iop::witness::{PartialWitness, WitnessWrite};
 use plonky2::plonk::circuit_builder::CircuitBuilder;
-use plonky2::plonk::circuit_data::CircuitData;
-use plonky2::plonk::circuit_data::VerifierOnlyCircuitData;
+use plonky2::plonk::circuit_data::{CircuitData, VerifierOnlyCircuitData};
 use plonky2::plonk::proof::ProofWithPublicInputsTarget;
 use tgrid_circuits::{C, D, F};
 

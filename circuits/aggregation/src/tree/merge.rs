@@ -5,8 +5,7 @@ use plonky2::hash::hash_types::MerkleCapTarget;
 use plonky2::iop::target::{BoolTarget, Target};
 use plonky2::iop::witness::{PartialWitness, WitnessWrite};
 use plonky2::plonk::circuit_builder::CircuitBuilder;
-use plonky2::plonk::circuit_data::CircuitData;
-use plonky2::plonk::circuit_data::VerifierCircuitTarget;
+use plonky2::plonk::circuit_data::{CircuitData, VerifierCircuitTarget};
 use plonky2::plonk::proof::ProofWithPublicInputsTarget;
 use tgrid_circuits::{C, D, F};
 
