@@ -100,10 +100,11 @@ impl std::fmt::Debug for Aggregator {
 }
 
 impl Aggregator {
-    /// Builds the aggregation circuits (a few seconds) for `file`'s registry.
+    /// An aggregator for `file`'s registry, over the process's aggregation circuits (built on
+    /// first use, a few seconds: [`AggregationCircuits::shared`]).
     pub fn new(file: RegistryFile) -> Result<Self> {
         let registry = file.registry()?;
-        Ok(Self { file, registry, circuits: Arc::new(AggregationCircuits::build()?), models: Mutex::default() })
+        Ok(Self { file, registry, circuits: AggregationCircuits::shared()?, models: Mutex::default() })
     }
 
     /// An aggregator for another registry file (governance moved the root) that shares these
@@ -160,7 +161,7 @@ impl Aggregator {
         Ok(Self {
             file: RegistryFile::empty(Default::default()),
             registry,
-            circuits: Arc::new(AggregationCircuits::build()?),
+            circuits: AggregationCircuits::shared()?,
             models: Mutex::new(slots),
         })
     }

@@ -179,6 +179,11 @@ mod committed_devnet_key {
         );
         let file = SettlementProofFile::from_json_bytes(&fixture(".batch.g16.json")).unwrap();
         assert_eq!(file.final_circuit_digest, format!("0x{}", hex::encode(wrapper.final_circuit_digest())));
+        // An aggregator of the same process (a sequencer's, a self-settling provider's) proves
+        // with the wrapper's aggregation circuits rather than a second copy of them.
+        let aggregator =
+            crate::Aggregator::with_registry(tgrid_aggregation::Registry::new([]).unwrap(), vec![]).unwrap();
+        assert!(std::ptr::eq(aggregator.circuits(), wrapper.aggregation()));
     }
 
     #[test]

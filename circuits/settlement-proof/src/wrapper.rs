@@ -1,7 +1,7 @@
 //! From a batch file (`.tgb`) to its settlement proof: the plonky2 wrap layers, then a Groth16
 //! proof of the R1CS verifier of the final layer.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use alloy_primitives::U256;
@@ -46,7 +46,8 @@ pub struct WrapStats {
 
 /// The aggregation and wrap circuits of one FRI configuration.
 pub struct BatchWrapper {
-    aggregation: AggregationCircuits,
+    /// The process's aggregation circuits, shared with its aggregators.
+    aggregation: Arc<AggregationCircuits>,
     wrap: WrapCircuits,
     /// The Groth16 circuit's R1CS matrices, built on first need (see
     /// [`prepare_prover`](Self::prepare_prover)).
@@ -60,9 +61,10 @@ impl std::fmt::Debug for BatchWrapper {
 }
 
 impl BatchWrapper {
-    /// Builds the aggregation circuits and the wrap layers (tens of seconds).
+    /// Builds the wrap layers (seconds) over the process's aggregation circuits (built first if
+    /// no aggregator has: [`AggregationCircuits::shared`]).
     pub fn build(fri: FinalFri) -> Result<Self> {
-        let aggregation = AggregationCircuits::build()?;
+        let aggregation = AggregationCircuits::shared()?;
         let wrap = WrapCircuits::build(&aggregation, fri)?;
         Ok(Self { aggregation, wrap, matrices: OnceLock::new() })
     }

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use tgrid_aggregation::{batch_root, BatchFile, Normalizer, TaskLeaf};
+use tgrid_aggregation::{batch_root, AggregationCircuits, BatchFile, Normalizer, TaskLeaf};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, ModelFile, SegmentPlan, TaskProof, TaskProver, TaskVerifier};
 use tgrid_cli::peak_rss_mib;
@@ -40,7 +40,11 @@ pub(crate) fn run(
         wrap_insecure_devnet_keys.is_none() || provider_leaves || queue.is_some(),
         "--wrap-insecure-devnet-key wraps the --provider-leaves or --queue batches: give one of them"
     );
-    // Built first (tens of seconds, minutes for a first devnet key setup) and outside every
+    // The aggregation circuits alone first: the wrapper and the aggregator then share them.
+    let started = Instant::now();
+    AggregationCircuits::shared()?;
+    let circuits_build_seconds = started.elapsed().as_secs_f64();
+    // Built next (tens of seconds, minutes for a first devnet key setup) and outside every
     // timing, as the service builds its wrap circuits and loads its key at start-up.
     let wrapping = match wrap_insecure_devnet_keys.clone() {
         Some(dir) => Some(wrapping::Wrapping::load(dir)?),
@@ -71,9 +75,7 @@ pub(crate) fn run(
         .into_iter()
         .unzip();
     let normalizer_build_seconds = started.elapsed().as_secs_f64() / models.len() as f64;
-    let started = Instant::now();
     let aggregator = Aggregator::with_normalizers(normalizers)?;
-    let circuits_build_seconds = started.elapsed().as_secs_f64();
 
     let provers =
         models.iter().map(|(m, plan)| TaskProver::new(m.clone(), plan.clone())).collect::<Result<Vec<_>, _>>()?;

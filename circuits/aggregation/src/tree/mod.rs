@@ -27,6 +27,8 @@
 //! 4,230 at rate 1/8, so four fit; a 64-task batch takes 16 chunk and 10 merge proofs instead of
 //! 42 merges (docs/BENCHMARKS.md).
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use plonky2::field::types::Field;
 use plonky2::iop::target::{BoolTarget, Target};
 use plonky2::plonk::circuit_builder::CircuitBuilder;
@@ -171,6 +173,22 @@ impl AggregationCircuits {
         });
         let (leaf, chunk) = leaf_and_chunk?;
         Ok(Self { leaf, chunk, merge: merge? })
+    }
+
+    /// The circuits of this process, built on first call. They depend on nothing but this code,
+    /// so every user in one process can share one build: a sequencer's aggregator and its
+    /// wrapper, or a provider's leaf prover and its self-settler, would otherwise each spend
+    /// seconds of CPU and hundreds of MB on an identical copy. Callers that arrive during the
+    /// first build wait for it rather than start another.
+    pub fn shared() -> Result<Arc<Self>> {
+        static SHARED: Mutex<Option<Arc<AggregationCircuits>>> = Mutex::new(None);
+        let mut slot = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(circuits) = slot.as_ref() {
+            return Ok(circuits.clone());
+        }
+        let built = Arc::new(Self::build()?);
+        *slot = Some(built.clone());
+        Ok(built)
     }
 
     /// The chunk circuit digest (4 elements) then the merge circuit digest (4 elements), as the
