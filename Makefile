@@ -19,8 +19,9 @@ demo-offline:
 ## The Foundry toolchain comes first: Rust tests spawn anvil and run the deployment script.
 test: setup-contracts test-rust test-contracts
 
+## Processes the tests start share one circuit cache under target/ (not the user's ~/.cache).
 test-rust: setup-contracts setup-nats
-	$(CARGO) test --workspace --locked
+	TGRID_CIRCUIT_CACHE=$(CURDIR)/target/circuit-cache $(CARGO) test --workspace --locked
 
 ## The NATS server (Debian package) the job-queue tests start.
 setup-nats:

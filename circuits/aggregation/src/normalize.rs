@@ -10,6 +10,7 @@ use plonky2::iop::witness::WitnessWrite;
 use plonky2::plonk::circuit_builder::CircuitBuilder;
 use plonky2::plonk::circuit_data::{CircuitData, VerifierCircuitData};
 use plonky2::plonk::proof::{ProofWithPublicInputs, ProofWithPublicInputsTarget};
+use tgrid_circuit_cache::CircuitKey;
 use tgrid_circuits::{TaskProof, TaskVerifier, C, D, F, NUM_PUBLIC_INPUTS};
 
 use crate::error::{Error, Result};
@@ -42,7 +43,11 @@ impl Normalizer {
         let vd = builder.constant_verifier_data(&inner.verifier_only);
         builder.verify_proof::<C>(&proof, &vd, &inner.common);
         builder.register_public_inputs(&proof.public_inputs);
-        let data = NORMALIZED.build(builder)?;
+        // The task circuit is a runtime input: its digest and common data name the build.
+        let key = CircuitKey::new("normalize")
+            .with(tgrid_circuits::hash_to_bytes(&inner.verifier_only.circuit_digest))
+            .with(format!("{:?}", inner.common));
+        let data = NORMALIZED.build(builder, key)?;
         Ok(Self { task, data, proof })
     }
 

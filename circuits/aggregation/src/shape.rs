@@ -18,6 +18,7 @@ use plonky2::hash::poseidon::PoseidonHash;
 use plonky2::plonk::circuit_builder::CircuitBuilder;
 use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData, CommonCircuitData};
 use plonky2::plonk::config::Hasher;
+use tgrid_circuit_cache::CircuitKey;
 use tgrid_circuits::{C, D, F};
 use tgrid_sha256::gates::{RoundAGate, RoundEGate, ScheduleGate};
 
@@ -102,10 +103,10 @@ impl Shape {
         gates
     }
 
-    /// Declares the shape's gates and pads `builder` with no-op rows so that building it yields
-    /// exactly `2^degree_bits` rows (building adds a public-input row and constant rows).
-    fn pad(&self, builder: &mut CircuitBuilder<F, D>) {
-        for gate in self.gates() {
+    /// Declares `gates` and pads `builder` with no-op rows so that building it yields exactly
+    /// `2^degree_bits` rows (building adds a public-input row and constant rows).
+    fn pad(&self, builder: &mut CircuitBuilder<F, D>, gates: Vec<GateRef<F, D>>) {
+        for gate in gates {
             builder.add_gate_to_gate_set(gate.clone());
         }
         while builder.num_gates() < 1 << (self.degree_bits - 1) {
@@ -113,8 +114,9 @@ impl Shape {
         }
     }
 
-    /// Pads and builds `builder`, failing unless the result has exactly this shape.
-    pub fn build(&self, mut builder: CircuitBuilder<F, D>) -> Result<CircuitData<F, C, D>> {
+    /// Pads and builds `builder` (through the process's circuit cache, if enabled, under `key`),
+    /// failing unless the result has exactly this shape.
+    pub fn build(&self, mut builder: CircuitBuilder<F, D>, key: CircuitKey) -> Result<CircuitData<F, C, D>> {
         if builder.num_public_inputs() != self.num_public_inputs {
             return Err(Error::Shape(format!(
                 "{} circuit registers {} public inputs, the shape has {}",
@@ -132,8 +134,10 @@ impl Shape {
             )));
         }
         tracing::debug!(shape = self.name, rows = builder.num_gates(), "rows before padding");
-        self.pad(&mut builder);
-        let data = builder.build::<C>();
+        // The standard's gates are those declared below (the gate probes run only for the
+        // standard's first computation, which the circuit cache may spare a process).
+        self.pad(&mut builder, self.common().gates.clone());
+        let data = tgrid_circuit_cache::build::<F, C, D>(&key.with(self.name), builder);
         self.check(&data.common)?;
         Ok(data)
     }
@@ -141,14 +145,17 @@ impl Shape {
     /// The common circuit data of every circuit of this shape.
     pub fn common(&self) -> &CommonCircuitData<F, D> {
         self.common.get_or_init(|| {
-            let mut builder = CircuitBuilder::<F, D>::new(self.config());
-            for _ in 0..self.num_public_inputs {
-                builder.add_virtual_public_input();
-            }
-            self.pad(&mut builder);
-            // Common data does not depend on the constants/sigmas commitment, the costly part of
-            // a build: skip it (real circuits are built in full and compared with this).
-            builder.mock_build::<C>().common
+            tgrid_circuit_cache::common(&CircuitKey::new(format!("shape-{}", self.name)), || {
+                let mut builder = CircuitBuilder::<F, D>::new(self.config());
+                for _ in 0..self.num_public_inputs {
+                    builder.add_virtual_public_input();
+                }
+                self.pad(&mut builder, self.gates());
+                // Common data does not depend on the constants/sigmas commitment, the costly
+                // part of a build: skip it (real circuits are built in full and compared with
+                // this).
+                builder.mock_build::<C>().common
+            })
         })
     }
 

@@ -18,7 +18,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use plonky2::field::types::Field;
+use plonky2::field::types::{Field, PrimeField64};
 use plonky2::fri::reduction_strategies::FriReductionStrategy;
 use plonky2::fri::FriConfig;
 use plonky2::iop::target::BoolTarget;
@@ -32,6 +32,7 @@ use plonky2::util::timing::TimingTree;
 use tgrid_aggregation::shape::{circuit_digest_target, AGGREGATION};
 use tgrid_aggregation::tree::element_bits_be;
 use tgrid_aggregation::{AggregationCircuits, SubtreeKind, SubtreeProof};
+use tgrid_circuit_cache::CircuitKey;
 use tgrid_circuits::{C, D, F};
 use tgrid_poseidon_bn254::PoseidonBn254GoldilocksConfig;
 use tgrid_sha256::{CircuitBuilderSha256, U32Target};
@@ -172,14 +173,18 @@ impl SettleCircuit {
         }
         words[0] = cleared;
         b.register_public_inputs(&words);
-        let data = b.build::<C>();
+        // The chunk and merge digests are its constants: they name the build in the cache.
+        let digests: Vec<u8> = aggregation.digests().iter().flat_map(|d| d.to_canonical_u64().to_le_bytes()).collect();
+        let data = tgrid_circuit_cache::build::<F, C, D>(&CircuitKey::new("settle").with(digests), b);
         debug!(degree_bits = data.common.degree_bits(), "settle circuit built");
         Ok(Self { data, root, cap, is_merge })
     }
 }
 
-/// A Goldilocks layer that verifies a proof of `inner` and forwards its public inputs.
+/// A Goldilocks layer called `name` that verifies a proof of `inner` and forwards its public
+/// inputs.
 fn forwarding_circuit<Cfg: GenericConfig<D, F = F>>(
+    name: &str,
     inner: &CircuitData<F, C, D>,
     config: CircuitConfig,
 ) -> (CircuitData<F, Cfg, D>, ProofWithPublicInputsTarget<D>) {
@@ -188,7 +193,11 @@ fn forwarding_circuit<Cfg: GenericConfig<D, F = F>>(
     let vd = b.constant_verifier_data(&inner.verifier_only);
     b.verify_proof::<C>(&proof, &vd, &inner.common);
     b.register_public_inputs(&proof.public_inputs);
-    (b.build::<Cfg>(), proof)
+    // The inner circuit (a constant here) and the configuration name the build in the cache.
+    let key = CircuitKey::new(name)
+        .with(tgrid_circuits::hash_to_bytes(&inner.verifier_only.circuit_digest))
+        .with(format!("{:?}", b.config));
+    (tgrid_circuit_cache::build::<F, Cfg, D>(&key, b), proof)
 }
 
 /// The settle, shrink and final circuits, built once per set of aggregation circuits.
@@ -259,7 +268,7 @@ impl WrapCircuits {
         let mut shrink = Vec::new();
         loop {
             let inner = shrink.last().map(|(d, _)| d).unwrap_or(&settle.data);
-            let (last, last_proof) = forwarding_circuit::<FinalConfig>(inner, fri.circuit_config());
+            let (last, last_proof) = forwarding_circuit::<FinalConfig>("final", inner, fri.circuit_config());
             if last.common.degree_bits() <= FINAL_DEGREE_BITS {
                 debug!(shrink_layers = shrink.len(), seconds = start.elapsed().as_secs_f64(), "wrap circuits built");
                 return Ok(Self { settle, shrink, last, last_proof, fri });
@@ -271,7 +280,7 @@ impl WrapCircuits {
                     shrink.len()
                 )));
             }
-            let layer = forwarding_circuit::<C>(inner, CircuitConfig::standard_recursion_config());
+            let layer = forwarding_circuit::<C>("shrink", inner, CircuitConfig::standard_recursion_config());
             shrink.push(layer);
         }
     }

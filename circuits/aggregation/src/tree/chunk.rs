@@ -7,6 +7,7 @@ use plonky2::plonk::circuit_data::{CircuitData, VerifierOnlyCircuitData};
 use plonky2::plonk::proof::ProofWithPublicInputsTarget;
 use tgrid_circuits::{C, D, F};
 
+use super::cache_key;
 #[cfg(test)]
 use super::prove_with_cut;
 use super::{
@@ -85,7 +86,8 @@ impl ChunkCircuit {
         b.register_public_input(count);
         let digests: [Target; 8] = std::array::from_fn(|_| b.add_virtual_target());
         b.register_public_inputs(&digests);
-        let data = AGGREGATION.build(b)?;
+        let data =
+            AGGREGATION.build(b, cache_key("chunk", cut).with(tgrid_circuits::hash_to_bytes(&leaf.circuit_digest)))?;
         Ok(Self { data, leaves, holds, digests })
     }
 }

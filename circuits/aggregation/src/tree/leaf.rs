@@ -11,6 +11,7 @@ use plonky2::plonk::proof::ProofWithPublicInputsTarget;
 use tgrid_circuits::{C, D, F};
 use tgrid_sha256::CircuitBuilderSha256;
 
+use super::cache_key;
 #[cfg(test)]
 use super::prove_with_cut;
 use super::{byte_bits, element_bits_be, word_bits, AggregationCircuits, SubtreeKind, SubtreeProof};
@@ -91,7 +92,7 @@ impl LeafCircuit {
         b.register_public_input(one);
         let digests: [Target; 8] = std::array::from_fn(|_| b.add_virtual_target());
         b.register_public_inputs(&digests);
-        let data = LEAF.build(b)?;
+        let data = LEAF.build(b, cache_key("leaf", cut))?;
         Ok(Self { data, proof, cap, registry_root, index_bits, siblings, digests, free_digest })
     }
 }

@@ -9,6 +9,7 @@ use plonky2::plonk::circuit_data::{CircuitData, VerifierCircuitTarget};
 use plonky2::plonk::proof::ProofWithPublicInputsTarget;
 use tgrid_circuits::{C, D, F};
 
+use super::cache_key;
 #[cfg(test)]
 use super::prove_with_cut;
 use super::{node_words, same_registry_root, select_words, AggregationCircuits, SubtreeKind, SubtreeProof};
@@ -112,7 +113,7 @@ impl MergeCircuit {
         b.register_public_inputs(&a[8..12]);
         b.register_public_input(count);
         b.register_public_inputs(&digests);
-        let data = AGGREGATION.build(b)?;
+        let data = AGGREGATION.build(b, cache_key("merge", cut))?;
         Ok(Self { data, children, deep, right_deep, digests })
     }
 }

@@ -34,6 +34,7 @@ use plonky2::iop::target::{BoolTarget, Target};
 use plonky2::plonk::circuit_builder::CircuitBuilder;
 use plonky2::plonk::circuit_data::{CircuitData, VerifierOnlyCircuitData};
 use plonky2::plonk::proof::ProofWithPublicInputs;
+use tgrid_circuit_cache::CircuitKey;
 use tgrid_circuits::{C, D, F};
 use tgrid_sha256::{CircuitBuilderSha256, U32Target};
 
@@ -120,6 +121,15 @@ pub(crate) fn canonical_halves_bits_be(builder: &mut CircuitBuilder<F, D>, lo: T
     let mut bits = builder.split_u32_be(U32Target(hi)).to_vec();
     bits.extend(builder.split_u32_be(U32Target(lo)));
     bits
+}
+
+/// The circuit-cache key of a tree circuit: its name and, for a malicious test build, the cut
+/// (a cut circuit is never taken for the honest one, nor the reverse).
+fn cache_key(name: &str, cut: Option<impl std::fmt::Debug>) -> CircuitKey {
+    match cut {
+        None => CircuitKey::new(name),
+        Some(cut) => CircuitKey::new(format!("{name}-cut-{cut:?}")),
+    }
 }
 
 fn word_bits(builder: &mut CircuitBuilder<F, D>, words: &[Target]) -> Vec<BoolTarget> {

@@ -133,12 +133,19 @@ impl<F: RichField + Extendable<D>, const D: usize, R: ShaRow> PackedEvaluableBas
     }
 }
 
-/// Fills a row's derived wires once its inputs are known.
+/// Fills a row's derived wires once its inputs are known. Public so that serializers of
+/// circuit data can name it; the default value only identifies the type.
 #[derive(Debug, Clone)]
-struct ShaRowGenerator<R> {
+pub struct ShaRowGenerator<R> {
     row: usize,
     constants: Vec<u64>,
     _row: PhantomData<R>,
+}
+
+impl<R> Default for ShaRowGenerator<R> {
+    fn default() -> Self {
+        Self { row: 0, constants: Vec::new(), _row: PhantomData }
+    }
 }
 
 impl<F: RichField + Extendable<D>, const D: usize, R: ShaRow> SimpleGenerator<F, D> for ShaRowGenerator<R> {

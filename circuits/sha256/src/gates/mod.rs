@@ -26,7 +26,7 @@ mod rows;
 #[cfg(test)]
 mod tests;
 
-pub use gate::Sha256Gate;
+pub use gate::{Sha256Gate, ShaRowGenerator};
 pub use rows::{RoundA, RoundE, Schedule};
 
 /// `t2 = Σ0(a) + Maj(a, b, c)`.
