@@ -14,7 +14,7 @@
 //! proof), and the auditors' tools do not enable a cache; they derive every circuit they trust.
 
 use std::fs;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -289,18 +289,28 @@ fn checked_payload<'a>(bytes: &'a [u8], digest: &[u8; 32]) -> Result<&'a [u8], S
 
 /// Writes an entry atomically (a temporary file renamed into place), returning its size.
 fn store(path: &Path, digest: &[u8; 32], payload: &[u8]) -> Result<usize, String> {
-    let mut file = Vec::with_capacity(HEADER_LEN + payload.len());
-    file.extend_from_slice(MAGIC);
-    file.extend_from_slice(digest);
-    file.extend_from_slice(&Sha256::digest(payload));
-    file.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    file.extend_from_slice(payload);
+    let mut header = Vec::with_capacity(HEADER_LEN);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(digest);
+    header.extend_from_slice(&Sha256::digest(payload));
+    header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     let temporary = path.with_extension(format!("tmp.{}", std::process::id()));
-    fs::write(&temporary, &file).and_then(|()| fs::rename(&temporary, path)).map_err(|e| {
+    let write = || -> io::Result<()> {
+        // Another executable may have pruned this directory since it was opened.
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        let mut file = fs::File::create(&temporary)?;
+        file.write_all(&header)?;
+        file.write_all(payload)?;
+        drop(file);
+        fs::rename(&temporary, path)
+    };
+    write().map_err(|e| {
         let _ = fs::remove_file(&temporary);
         e.to_string()
     })?;
-    Ok(file.len())
+    Ok(HEADER_LEN + payload.len())
 }
 
 /// SHA-256 of the running executable's file (on Linux the running image even if the path has

@@ -226,3 +226,16 @@ fn the_default_root_follows_the_environment() {
     assert_eq!(root_from(env(&[("HOME", "/h")])), Some(PathBuf::from("/h/.cache/tgrid/circuits")));
     assert_eq!(root_from(env(&[])), None);
 }
+
+#[test]
+fn a_directory_pruned_by_another_executable_is_recreated_on_store() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = CircuitCache::open(root.path()).unwrap();
+    fs::remove_dir_all(cache.dir()).unwrap();
+    let (builder, _) = sha_builder();
+    let (_, source): (CircuitData<F, C, D>, _) = cache.build_traced(&CircuitKey::new("sha"), builder);
+    assert_eq!(source, Source::Built);
+    let (builder, _) = sha_builder();
+    let (_, source): (CircuitData<F, C, D>, _) = cache.build_traced(&CircuitKey::new("sha"), builder);
+    assert_eq!(source, Source::Loaded);
+}
