@@ -10,6 +10,8 @@ use plonky2::plonk::proof::ProofWithPublicInputs;
 use tgrid_sha256::CircuitBuilderSha256;
 
 use super::*;
+use crate::entry::HEADER_LEN;
+use crate::process::root_from;
 
 type F = GoldilocksField;
 type C = PoseidonGoldilocksConfig;
@@ -127,6 +129,10 @@ fn other_inputs_or_config_types_get_other_entries() {
     type Keccak = plonky2::plonk::config::KeccakGoldilocksConfig;
     assert_ne!(cache.entry_key(&kind::<C>(), &a), cache.entry_key(&kind::<Keccak>(), &a));
     assert_eq!(cache.entry_key(&kind::<C>(), &a), cache.entry_key(&kind::<C>(), &a.clone()));
+    // Names that share a file-name form keep apart keys.
+    let (dot, underscore) = (CircuitKey::new("a.b"), CircuitKey::new("a_b"));
+    assert_eq!(dot.name(), underscore.name());
+    assert_ne!(cache.entry_key(&kind::<C>(), &dot), cache.entry_key(&kind::<C>(), &underscore));
 }
 
 #[test]
