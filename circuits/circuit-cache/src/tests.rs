@@ -54,6 +54,13 @@ fn kind<Cfg>() -> String {
     format!("circuit {} {D}", std::any::type_name::<Cfg>())
 }
 
+/// A cache under a new temporary root (kept alive by the returned directory).
+fn fresh_cache() -> (tempfile::TempDir, CircuitCache) {
+    let root = tempfile::tempdir().unwrap();
+    let cache = CircuitCache::open(root.path()).unwrap();
+    (root, cache)
+}
+
 fn entries(cache: &CircuitCache) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = fs::read_dir(cache.dir()).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
@@ -62,8 +69,7 @@ fn entries(cache: &CircuitCache) -> Vec<PathBuf> {
 
 #[test]
 fn a_stored_circuit_loads_identical_and_proves() {
-    let root = tempfile::tempdir().unwrap();
-    let cache = CircuitCache::open(root.path()).unwrap();
+    let (_root, cache) = fresh_cache();
     let key = CircuitKey::new("sha");
 
     let (builder, bits) = sha_builder();
@@ -100,8 +106,7 @@ fn a_stored_circuit_loads_identical_and_proves() {
 
 #[test]
 fn common_data_round_trips() {
-    let root = tempfile::tempdir().unwrap();
-    let cache = CircuitCache::open(root.path()).unwrap();
+    let (_root, cache) = fresh_cache();
     let key = CircuitKey::new("shape");
     let make = || sha_builder().0.mock_build::<C>().common;
     let (made, source) = cache.common(&key, make);
@@ -117,8 +122,7 @@ fn common_data_round_trips() {
 
 #[test]
 fn other_inputs_or_config_types_get_other_entries() {
-    let root = tempfile::tempdir().unwrap();
-    let cache = CircuitCache::open(root.path()).unwrap();
+    let (_root, cache) = fresh_cache();
     let a = CircuitKey::new("same").with(b"ab").with(b"c");
     let b = CircuitKey::new("same").with(b"a").with(b"bc");
     assert_ne!(cache.entry_key(&kind::<C>(), &a), cache.entry_key(&kind::<C>(), &b));
@@ -137,8 +141,7 @@ fn other_inputs_or_config_types_get_other_entries() {
 
 #[test]
 fn a_damaged_entry_is_rebuilt_and_replaced() {
-    let root = tempfile::tempdir().unwrap();
-    let cache = CircuitCache::open(root.path()).unwrap();
+    let (_root, cache) = fresh_cache();
     let key = CircuitKey::new("sha");
     let (builder, _) = sha_builder();
     let reference: CircuitData<F, C, D> = cache.build(&key, builder);
@@ -168,8 +171,7 @@ fn a_damaged_entry_is_rebuilt_and_replaced() {
 
 #[test]
 fn an_entry_under_another_key_is_not_used() {
-    let root = tempfile::tempdir().unwrap();
-    let cache = CircuitCache::open(root.path()).unwrap();
+    let (_root, cache) = fresh_cache();
     let (builder, _) = sha_builder();
     let _: CircuitData<F, C, D> = cache.build(&CircuitKey::new("sha").with(b"one"), builder);
     let one = entries(&cache).pop().unwrap();
@@ -235,8 +237,7 @@ fn the_default_root_follows_the_environment() {
 
 #[test]
 fn a_directory_pruned_by_another_executable_is_recreated_on_store() {
-    let root = tempfile::tempdir().unwrap();
-    let cache = CircuitCache::open(root.path()).unwrap();
+    let (_root, cache) = fresh_cache();
     fs::remove_dir_all(cache.dir()).unwrap();
     let (builder, _) = sha_builder();
     let (_, source): (CircuitData<F, C, D>, _) = cache.build_traced(&CircuitKey::new("sha"), builder);
