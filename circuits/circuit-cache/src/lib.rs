@@ -35,7 +35,9 @@ mod process;
 mod serializer;
 
 pub use key::CircuitKey;
-pub use process::{build, common, default_root, enable, enable_default, enable_from_setting, installed};
+pub use process::{
+    build, common, default_root, enable, enable_default, enable_from_setting, installed, try_fetch_or_make,
+};
 pub use serializer::{Gates, Generators};
 
 /// Environment variable naming the cache's root directory; `off` disables the cache.
@@ -168,6 +170,23 @@ impl CircuitCache {
         make: impl FnOnce() -> T,
         encode: impl FnOnce(&T) -> Result<Vec<u8>, String>,
     ) -> (T, Source) {
+        match self.try_fetch_or_make(kind, key, decode, || Ok::<T, std::convert::Infallible>(make()), encode) {
+            Ok(found) => found,
+            Err(never) => match never {},
+        }
+    }
+
+    /// Any value derived from the code and `key`'s inputs (say a circuit's R1CS matrices), kept
+    /// like a circuit: the entry of `key` and `kind` if it is intact and `decode` accepts it,
+    /// else `make`'s value, stored on the way (a failed `make` stores nothing).
+    pub fn try_fetch_or_make<T, E>(
+        &self,
+        kind: &str,
+        key: &CircuitKey,
+        decode: impl FnOnce(&[u8]) -> Result<T, String>,
+        make: impl FnOnce() -> Result<T, E>,
+        encode: impl FnOnce(&T) -> Result<Vec<u8>, String>,
+    ) -> Result<(T, Source), E> {
         let digest = self.entry_key(kind, key);
         let path = self.dir.join(format!("{}-{}.bin", key.name(), hex::encode(&digest[..8])));
         let started = Instant::now();
@@ -179,7 +198,7 @@ impl CircuitCache {
                     seconds = started.elapsed().as_secs_f64(),
                     "loaded from the circuit cache"
                 );
-                return (value, Source::Loaded);
+                return Ok((value, Source::Loaded));
             }
             Ok(None) => {}
             Err(reason) => {
@@ -187,7 +206,7 @@ impl CircuitCache {
             }
         }
         let started = Instant::now();
-        let value = make();
+        let value = make()?;
         let built = started.elapsed().as_secs_f64();
         let started = Instant::now();
         match encode(&value).and_then(|payload| store(&path, &digest, &payload)) {
@@ -201,7 +220,7 @@ impl CircuitCache {
             ),
             Err(reason) => warn!(circuit = key.name(), kind, path = %path.display(), %reason, "built but not cached"),
         }
-        (value, Source::Built)
+        Ok((value, Source::Built))
     }
 
     fn entry_key(&self, kind: &str, key: &CircuitKey) -> [u8; 32] {

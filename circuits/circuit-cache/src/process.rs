@@ -99,3 +99,18 @@ where
         None => builder.build::<C>(),
     }
 }
+
+/// [`CircuitCache::try_fetch_or_make`] through the process's cache ([`enable`]), or `make`'s
+/// value if it has none.
+pub fn try_fetch_or_make<T, E>(
+    kind: &str,
+    key: &CircuitKey,
+    decode: impl FnOnce(&[u8]) -> Result<T, String>,
+    make: impl FnOnce() -> Result<T, E>,
+    encode: impl FnOnce(&T) -> Result<Vec<u8>, String>,
+) -> Result<T, E> {
+    match installed() {
+        Some(cache) => Ok(cache.try_fetch_or_make(kind, key, decode, make, encode)?.0),
+        None => make(),
+    }
+}

@@ -246,3 +246,33 @@ fn a_directory_pruned_by_another_executable_is_recreated_on_store() {
     let (_, source): (CircuitData<F, C, D>, _) = cache.build_traced(&CircuitKey::new("sha"), builder);
     assert_eq!(source, Source::Loaded);
 }
+
+#[test]
+fn other_values_are_kept_like_circuits_and_a_failed_make_stores_nothing() {
+    let (_root, cache) = fresh_cache();
+    let key = CircuitKey::new("matrices").with(b"final circuit digest");
+    let decode = |bytes: &[u8]| -> Result<Vec<u8>, String> {
+        (bytes.first() == Some(&7)).then(|| bytes.to_vec()).ok_or_else(|| "not ours".to_string())
+    };
+    let encode = |value: &Vec<u8>| Ok(value.clone());
+
+    // A failed make is returned as is and leaves no entry behind.
+    let failed = cache.try_fetch_or_make("value", &key, decode, || Err::<Vec<u8>, _>("synthesis failed"), encode);
+    assert_eq!(failed.unwrap_err(), "synthesis failed");
+    assert!(entries(&cache).is_empty());
+
+    let made = cache.try_fetch_or_make("value", &key, decode, || Ok::<_, ()>(vec![7, 1, 2]), encode).unwrap();
+    assert_eq!(made, (vec![7, 1, 2], Source::Built));
+    let loaded = cache.try_fetch_or_make("value", &key, decode, || Ok::<_, ()>(vec![7, 9]), encode).unwrap();
+    assert_eq!(loaded, (vec![7, 1, 2], Source::Loaded));
+    // Another kind under the same key is another entry.
+    let other = cache.try_fetch_or_make("other", &key, decode, || Ok::<_, ()>(vec![7, 5]), encode).unwrap();
+    assert_eq!(other, (vec![7, 5], Source::Built));
+
+    // An intact entry the decoder refuses is rebuilt and replaced.
+    let refused = cache.try_fetch_or_make("value", &key, |_| Err("refused".into()), || Ok::<_, ()>(vec![7, 3]), encode);
+    assert_eq!(refused.unwrap(), (vec![7, 3], Source::Built));
+    let loaded = cache.try_fetch_or_make("value", &key, decode, || Ok::<_, ()>(vec![7, 9]), encode).unwrap();
+    assert_eq!(loaded, (vec![7, 3], Source::Loaded));
+    assert_eq!(entries(&cache).len(), 2);
+}

@@ -6,6 +6,7 @@ pub mod backend;
 pub mod error;
 pub mod evm;
 pub mod keys;
+pub mod matrices;
 pub mod prover;
 
 #[cfg(test)]
@@ -16,7 +17,8 @@ use ark_groth16::{Groth16, Proof, VerifyingKey};
 
 pub use backend::{CpuBackend, Domain, ProverBackend, Transform};
 pub use error::{Error, Result};
-pub use prover::{prove, prove_with_matrices, ProveStats, R1csMatrices};
+pub use matrices::R1csMatrices;
+pub use prover::{prove, prove_with_matrices, ProveStats};
 
 /// Verifies `proof` for the single public input `public_input`.
 pub fn verify(vk: &VerifyingKey<Bn254>, public_input: Fr, proof: &Proof<Bn254>) -> Result<bool> {

@@ -125,6 +125,90 @@ fn prebuilt_matrices_prove_the_same_circuit_and_refuse_another() {
 }
 
 #[test]
+fn matrices_round_trip_through_bytes_and_any_damage_is_refused() {
+    let matrices = R1csMatrices::build(instance(0)).unwrap();
+    let bytes = matrices.to_bytes().unwrap();
+    let loaded = R1csMatrices::from_bytes(&bytes).unwrap();
+    assert_eq!(loaded.digest(), matrices.digest());
+    assert_eq!(loaded.num_constraints(), 241);
+    assert_eq!(loaded.nonzeros(), matrices.nonzeros());
+    assert_eq!(loaded.to_bytes().unwrap(), bytes);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+    let statement = instance(14);
+    let (proof, _) = prove_with_matrices(key(), &loaded, statement.clone(), &CpuBackend, &mut rng).unwrap();
+    assert!(verify(&key().vk, statement.y, &proof).unwrap());
+
+    // Every truncation, every flipped byte, trailing bytes and random bytes are errors.
+    for len in 0..bytes.len() {
+        assert!(R1csMatrices::from_bytes(&bytes[..len]).is_err(), "truncated to {len} bytes");
+    }
+    for at in 0..bytes.len() {
+        let mut damaged = bytes.clone();
+        damaged[at] ^= 0x01;
+        assert!(
+            matches!(R1csMatrices::from_bytes(&damaged), Err(Error::Malformed { .. })),
+            "byte {at} of {} flipped",
+            bytes.len()
+        );
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(R1csMatrices::from_bytes(&longer).is_err());
+    let mut random = vec![0u8; 4096];
+    rand::RngCore::fill_bytes(&mut rng, &mut random);
+    assert!(R1csMatrices::from_bytes(&random).is_err());
+    // A header claiming more of everything than the input holds allocates nothing first.
+    let mut huge = bytes[..8].to_vec();
+    for _ in 0..4 {
+        huge.extend_from_slice(&u64::MAX.to_le_bytes());
+    }
+    assert!(R1csMatrices::from_bytes(&huge).is_err());
+}
+
+#[test]
+fn the_matrices_digest_is_the_one_of_one_update_per_number() {
+    // The digest names keys on disk and in deployed verifiers' ids: feeding it in blocks must not
+    // change it. The reference feeds SHA-256 one number at a time, as the first version did.
+    use ark_ff::{BigInteger, PrimeField};
+    use sha2::{Digest, Sha256};
+    let matrices = R1csMatrices::build(instance(0)).unwrap();
+    let bytes = matrices.to_bytes().unwrap();
+    // Re-read the parts from the encoding (its layout is documented in `matrices::encoding`).
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    let (constraints, instance_vars, witness_vars, coefficients) = (u64_at(8), u64_at(16), u64_at(24), u64_at(32));
+    let mut h = Sha256::new();
+    h.update(b"tgrid-r1cs-v1");
+    for n in [constraints, instance_vars, witness_vars, coefficients] {
+        h.update((n as u64).to_le_bytes());
+    }
+    let mut at = 40;
+    for _ in 0..coefficients {
+        let c = Fr::from_le_bytes_mod_order(&bytes[at..at + 32]);
+        h.update(c.into_bigint().to_bytes_le());
+        at += 32;
+    }
+    for _ in 0..3 {
+        let entries = u64_at(at);
+        at += 8;
+        let mut offset = 0u64;
+        h.update(offset.to_le_bytes());
+        for _ in 0..constraints {
+            offset += u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as u64;
+            h.update(offset.to_le_bytes());
+            at += 4;
+        }
+        for _ in 0..entries {
+            h.update(&bytes[at..at + 4]);
+            h.update(&bytes[at + 4..at + 8]);
+            at += 8;
+        }
+    }
+    let reference: [u8; 32] = h.finalize().into();
+    assert_eq!(matrices.digest(), reference);
+    assert_eq!(&bytes[at..], &reference);
+}
+
+#[test]
 fn calldata_round_trips_and_rejects_garbage() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(3);
     let statement = instance(8);

@@ -12,6 +12,7 @@ use rand::SeedableRng;
 use serde::Serialize;
 use tgrid_aggregation::batch::{batch_root, settlement_public_input};
 use tgrid_aggregation::{AggregationCircuits, BatchFile, SubtreeKind, TaskLeaf};
+use tgrid_circuit_cache::CircuitKey;
 use tgrid_groth16::evm::proof_calldata;
 use tgrid_groth16::{CpuBackend, ProveStats, ProverBackend, R1csMatrices};
 use tgrid_wrap::{FinalFri, FinalProof, WrapCircuits};
@@ -69,16 +70,29 @@ impl BatchWrapper {
         Ok(Self { aggregation, wrap, matrices: OnceLock::new() })
     }
 
-    /// Builds the Groth16 circuit's R1CS matrices now (a setup-mode synthesis, seconds) rather
-    /// than in the first proof. Call it before loading the proving key: the synthesis' transient
+    /// Builds the Groth16 circuit's R1CS matrices now (a setup-mode synthesis, seconds, or a load
+    /// from the process's circuit cache) rather than in the first proof. Call it before loading the proving key: the synthesis' transient
     /// memory then does not add to the key's, which keeps a prover's peak RSS lower.
     pub fn prepare_prover(&self) -> Result<&R1csMatrices> {
         if let Some(m) = self.matrices.get() {
             return Ok(m);
         }
         let t = Instant::now();
-        let built = R1csMatrices::build(self.verifier_circuit(None))?;
-        tracing::info!(matrices = ?built, seconds = t.elapsed().as_secs_f64(), "Groth16 constraint matrices built");
+        // The matrices follow from the code and the final circuit, so a process with a circuit
+        // cache keeps them beside that circuit (~0.25 GB; loading takes a fraction of the ten
+        // seconds a synthesis does). Decoding checks them in full and recomputes their digest,
+        // which the proving key's id must then match.
+        let last = self.wrap.final_circuit();
+        let key =
+            CircuitKey::new("groth16-matrices").with(self.final_circuit_digest()).with(format!("{:?}", last.common));
+        let built = tgrid_circuit_cache::try_fetch_or_make(
+            "Groth16 R1CS matrices",
+            &key,
+            |bytes| R1csMatrices::from_bytes(bytes).map_err(|e| e.to_string()),
+            || R1csMatrices::build(self.verifier_circuit(None)),
+            |matrices| matrices.to_bytes().map_err(|e| e.to_string()),
+        )?;
+        tracing::info!(matrices = ?built, seconds = t.elapsed().as_secs_f64(), "Groth16 constraint matrices ready");
         Ok(self.matrices.get_or_init(|| built))
     }
 
