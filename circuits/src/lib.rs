@@ -28,6 +28,7 @@ pub mod testing;
 mod tests;
 #[cfg(test)]
 mod token_tests;
+mod verifier_cache;
 mod zero_knowledge;
 
 pub use circuit::{

@@ -22,6 +22,7 @@ use crate::files::TaskProof;
 use crate::infer::{self, Trace};
 use crate::model::QuantModel;
 use crate::privacy::Privacy;
+use crate::verifier_cache::{self, BuiltVerifier};
 use crate::{C, D, F};
 
 /// Where the model is cut: segment `i` covers nodes `cuts[i-1]..cuts[i]`.
@@ -596,26 +597,42 @@ impl TaskVerifier {
         Self::with_privacy(model, plan, Privacy::Public)
     }
 
-    /// Rebuilds the verifier of tasks of mode `privacy` of `model` cut by `plan`.
+    /// Rebuilds the verifier of tasks of mode `privacy` of `model` cut by `plan`, or loads its
+    /// verifier data from the process's circuit cache if a binary enabled one
+    /// ([`tgrid_circuit_cache::enable`]; the auditor's tools do not).
     pub fn with_privacy(model: &QuantModel, plan: &SegmentPlan, privacy: Privacy) -> Result<Self> {
+        Self::with_cache(model, plan, privacy, tgrid_circuit_cache::installed())
+    }
+
+    /// [`with_privacy`](Self::with_privacy) with the verifier data kept in `cache` (none:
+    /// always rebuilt).
+    pub fn with_cache(
+        model: &QuantModel,
+        plan: &SegmentPlan,
+        privacy: Privacy,
+        cache: Option<&tgrid_circuit_cache::CircuitCache>,
+    ) -> Result<Self> {
         plan.validate(model)?;
-        let segments = plan.segments(model);
-        let bind = segments.len() == 1;
-        let mut acc: Option<VerifierCircuitData<F, C, D>> = None;
-        let mut segment_rows = Vec::new();
-        let k = segments.len();
-        for (i, segment) in segments.into_iter().enumerate() {
-            let circuit = SegmentCircuit::build(model, segment, BuildOptions::binding(bind, privacy))?;
-            segment_rows.push(circuit.rows());
-            let seg = circuit.data.verifier_data();
-            drop(circuit);
-            acc = Some(match acc {
-                None => seg,
-                Some(prev) => JoinCircuit::build(model, &prev, &seg, i + 1 == k, privacy)?.data.verifier_data(),
-            });
-        }
+        let built = verifier_cache::fetch_or_build(cache, model.model_id(), plan, privacy, || {
+            let segments = plan.segments(model);
+            let bind = segments.len() == 1;
+            let mut acc: Option<VerifierCircuitData<F, C, D>> = None;
+            let mut segment_rows = Vec::new();
+            let k = segments.len();
+            for (i, segment) in segments.into_iter().enumerate() {
+                let circuit = SegmentCircuit::build(model, segment, BuildOptions::binding(bind, privacy))?;
+                segment_rows.push(circuit.rows());
+                let seg = circuit.data.verifier_data();
+                drop(circuit);
+                acc = Some(match acc {
+                    None => seg,
+                    Some(prev) => JoinCircuit::build(model, &prev, &seg, i + 1 == k, privacy)?.data.verifier_data(),
+                });
+            }
+            Ok(BuiltVerifier { verifier: acc.expect("at least one segment"), segment_rows })
+        })?;
         let model_id = privacy.task_model_id(model.model_id());
-        Ok(Self { model_id, privacy, verifier: acc.expect("at least one segment"), segment_rows })
+        Ok(Self { model_id, privacy, verifier: built.verifier, segment_rows: built.segment_rows })
     }
 
     /// Whether it verifies public or private tasks.
