@@ -184,7 +184,8 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
 #[derive(Debug, Subcommand)]
 enum RegistryCommand {
     /// Add (or update) a compiled model; creates the file if needed and prints the new root.
-    /// Rebuilds the model's circuits to compute the digest rather than trusting the file.
+    /// Rebuilds the model's circuits to compute the digest rather than trusting the file (or loads
+    /// what this executable built before from its circuit cache; `--circuit-cache off` to rebuild).
     Add {
         /// Compiled model (.tgm).
         model: PathBuf,
