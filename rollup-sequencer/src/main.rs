@@ -26,8 +26,9 @@ struct Cli {
     /// Print one JSON object on stdout instead of text.
     #[arg(long, global = true)]
     json: bool,
-    /// Directory where built aggregation and wrap circuits are kept between runs of this
-    /// executable (restarts skip seconds of circuit building); `off` builds them at every start.
+    /// Directory where built circuits (aggregation, wrap, task verifiers) and the Groth16
+    /// constraint matrices are kept between runs of this executable (restarts skip seconds of
+    /// building); `off` builds them at every start. `bench` never uses it.
     /// Default: $XDG_CACHE_HOME/tgrid/circuits, else ~/.cache/tgrid/circuits.
     #[arg(long, global = true, env = "TGRID_CIRCUIT_CACHE", value_name = "DIR")]
     circuit_cache: Option<PathBuf>,
