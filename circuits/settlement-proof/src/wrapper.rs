@@ -71,8 +71,9 @@ impl BatchWrapper {
     }
 
     /// Builds the Groth16 circuit's R1CS matrices now (a setup-mode synthesis, seconds, or a load
-    /// from the process's circuit cache) rather than in the first proof. Call it before loading the proving key: the synthesis' transient
-    /// memory then does not add to the key's, which keeps a prover's peak RSS lower.
+    /// from the process's circuit cache) rather than in the first proof. Call it before loading
+    /// the proving key: the synthesis' transient memory then does not add to the key's, which
+    /// keeps a prover's peak RSS lower.
     pub fn prepare_prover(&self) -> Result<&R1csMatrices> {
         if let Some(m) = self.matrices.get() {
             return Ok(m);
