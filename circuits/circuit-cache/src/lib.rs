@@ -8,6 +8,9 @@
 //! SHA-256 of the running executable, the circuit's name and those inputs ([`CircuitKey`]): a
 //! file written by another build of the code, or for other inputs, is never read. A file also
 //! carries the SHA-256 of its content, so a torn or corrupted file is rebuilt, never parsed.
+//! Other values that follow from the code and a few inputs are kept the same way
+//! ([`CircuitCache::try_fetch_or_make`]): a task circuit's verifier data, the Groth16 circuit's
+//! R1CS matrices.
 //!
 //! The cache decides nothing a verifier relies on: a proof made with cached data is checked like
 //! any other (each aggregation step verifies what it proved, the chain verifies the Groth16
