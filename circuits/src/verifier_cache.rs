@@ -8,27 +8,7 @@
 //!
 //! [`TaskVerifier`]: crate::TaskVerifier
 
-use plonky2::field::extension::Extendable;
-use plonky2::gates::arithmetic_base::ArithmeticGate;
-use plonky2::gates::arithmetic_extension::ArithmeticExtensionGate;
-use plonky2::gates::base_sum::BaseSumGate;
-use plonky2::gates::constant::ConstantGate;
-use plonky2::gates::coset_interpolation::CosetInterpolationGate;
-use plonky2::gates::exponentiation::ExponentiationGate;
-use plonky2::gates::lookup::LookupGate;
-use plonky2::gates::lookup_table::LookupTableGate;
-use plonky2::gates::multiplication_extension::MulExtensionGate;
-use plonky2::gates::noop::NoopGate;
-use plonky2::gates::poseidon::PoseidonGate;
-use plonky2::gates::poseidon_mds::PoseidonMdsGate;
-use plonky2::gates::public_input::PublicInputGate;
-use plonky2::gates::random_access::RandomAccessGate;
-use plonky2::gates::reducing::ReducingGate;
-use plonky2::gates::reducing_extension::ReducingExtensionGate;
-use plonky2::hash::hash_types::RichField;
 use plonky2::plonk::circuit_data::VerifierCircuitData;
-use plonky2::util::serialization::GateSerializer;
-use plonky2::{get_gate_tag_impl, impl_gate_serializer, read_gate_impl};
 use tgrid_circuit_cache::{CircuitCache, CircuitKey};
 
 use crate::gates::{
@@ -38,40 +18,20 @@ use crate::privacy::Privacy;
 use crate::task::SegmentPlan;
 use crate::{Result, C, D, F};
 
-/// Serializes the gates of task circuits: plonky2's own (lookups, and the joins' recursive
-/// verifiers) and this crate's custom gates.
+/// Serializes the gates of task circuits: those of the cache's own serializer (plonky2's, for
+/// lookups and the joins' recursive verifiers) and this crate's custom gates.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct TaskGates;
 
-impl<F: RichField + Extendable<D>, const D: usize> GateSerializer<F, D> for TaskGates {
-    // Tags are positions in this list; a cache entry is only ever read by the executable that
-    // wrote it (its key names the executable), so the order may change between builds.
-    impl_gate_serializer! {
-        TaskGates,
-        ArithmeticGate,
-        ArithmeticExtensionGate<D>,
-        BaseSumGate<2>,
-        ConstantGate,
-        CosetInterpolationGate<F, D>,
-        ExponentiationGate<F, D>,
-        LookupGate,
-        LookupTableGate,
-        MulExtensionGate<D>,
-        NoopGate,
-        PoseidonMdsGate<F, D>,
-        PoseidonGate<F, D>,
-        PublicInputGate,
-        RandomAccessGate<F, D>,
-        ReducingExtensionGate<D>,
-        ReducingGate<D>,
-        DotProductGate,
-        PoseidonHeadGate,
-        PoseidonTailGate,
-        PoseidonLowDegreeGate,
-        RequantizeGate,
-        WeightedSumGate
-    }
-}
+tgrid_circuit_cache::gate_serializer!(
+    TaskGates,
+    DotProductGate,
+    PoseidonHeadGate,
+    PoseidonTailGate,
+    PoseidonLowDegreeGate,
+    RequantizeGate,
+    WeightedSumGate
+);
 
 /// What a task verifier keeps of the circuits it builds.
 pub(crate) struct BuiltVerifier {

@@ -43,6 +43,11 @@ pub use process::{
 };
 pub use serializer::{Gates, Generators};
 
+#[doc(hidden)]
+pub use plonky2 as __plonky2;
+#[doc(hidden)]
+pub use tgrid_sha256::gates as __sha256_gates;
+
 /// Environment variable naming the cache's root directory; `off` disables the cache.
 pub const ENV: &str = "TGRID_CIRCUIT_CACHE";
 
