@@ -45,7 +45,7 @@ bench-transformers:
 	$(CARGO) build --release --locked -p tgrid-prover
 	target/release/tgrid-prover bench fixtures/mixer fixtures/vit fixtures/gpt
 
-## Aggregation benchmark: normalization, leaf and merge proofs alone, then a 64-task batch
+## Aggregation benchmark: leaf, chunk and merge proofs alone, then a 64-task batch
 ## end to end (about 13 minutes on 2 cores, release build). One JSON object.
 bench-aggregation:
 	$(CARGO) build --release --locked -p tgrid-sequencer

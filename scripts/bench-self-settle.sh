@@ -24,7 +24,7 @@ $BIN/tgrid-prover --json compile fixtures/cnn/model.onnx --calibration fixtures/
 $BIN/tgrid-sequencer registry add "$DATA/cnn.tgm" --registry "$DATA/registry.json" > /dev/null
 ROOT=$(jget root < "$DATA/registry.json")
 MODEL=$(jget model_id < "$DATA/compile.json")
-DIGEST=$(jget normalized_digest < "$DATA/compile.json")
+DIGEST=$(jget leaf_digest < "$DATA/compile.json")
 
 start_anvil "$DATA/anvil.log"
 TGRID_REGISTRY_ROOT=$ROOT TGRID_DEVNET_MODEL_ID=$MODEL TGRID_DEVNET_CIRCUIT_DIGEST=$DIGEST \

@@ -107,7 +107,7 @@ mod tests {
         "registry":"0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9",
         "market":"0x2279B7A0a67DB372996a5FaB50D91eAA73d2eBe6",
         "verifier":"0xa513E6E4b8f2a923D98304ec87F64353C4D5C853",
-        "verifyingKeyId":"wrap-production-r4q21g16-d1ad366e1d3821fb-ed459f8f98db995caa3182b1342c4a7ca8418eb611ee3d696e5db3d9c1db91a7-insecure-devnet",
+        "verifyingKeyId":"wrap-production-r4q21g16-b2040e15e164b7bb-6f990bdc6e64c4c2d710109c5ea949d3ceec7851903ff7a22665a9a12f725714-insecure-devnet",
         "sequencer":"0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
         "registryRoot":"0x0101010101010101010101010101010101010101010101010101010101010101",
         "devnetModelId":"0x0000000000000000000000000000000000000000000000000000000000000000"}"#;

@@ -139,10 +139,11 @@ pub fn public_segment_fri(mut config: CircuitConfig) -> CircuitConfig {
     config
 }
 
-/// The largest public segment proven at FRI rate 1/4. A task proof is normalized in the fixed
-/// 2^13-row normalization shape, and verifying a rate-1/4 proof (42 queries) takes more rows
-/// than a rate-1/8 one, growing with the proof's degree: a 2^13-row LeNet or vit fits, the GPT's
-/// 2^16 rows needed 9,212. Larger segments keep rate 1/8. Private segments take the same rule:
+/// The largest public segment proven at FRI rate 1/4. A task proof is verified inside its
+/// model's leaf circuit, in the fixed 2^13-row leaf shape beside ~750 rows of leaf hashing, and
+/// verifying a rate-1/4 proof (42 queries) takes more rows than a rate-1/8 one, growing with the
+/// proof's degree: a 2^13-row LeNet or vit fits, the GPT's 2^16 rows needed 9,212. Larger
+/// segments keep rate 1/8. Private segments take the same rule:
 /// their blinding ([`crate::zero_knowledge`]) is 136 rows at 42 queries.
 pub const QUARTER_RATE_MAX_ROWS: usize = 1 << 13;
 
@@ -151,8 +152,8 @@ const REQUANTIZE_CONSTANTS: usize = 5;
 
 /// Weighted-sum gate widths a layer may use: `terms` per operation such that `num_ops`
 /// operations fill 78–80 of the 80 routed wires. Not wider than 38: every constant column is
-/// hashed into each FRI query's leaf, and a verifier (the sequencer's ingest, every recursive
-/// normalization) pays for it whatever the layer. Two terms fit a residual `Add` (`ka·a + kb·b`):
+/// hashed into each FRI query's leaf, and a verifier (the sequencer's ingest, every model's leaf
+/// circuit) pays for it whatever the layer. Two terms fit a residual `Add` (`ka·a + kb·b`):
 /// 20 per row, where plonky2's arithmetic operations take two per element.
 const WEIGHTED_SUM_TERMS: [usize; 7] = [2, 8, 11, 14, 18, 24, 38];
 

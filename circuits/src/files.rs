@@ -3,7 +3,8 @@
 //!
 //! - `.tgm` (compiled model): magic `TGRIDMDL`, version, the canonical model bytes (length
 //!   prefixed; their SHA-256 is the model id), the segment cuts, the final task circuit digest,
-//!   the normalization circuit digest (what the registry lists), and a JSON report of the
+//!   the leaf circuit digest (what the registry lists; files compiled before leaf circuits
+//!   replaced normalization hold the normalization circuit's), and a JSON report of the
 //!   compilation. Verifiers rebuild circuits from the model and compare digests; they never
 //!   trust the recorded ones.
 //! - `.tgp` (task proof): magic `TGRIDPRF`, version, the model id, the plonky2 proof bytes.
@@ -55,9 +56,8 @@ pub struct ModelFile {
     pub plan: SegmentPlan,
     /// Digest of the final task circuit, as built at compile time.
     pub circuit_digest: [u8; 32],
-    /// Digest of the model's normalization circuit (see `tgrid-aggregation`), as built at
-    /// compile time.
-    pub normalized_digest: [u8; 32],
+    /// Digest of the model's leaf circuit (see `tgrid-aggregation`), as built at compile time.
+    pub leaf_digest: [u8; 32],
     /// Free-form JSON report of the compilation (agreement, sizes); not part of the model id.
     pub report: String,
 }
@@ -71,7 +71,7 @@ impl ModelFile {
         w.bytes(&self.model.to_canonical_bytes());
         w.usizes(&self.plan.cuts);
         w.raw(&self.circuit_digest);
-        w.raw(&self.normalized_digest);
+        w.raw(&self.leaf_digest);
         w.str(&self.report);
         w.into_bytes()
     }
@@ -84,10 +84,10 @@ impl ModelFile {
         let plan = SegmentPlan { cuts: r.usizes(MAX_CUTS)? };
         plan.validate(&model)?;
         let circuit_digest = r.raw()?;
-        let normalized_digest = r.raw()?;
+        let leaf_digest = r.raw()?;
         let report = r.str(MAX_REPORT_BYTES)?;
         r.finish()?;
-        Ok(Self { model, plan, circuit_digest, normalized_digest, report })
+        Ok(Self { model, plan, circuit_digest, leaf_digest, report })
     }
 }
 

@@ -651,7 +651,7 @@ impl TaskVerifier {
         &self.segment_rows
     }
 
-    /// The digest of the final circuit (what the registry will pin after normalization).
+    /// The digest of the final circuit (the model's leaf circuit, whose digest the registry pins, verifies it).
     pub fn circuit_digest(&self) -> [u8; 32] {
         crate::files::hash_to_bytes(&self.verifier.verifier_only.circuit_digest)
     }

@@ -365,7 +365,7 @@ fn model_encoding_round_trips_and_pins_the_id() {
         model,
         plan: SegmentPlan { cuts: vec![2] },
         circuit_digest: [5; 32],
-        normalized_digest: [6; 32],
+        leaf_digest: [6; 32],
         report: "{}".into(),
     };
     assert_eq!(ModelFile::from_bytes(&file.to_bytes()).unwrap(), file);
@@ -405,7 +405,7 @@ mod decoding {
             model: model.clone(),
             plan: SegmentPlan::default(),
             circuit_digest: [1; 32],
-            normalized_digest: [2; 32],
+            leaf_digest: [2; 32],
             report: "{}".into(),
         };
         let proof = TaskProof::new(model.model_id(), vec![7; 300]);

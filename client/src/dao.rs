@@ -368,7 +368,7 @@ async fn register_models(registry: &std::path::Path, ctx: &Ctx) -> Result<Propos
     for listed in &file.models {
         let entry = RegistryEntry {
             model_id: parse_hex(&listed.model_id, "model id").map_err(bad_input)?,
-            normalized_digest: parse_hex(&listed.normalized_digest, "normalized digest").map_err(bad_input)?,
+            leaf_digest: parse_hex(&listed.leaf_digest, "leaf digest").map_err(bad_input)?,
         };
         let id = B256::from(entry.model_id);
         included.push(entry);
@@ -381,7 +381,7 @@ async fn register_models(registry: &std::path::Path, ctx: &Ctx) -> Result<Propos
         calldatas.push(
             IModelRegistry::registerModelCall {
                 modelId: id,
-                circuitDigest: B256::from(entry.normalized_digest),
+                circuitDigest: B256::from(entry.leaf_digest),
                 uri: format!("tgrid-model:{}", listed.name),
                 newRoot: B256::from(root),
             }

@@ -79,7 +79,7 @@ fn model_and_input(dir: &Path) -> (B256, String, String) {
         model,
         plan: SegmentPlan::default(),
         circuit_digest: [1; 32],
-        normalized_digest: [2; 32],
+        leaf_digest: [2; 32],
         report: "{}".into(),
     };
     let (m, i) = (dir.join("tiny.tgm"), dir.join("in.json"));
@@ -375,7 +375,7 @@ fn relayed_orders_settle_their_results_check_and_accepted_orders_are_disputed() 
         model: tgrid_circuits::testing::tiny_model(8),
         plan: SegmentPlan::default(),
         circuit_digest: [1; 32],
-        normalized_digest: [2; 32],
+        leaf_digest: [2; 32],
         report: "{}".into(),
     };
     std::fs::write(&other_model, other.to_bytes()).unwrap();

@@ -3,7 +3,7 @@ pragma solidity ^0.8.24;
 
 /// @title IModelRegistry
 /// @notice The registry root of allowed circuits (an opaque bytes32 for the contracts: a
-/// Goldilocks-Poseidon Merkle root of (model id, normalized circuit digest) pairs) with its history,
+/// Goldilocks-Poseidon Merkle root of (model id, leaf circuit digest) pairs) with its history,
 /// and the list of registered models for auditors. Owned by the governance timelock.
 /// @dev Grace rule: a root is accepted for settlement while it is the current root, and for
 /// `rootGracePeriod` seconds after it was replaced (the grace period in force at the replacement:
@@ -26,7 +26,7 @@ interface IModelRegistry {
     }
 
     /// @notice A registered model.
-    /// @param circuitDigest Digest of the model's normalized circuit.
+    /// @param circuitDigest Digest of the model's leaf circuit (the recursion step that verifies its task proofs).
     /// @param registeredAt Registration timestamp.
     /// @param deregisteredAt Deregistration timestamp (0 while active).
     /// @param active False once deregistered.
@@ -49,7 +49,7 @@ interface IModelRegistry {
 
     /// @notice `modelId` was registered.
     /// @param modelId The model id (SHA-256 of the compiled model).
-    /// @param circuitDigest Digest of its normalized circuit.
+    /// @param circuitDigest Digest of its leaf circuit.
     /// @param uri Where it is published.
     event ModelRegistered(bytes32 indexed modelId, bytes32 circuitDigest, string uri);
 
@@ -109,7 +109,7 @@ interface IModelRegistry {
     /// @notice Registers `modelId` and sets `newRoot` (which must include it) in one call. Owner only.
     /// @dev Emits {ModelRegistered} and {RegistryRootUpdated}.
     /// @param modelId The model id.
-    /// @param circuitDigest Digest of its normalized circuit.
+    /// @param circuitDigest Digest of its leaf circuit.
     /// @param uri Where it is published.
     /// @param newRoot The new registry root.
     function registerModel(bytes32 modelId, bytes32 circuitDigest, string calldata uri, bytes32 newRoot) external;

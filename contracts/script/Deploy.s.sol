@@ -252,7 +252,7 @@ contract Deploy is Script {
         ) return true;
         try IKeyedGroth16Verifier(verifier).VERIFYING_KEY_DIGEST() returns (bytes32 digest) {
             // The generated verifiers' digests are compile-time constants of their source.
-            return digest == 0xdc59203ce4b2802750741364f330d9cc7509191df08ceacb6fffb312ee5b1745
+            return digest == 0x827112031abcb8017c32b9ad02a5b411034c26190379285827a5b259ba660d53
                 || digest == 0xc8f54b39a6e206c828ba84ec2fc5ccd316339f90e8d93fdc3cd13e2b6b07dca0;
         } catch {
             return false;

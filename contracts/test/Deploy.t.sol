@@ -55,7 +55,7 @@ contract DeployTest is Test {
         assertEq(address(d.governor.timelock()), tl);
         assertTrue(d.registry.isModelActive(c.devnetModelId));
         assertEq(d.registry.registryRoot(), c.registryRoot);
-        assertEq(d.verifier.VERIFYING_KEY_ID(), "wrap-production-r4q21g16-d1ad366e1d3821fb-ed459f8f98db995caa3182b1342c4a7ca8418eb611ee3d696e5db3d9c1db91a7-insecure-devnet");
+        assertEq(d.verifier.VERIFYING_KEY_ID(), "wrap-production-r4q21g16-b2040e15e164b7bb-6f990bdc6e64c4c2d710109c5ea949d3ceec7851903ff7a22665a9a12f725714-insecure-devnet");
 
         string memory json = vm.readFile(out);
         string[12] memory keys = [
@@ -85,7 +85,7 @@ contract DeployTest is Test {
         assertEq(json.readAddress(".registry"), address(d.registry));
         assertEq(json.readAddress(".market"), address(d.market));
         assertEq(json.readAddress(".verifier"), address(d.verifier));
-        assertEq(json.readString(".verifyingKeyId"), "wrap-production-r4q21g16-d1ad366e1d3821fb-ed459f8f98db995caa3182b1342c4a7ca8418eb611ee3d696e5db3d9c1db91a7-insecure-devnet");
+        assertEq(json.readString(".verifyingKeyId"), "wrap-production-r4q21g16-b2040e15e164b7bb-6f990bdc6e64c4c2d710109c5ea949d3ceec7851903ff7a22665a9a12f725714-insecure-devnet");
         assertEq(json.readAddress(".sequencer"), admin);
         assertEq(json.readBytes32(".registryRoot"), d.registry.registryRoot());
         assertEq(json.readBytes32(".devnetModelId"), c.devnetModelId);
@@ -167,8 +167,8 @@ contract DeployTest is Test {
             0x295c454069b48981726f188decaec658904c8a11c3caebf2da04aebd5b56644c,
             0x0c65a324cfb447af7228c39f5c792c5a586e61db9021ab2357f32148f5331d08,
             0x11705cca21184ef714ee66289a17952fa6e17554ea48c04f2a510289bb7914c6,
-            0x1713a8a88b810a0606b737fc000d8316e2ac799dc725a262daa3ff6f633f6860,
-            0x239e97f7696ff61d9724cd3ec22637150a5d5b7c094436e6c346437e109f7543,
+            0x1cc6d790d3696d16c5d9e863ffe6dd3dffb0d4d3a7a7880be13b3d9fe7470840,
+            0x1e55b57677c58a31cfd4a78d01a18827204d55dfdb5ea76f3d0ee8c80e070f27,
             0x02b6debfab8a6480bb41d23877c5acc11046a700a32b0890e7f8a3deebae1386,
             0x22c18614b868fe078392a3108930dc9435734682caf56aa89b663b84be2249e0
         ];

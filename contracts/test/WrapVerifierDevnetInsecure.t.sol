@@ -14,7 +14,7 @@ import {TaskLeafHarness} from "./TaskLeaf.t.sol";
 /// TaskMarket's settleBatch hashes, the task id being the order digest), and the verifier
 /// generated from that key accepts the Rust proof and nothing else.
 contract WrapVerifierDevnetInsecureTest is Test {
-    string internal constant KEY_ID = "wrap-production-r4q21g16-d1ad366e1d3821fb-ed459f8f98db995caa3182b1342c4a7ca8418eb611ee3d696e5db3d9c1db91a7-insecure-devnet";
+    string internal constant KEY_ID = "wrap-production-r4q21g16-b2040e15e164b7bb-6f990bdc6e64c4c2d710109c5ea949d3ceec7851903ff7a22665a9a12f725714-insecure-devnet";
     string internal constant DIR = "contracts/test/fixtures/groth16/";
     string internal constant OUT = "contracts/verifier/WrapVerifierDevnetInsecure.sol";
 

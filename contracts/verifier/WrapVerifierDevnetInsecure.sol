@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // GENERATED FILE — do not edit. Rendered by scripts/foundry/gen-verifier.js from
-// contracts/test/fixtures/groth16/wrap-production-r4q21g16-d1ad366e1d3821fb-ed459f8f98db995caa3182b1342c4a7ca8418eb611ee3d696e5db3d9c1db91a7-insecure-devnet.vk.json (key id "wrap-production-r4q21g16-d1ad366e1d3821fb-ed459f8f98db995caa3182b1342c4a7ca8418eb611ee3d696e5db3d9c1db91a7-insecure-devnet").
-// Regenerate: node scripts/foundry/gen-verifier.js --vk contracts/test/fixtures/groth16/wrap-production-r4q21g16-d1ad366e1d3821fb-ed459f8f98db995caa3182b1342c4a7ca8418eb611ee3d696e5db3d9c1db91a7-insecure-devnet.vk.json --out contracts/verifier/WrapVerifierDevnetInsecure.sol --name WrapVerifierDevnetInsecure --key-id wrap-production-r4q21g16-d1ad366e1d3821fb-ed459f8f98db995caa3182b1342c4a7ca8418eb611ee3d696e5db3d9c1db91a7-insecure-devnet
+// contracts/test/fixtures/groth16/wrap-production-r4q21g16-b2040e15e164b7bb-6f990bdc6e64c4c2d710109c5ea949d3ceec7851903ff7a22665a9a12f725714-insecure-devnet.vk.json (key id "wrap-production-r4q21g16-b2040e15e164b7bb-6f990bdc6e64c4c2d710109c5ea949d3ceec7851903ff7a22665a9a12f725714-insecure-devnet").
+// Regenerate: node scripts/foundry/gen-verifier.js --vk contracts/test/fixtures/groth16/wrap-production-r4q21g16-b2040e15e164b7bb-6f990bdc6e64c4c2d710109c5ea949d3ceec7851903ff7a22665a9a12f725714-insecure-devnet.vk.json --out contracts/verifier/WrapVerifierDevnetInsecure.sol --name WrapVerifierDevnetInsecure --key-id wrap-production-r4q21g16-b2040e15e164b7bb-6f990bdc6e64c4c2d710109c5ea949d3ceec7851903ff7a22665a9a12f725714-insecure-devnet
 pragma solidity ^0.8.24;
 
 import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
@@ -9,7 +9,7 @@ import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
 /// @title WrapVerifierDevnetInsecure
 /// @notice Groth16 verifier over BN254 for exactly one public input, using the EIP-196 (add, mul)
 /// and EIP-197 (pairing) precompiles. Proof layout and public input: docs/encodings.md.
-/// @dev Verifying key "wrap-production-r4q21g16-d1ad366e1d3821fb-ed459f8f98db995caa3182b1342c4a7ca8418eb611ee3d696e5db3d9c1db91a7-insecure-devnet". A wrap key id names the wrapped proof's FRI parameters and
+/// @dev Verifying key "wrap-production-r4q21g16-b2040e15e164b7bb-6f990bdc6e64c4c2d710109c5ea949d3ceec7851903ff7a22665a9a12f725714-insecure-devnet". A wrap key id names the wrapped proof's FRI parameters and
 /// the R1CS digest (docs/wrap.md); one ending in "-insecure-devnet" (or any "insecure" id) marks a
 /// key whose toxic waste is public: such a verifier must never guard real value.
 /// Checks: publicInput < r (scalar field), every proof coordinate < p (base field), points on the
@@ -19,10 +19,10 @@ import {IGroth16Verifier} from "../interfaces/IGroth16Verifier.sol";
 /// precompile fail, which consumes the (capped) gas forwarded to it.
 contract WrapVerifierDevnetInsecure is IGroth16Verifier {
     /// @notice Identifier of the verifying key this verifier was generated from.
-    string public constant VERIFYING_KEY_ID = "wrap-production-r4q21g16-d1ad366e1d3821fb-ed459f8f98db995caa3182b1342c4a7ca8418eb611ee3d696e5db3d9c1db91a7-insecure-devnet";
+    string public constant VERIFYING_KEY_ID = "wrap-production-r4q21g16-b2040e15e164b7bb-6f990bdc6e64c4c2d710109c5ea949d3ceec7851903ff7a22665a9a12f725714-insecure-devnet";
     /// @notice sha256 of the key's 18 coordinates as 32-byte big-endian words in EIP-197 order
     /// (alpha, beta, gamma, delta, IC0, IC1); see scripts/foundry/gen-verifier.js.
-    bytes32 public constant VERIFYING_KEY_DIGEST = 0xdc59203ce4b2802750741364f330d9cc7509191df08ceacb6fffb312ee5b1745;
+    bytes32 public constant VERIFYING_KEY_DIGEST = 0x827112031abcb8017c32b9ad02a5b411034c26190379285827a5b259ba660d53;
 
     // BN254 base field modulus p and scalar field modulus r.
     uint256 private constant _P = 0x30644e72e131a029b85045b68181585d97816a916871ca8d3c208c16d87cfd47;
@@ -49,8 +49,8 @@ contract WrapVerifierDevnetInsecure is IGroth16Verifier {
     uint256 private constant _DELTA_X0 = 0x295c454069b48981726f188decaec658904c8a11c3caebf2da04aebd5b56644c;
     uint256 private constant _DELTA_Y1 = 0x0c65a324cfb447af7228c39f5c792c5a586e61db9021ab2357f32148f5331d08;
     uint256 private constant _DELTA_Y0 = 0x11705cca21184ef714ee66289a17952fa6e17554ea48c04f2a510289bb7914c6;
-    uint256 private constant _IC0_X = 0x1713a8a88b810a0606b737fc000d8316e2ac799dc725a262daa3ff6f633f6860;
-    uint256 private constant _IC0_Y = 0x239e97f7696ff61d9724cd3ec22637150a5d5b7c094436e6c346437e109f7543;
+    uint256 private constant _IC0_X = 0x1cc6d790d3696d16c5d9e863ffe6dd3dffb0d4d3a7a7880be13b3d9fe7470840;
+    uint256 private constant _IC0_Y = 0x1e55b57677c58a31cfd4a78d01a18827204d55dfdb5ea76f3d0ee8c80e070f27;
     uint256 private constant _IC1_X = 0x02b6debfab8a6480bb41d23877c5acc11046a700a32b0890e7f8a3deebae1386;
     uint256 private constant _IC1_Y = 0x22c18614b868fe078392a3108930dc9435734682caf56aa89b663b84be2249e0;
 

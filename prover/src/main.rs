@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::json;
-use tgrid_aggregation::Normalizer;
+use tgrid_aggregation::LeafCircuit;
 use tgrid_circuits::{
     commit, commit_salted, infer, EncryptedTensor, ModelFile, OutputKey, Privacy, Salt, SegmentPlan, TaskProver,
     TaskVerifier,
@@ -246,8 +246,8 @@ fn run(command: Command, out: &Output) -> Result<()> {
             let verifier = TaskVerifier::new(&quant, &plan)?;
             let segment_rows = verifier.segment_rows().to_vec();
             let circuit_digest = verifier.circuit_digest();
-            bar.set_message("building the normalization circuit");
-            let normalized_digest = Normalizer::new(verifier)?.digest();
+            bar.set_message("building the leaf circuit");
+            let leaf_digest = LeafCircuit::new(verifier)?.digest();
             bar.finish_and_clear();
             let report_json = json!({
                 "source": model.display().to_string(),
@@ -257,8 +257,7 @@ fn run(command: Command, out: &Output) -> Result<()> {
                 "segments": plan.cuts.len() + 1,
                 "segment_rows": segment_rows,
             });
-            let file =
-                ModelFile { model: quant, plan, circuit_digest, normalized_digest, report: report_json.to_string() };
+            let file = ModelFile { model: quant, plan, circuit_digest, leaf_digest, report: report_json.to_string() };
             std::fs::write(&out_path, file.to_bytes())
                 .with_context(|| format!("cannot write {}", out_path.display()))?;
             let model_id = format!("0x{}", hex::encode(file.model.model_id()));
@@ -267,7 +266,7 @@ fn run(command: Command, out: &Output) -> Result<()> {
                     "model_id": model_id,
                     "out": out_path.display().to_string(),
                     "circuit_digest": format!("0x{}", hex::encode(file.circuit_digest)),
-                    "normalized_digest": format!("0x{}", hex::encode(file.normalized_digest)),
+                    "leaf_digest": format!("0x{}", hex::encode(file.leaf_digest)),
                     "layers": file.model.nodes.len(),
                     "macs": file.model.macs(),
                     "segments": file.plan.cuts.len() + 1,
@@ -278,11 +277,11 @@ fn run(command: Command, out: &Output) -> Result<()> {
                 }),
                 || {
                     format!(
-                        "compiled {} -> {}\n  model id        {model_id}\n  circuit digest  0x{}\n  normalized      0x{} (the registry lists this)\n  layers {}  MACs {}  segments {}  rows per segment {:?}\n  int8 vs float on {} calibration samples: argmax agreement {:.2}%, max |error| {:.4}, mean |error| {:.4}\n  {}{:.1} s",
+                        "compiled {} -> {}\n  model id        {model_id}\n  circuit digest  0x{}\n  leaf circuit    0x{} (the registry lists this)\n  layers {}  MACs {}  segments {}  rows per segment {:?}\n  int8 vs float on {} calibration samples: argmax agreement {:.2}%, max |error| {:.4}, mean |error| {:.4}\n  {}{:.1} s",
                         model.display(),
                         out_path.display(),
                         hex::encode(file.circuit_digest),
-                        hex::encode(file.normalized_digest),
+                        hex::encode(file.leaf_digest),
                         file.model.nodes.len(),
                         file.model.macs(),
                         file.plan.cuts.len() + 1,

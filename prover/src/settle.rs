@@ -3,8 +3,8 @@
 //! `tgrid-prover settle` and by the daemon when a deadline comes close unsettled.
 //!
 //! The registry membership is proven against the chain's registry: its active models are read
-//! from the ModelRegistry and their tree must give the on-chain root; the provider normalizes
-//! only its own models. The aggregator doing so ([`chain_aggregator`]) is the one the daemon
+//! from the ModelRegistry and their tree must give the on-chain root; the provider proves leaves
+//! of its own models only. The aggregator doing so ([`chain_aggregator`]) is the one the daemon
 //! proves its leaves with (`prove_leaves`), so a leaf proven with a result is not proven again
 //! when the provider settles that result itself. The Groth16 key must be the one the deployed
 //! verifier was generated from (its digest is checked before any proving).
@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use alloy::primitives::{Address, B256, U256};
 use alloy::providers::DynProvider;
 use anyhow::{anyhow, bail, Context, Result};
-use tgrid_aggregation::{Normalizer, Registry, RegistryEntry};
+use tgrid_aggregation::{LeafCircuit, Registry, RegistryEntry};
 use tgrid_chain::bindings::{IKeyedGroth16Verifier, IModelRegistry, ITaskMarket};
 use tgrid_chain::market::{market_error, SettlementBatch, SettlementItem, SignedOrder};
 use tgrid_chain::{confirm, Deployment};
@@ -87,7 +87,7 @@ async fn chain_registry(chain: &DynProvider, deployment: &Deployment) -> Result<
         let id = registry.modelIdAt(U256::from(i)).call().await.context("ModelRegistry.modelIdAt")?;
         let m = registry.model(id).call().await.context("ModelRegistry.model")?;
         if m.active {
-            entries.push(RegistryEntry { model_id: id.0, normalized_digest: m.circuitDigest.0 });
+            entries.push(RegistryEntry { model_id: id.0, leaf_digest: m.circuitDigest.0 });
         }
     }
     let tree = Registry::new(entries).context("the on-chain models do not form a registry")?;
@@ -103,18 +103,18 @@ async fn chain_registry(chain: &DynProvider, deployment: &Deployment) -> Result<
 }
 
 /// An aggregator for the provider's `models` under `registry` (blocking: builds the
-/// aggregation circuits and a normalizer per mode the registry lists each model under).
+/// aggregation circuits and a leaf circuit per mode the registry lists each model under).
 fn aggregator_for(registry: Registry, models: &[ModelFile]) -> Result<Aggregator> {
     // Each mode (public, private) the chain registers a model under has its own circuit.
-    let mut normalizers = Vec::new();
+    let mut leaf_circuits = Vec::new();
     for f in models {
         for privacy in [Privacy::Public, Privacy::Private] {
             if registry.entry(&privacy.task_model_id(f.model.model_id())).is_some() {
-                normalizers.push(Normalizer::new(TaskVerifier::with_privacy(&f.model, &f.plan, privacy)?)?);
+                leaf_circuits.push(LeafCircuit::new(TaskVerifier::with_privacy(&f.model, &f.plan, privacy)?)?);
             }
         }
     }
-    Ok(Aggregator::with_registry(registry, normalizers)?)
+    Ok(Aggregator::with_registry(registry, leaf_circuits)?)
 }
 
 /// The aggregator a provider proves its own tasks' leaves with (`prove_leaves`): its models

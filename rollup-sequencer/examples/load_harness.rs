@@ -22,7 +22,7 @@ use alloy::primitives::{Address, B256, U256};
 use alloy::providers::{Provider, ProviderBuilder};
 use anyhow::{Context, Result};
 use serde_json::json;
-use tgrid_aggregation::{Normalizer, RegistryFile, RegistryFileEntry};
+use tgrid_aggregation::{LeafCircuit, RegistryFile, RegistryFileEntry};
 use tgrid_chain::bindings::IERC20;
 use tgrid_chain::market::{Acceptance, Market, MarketDomain, Order, ResultSubmission, SignedOrder};
 use tgrid_chain::{Devnet, DevnetConfig};
@@ -95,12 +95,12 @@ fn main() -> Result<()> {
     let plan = SegmentPlan::default();
     let verifier = TaskVerifier::new(&model, &plan)?;
     let circuit_digest = verifier.circuit_digest();
-    let normalizer = Normalizer::new(verifier)?;
+    let leaf_circuit = LeafCircuit::new(verifier)?;
     let file = ModelFile {
         model: model.clone(),
         plan: plan.clone(),
         circuit_digest,
-        normalized_digest: normalizer.digest(),
+        leaf_digest: leaf_circuit.digest(),
         report: "{}".into(),
     };
     std::fs::write(work.path().join("model.tgm"), file.to_bytes())?;
@@ -108,7 +108,7 @@ fn main() -> Result<()> {
     let root = registry.upsert(RegistryFileEntry {
         name: "tiny".into(),
         model_id: format!("0x{}", hex::encode(model.model_id())),
-        normalized_digest: format!("0x{}", hex::encode(normalizer.digest())),
+        leaf_digest: format!("0x{}", hex::encode(leaf_circuit.digest())),
         model_file: "model.tgm".into(),
     })?;
     registry.save(&work.path().join("registry.json"))?;
@@ -117,7 +117,7 @@ fn main() -> Result<()> {
     let config = DevnetConfig::new(&repo)
         .deploy_env("TGRID_REGISTRY_ROOT", B256::from(root).to_string())
         .deploy_env("TGRID_DEVNET_MODEL_ID", B256::from(model_id).to_string())
-        .deploy_env("TGRID_DEVNET_CIRCUIT_DIGEST", B256::from(normalizer.digest()).to_string());
+        .deploy_env("TGRID_DEVNET_CIRCUIT_DIGEST", B256::from(leaf_circuit.digest()).to_string());
     let devnet = Devnet::start(&config)?;
     let d = devnet.deployment().clone();
     let url: alloy::transports::http::reqwest::Url = devnet.rpc_url().parse()?;

@@ -1,6 +1,7 @@
 //! TensorGrid rollup sequencer library: turns task proofs into batch proofs.
 //!
-//! [`Aggregator`] (from tgrid-settlement-proof) holds the registry, the aggregation circuits and one normalizer per model
+//! [`Aggregator`] (from tgrid-settlement-proof) holds the registry, the aggregation circuits and one leaf
+//! circuit per model
 //! (built on first use from the model files the registry file points to). It proves leaves in
 //! parallel and merges them along the RFC 6962 tree shape, in parallel across independent
 //! subtrees ([`Aggregator::aggregate`]), or as proofs arrive ([`IncrementalTree`]).

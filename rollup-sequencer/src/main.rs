@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use tgrid_aggregation::registry::hex32;
-use tgrid_aggregation::{BatchFile, Normalizer, RegistryFile, RegistryFileEntry};
+use tgrid_aggregation::{BatchFile, LeafCircuit, RegistryFile, RegistryFileEntry};
 use tgrid_circuits::{ModelFile, Privacy, TaskProof, TaskVerifier};
 use tgrid_cli::{bad_input, print_stdout, Output};
 use tgrid_sequencer::jobs::QueueUrl;
@@ -38,7 +38,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Manage the registry file of allowed (model id, normalized circuit digest) pairs.
+    /// Manage the registry file of allowed (model id, leaf circuit digest) pairs.
     Registry {
         #[command(subcommand)]
         command: RegistryCommand,
@@ -138,7 +138,7 @@ enum Command {
         #[command(flatten)]
         key: WrapKeyArgs,
     },
-    /// Benchmark normalization, leaf, chunk and merge proofs and a whole batch; prints one JSON object.
+    /// Benchmark leaf, chunk and merge proofs and a whole batch; prints one JSON object.
     Bench {
         /// Tasks in the end-to-end batch.
         #[arg(long, default_value_t = 64)]
@@ -357,17 +357,18 @@ fn registry_add(
     let bar = out.spinner("rebuilding the model's circuits");
     let verifier =
         TaskVerifier::with_privacy(&file.model, &file.plan, privacy).context("cannot rebuild the model's circuit")?;
-    let normalizer = Normalizer::new(verifier).context("cannot build the normalization circuit")?;
+    let leaf_circuit = LeafCircuit::new(verifier).context("cannot build the model's leaf circuit")?;
     bar.finish_and_clear();
     // The file records the public circuit's digest: a mismatch means another compiler version.
     // The private circuit's digest is what the rebuild says (same weights, same version).
     if privacy == Privacy::Public {
         anyhow::ensure!(
-            normalizer.digest() == file.normalized_digest,
-            "the normalization circuit rebuilt from {} has digest {}, the file records {}: compiled by another version",
+            leaf_circuit.digest() == file.leaf_digest,
+            "the leaf circuit rebuilt from {} has digest {}, the file records {}: compiled by another version \
+             (recompile the model with this version's `tgrid-prover compile`)",
             model_path.display(),
-            hex32(&normalizer.digest()),
-            hex32(&file.normalized_digest)
+            hex32(&leaf_circuit.digest()),
+            hex32(&file.leaf_digest)
         );
     }
     let mut registry = if registry_path.exists() {
@@ -380,8 +381,8 @@ fn registry_add(
             Privacy::Public => file.model.name.clone(),
             Privacy::Private => format!("{} (private)", file.model.name),
         }),
-        model_id: hex32(&normalizer.model_id()),
-        normalized_digest: hex32(&normalizer.digest()),
+        model_id: hex32(&leaf_circuit.model_id()),
+        leaf_digest: hex32(&leaf_circuit.digest()),
         model_file: relative_to(model_path, &registry.base_dir)?,
     };
     let root = registry.upsert(entry.clone())?;
@@ -395,11 +396,11 @@ fn registry_add(
     });
     out.emit(value, || {
         format!(
-            "registered {} ({}, {} tasks)\n  normalized digest  {}\n  registry root      {}  ({} models)",
+            "registered {} ({}, {} tasks)\n  leaf digest    {}\n  registry root  {}  ({} models)",
             entry.name,
             entry.model_id,
             privacy.name(),
-            entry.normalized_digest,
+            entry.leaf_digest,
             hex32(&root),
             registry.models.len()
         )
@@ -411,7 +412,7 @@ fn registry_show(path: &Path, out: &Output) -> Result<()> {
     out.emit(json!({ "root": registry.root, "depth": registry.depth, "models": registry.models }), || {
         let mut text = format!("registry root {}  ({} models)", registry.root, registry.models.len());
         for m in &registry.models {
-            text += &format!("\n  {}  {}  {}  {}", m.model_id, m.normalized_digest, m.name, m.model_file);
+            text += &format!("\n  {}  {}  {}  {}", m.model_id, m.leaf_digest, m.name, m.model_file);
         }
         text
     })

@@ -6,7 +6,7 @@
 
 use std::sync::OnceLock;
 
-use tgrid_aggregation::{batch_root, Normalizer, SubtreeProof, TaskLeaf};
+use tgrid_aggregation::{batch_root, LeafCircuit, SubtreeProof, TaskLeaf};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{SegmentPlan, TaskProof, TaskProver, TaskVerifier};
 use tgrid_sequencer::{Aggregator, Error, IncrementalTree, Step};
@@ -22,11 +22,11 @@ fn setup() -> &'static Setup {
     static SETUP: OnceLock<Setup> = OnceLock::new();
     SETUP.get_or_init(|| {
         let models = [tiny_model(3), tiny_model(4)];
-        let normalizers = models
+        let leaf_circuits = models
             .iter()
-            .map(|m| Normalizer::new(TaskVerifier::new(m, &SegmentPlan::default()).unwrap()).unwrap())
+            .map(|m| LeafCircuit::new(TaskVerifier::new(m, &SegmentPlan::default()).unwrap()).unwrap())
             .collect();
-        let aggregator = Aggregator::with_normalizers(normalizers).unwrap();
+        let aggregator = Aggregator::with_leaf_circuits(leaf_circuits).unwrap();
         let provers: Vec<_> =
             models.iter().map(|m| TaskProver::new(m.clone(), SegmentPlan::default()).unwrap()).collect();
         // Models interleaved irregularly: 0 1 1 0 1 0 0.

@@ -66,7 +66,7 @@ fn register_aggregate_and_verify_a_batch_of_two_models() {
     let registry = d.join("registry.json");
     let only_mlp = d.join("only-mlp.json");
     let added = json(&run(sequencer().args(["--json", "registry", "add"]).arg(&mlp).arg("--registry").arg(&only_mlp)));
-    assert_eq!(added["added"]["normalized_digest"], mlp_info["normalized_digest"]);
+    assert_eq!(added["added"]["leaf_digest"], mlp_info["leaf_digest"]);
     json(&run(sequencer().args(["--json", "registry", "add"]).arg(&mlp).arg("--registry").arg(&registry)));
     let added = json(&run(sequencer().args(["--json", "registry", "add"]).arg(&cnn).arg("--registry").arg(&registry)));
     assert_eq!(added["models"], 2);
@@ -113,8 +113,8 @@ fn register_aggregate_and_verify_a_batch_of_two_models() {
         tgrid_sequencer::Aggregator::new(tgrid_aggregation::RegistryFile::load(&registry).unwrap()).unwrap();
     let cnn_proof = tgrid_circuits::TaskProof::from_bytes(&std::fs::read(&proofs[1]).unwrap()).unwrap();
     let (_, cnn_leaf) = aggregator.prove_leaf(&cnn_proof).unwrap();
-    std::fs::write(proofs[1].with_extension("leaf"), cnn_leaf.proof.to_bytes()).unwrap();
-    std::fs::write(proofs[2].with_extension("leaf"), cnn_leaf.proof.to_bytes()).unwrap();
+    std::fs::write(proofs[1].with_extension("leaf"), cnn_leaf.to_bytes()).unwrap();
+    std::fs::write(proofs[2].with_extension("leaf"), cnn_leaf.to_bytes()).unwrap();
     let with_leaves = run(sequencer()
         .args(["--json", "aggregate"])
         .args(&proofs)

@@ -90,13 +90,13 @@ fn admin_address(devnet: &Devnet) -> Address {
 async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs() {
     let work = tempfile::tempdir().unwrap();
     let model = tiny_model(1);
-    let (model_id, normalized_digest, registry_root) = write_registry(work.path(), &model);
+    let (model_id, leaf_digest, registry_root) = write_registry(work.path(), &model);
     let (key_id, key_words) = tokio::task::spawn_blocking(wrap_key).await.unwrap();
 
     let config = DevnetConfig::new(repo_root())
         .deploy_env("TGRID_REGISTRY_ROOT", B256::from(registry_root).to_string())
         .deploy_env("TGRID_DEVNET_MODEL_ID", B256::from(model_id).to_string())
-        .deploy_env("TGRID_DEVNET_CIRCUIT_DIGEST", B256::from(normalized_digest).to_string())
+        .deploy_env("TGRID_DEVNET_CIRCUIT_DIGEST", B256::from(leaf_digest).to_string())
         .deploy_env("TGRID_VERIFIER_KEY", key_words)
         .deploy_env("TGRID_VERIFIER_KEY_ID", key_id.clone());
     let devnet = tokio::task::spawn_blocking(move || Devnet::start(&config)).await.unwrap().expect("devnet");
@@ -197,7 +197,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let leaf_hex = tokio::task::spawn_blocking(move || {
         let registry = tgrid_aggregation::RegistryFile::load(&work_dir.join("registry.json")).unwrap();
         let (_, leaf) = tgrid_settlement_proof::Aggregator::new(registry).unwrap().prove_leaf(&leaf_task).unwrap();
-        format!("0x{}", hex::encode(leaf.proof.to_bytes()))
+        format!("0x{}", hex::encode(leaf.to_bytes()))
     })
     .await
     .unwrap();

@@ -2,7 +2,7 @@
 //! binaries: the model owner compiles the character GPT fixture (PyTorch export, 2 blocks,
 //! 4 heads, 32 characters of context), the DAO registers it by vote, a poster signs an order for
 //! the next character after 32 characters of Moby-Dick, the provider daemon accepts, proves the
-//! forward pass (one segment of 2^16 rows after row pruning) and submits, the sequencer normalizes,
+//! forward pass (one segment of 2^16 rows after row pruning) and submits, the sequencer proves its leaf,
 //! aggregates, wraps and settles it, the poster checks the settled output and reads the
 //! predicted character, and an auditor re-verifies the task from chain data.
 //!

@@ -34,7 +34,7 @@ async fn a_provider_settles_its_own_result_with_the_cli() {
         &[
             ("TGRID_REGISTRY_ROOT", registry["root"].as_str().unwrap().to_string()),
             ("TGRID_DEVNET_MODEL_ID", compiled["model_id"].as_str().unwrap().to_string()),
-            ("TGRID_DEVNET_CIRCUIT_DIGEST", compiled["normalized_digest"].as_str().unwrap().to_string()),
+            ("TGRID_DEVNET_CIRCUIT_DIGEST", compiled["leaf_digest"].as_str().unwrap().to_string()),
         ],
     )
     .await;

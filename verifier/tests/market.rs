@@ -241,7 +241,7 @@ async fn audits_orders_and_a_settled_batch_from_chain_data() {
     // the event's, the forged leaf reported skipped; the stub verifier has no real key, so the
     // key-digest step fails (exit 1) instead of verifying.
     let vk = repo_root()
-        .join("contracts/test/fixtures/groth16/wrap-production-r4q21g16-d1ad366e1d3821fb-ed459f8f98db995caa3182b1342c4a7ca8418eb611ee3d696e5db3d9c1db91a7-insecure-devnet.vk.json");
+        .join("contracts/test/fixtures/groth16/wrap-production-r4q21g16-b2040e15e164b7bb-6f990bdc6e64c4c2d710109c5ea949d3ceec7851903ff7a22665a9a12f725714-insecure-devnet.vk.json");
     let out = verifier(&["--json", "batch", &root, "--rpc", &rpc, "--vk", vk.to_str().unwrap()], &deployment);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let v = json(&out);

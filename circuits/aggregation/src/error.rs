@@ -1,6 +1,6 @@
 //! Errors of the aggregation library.
 
-/// Everything that can go wrong while normalizing, aggregating or checking a batch.
+/// Everything that can go wrong while proving leaves, aggregating or checking a batch.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

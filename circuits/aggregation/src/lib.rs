@@ -1,22 +1,21 @@
 //! TensorGrid recursive aggregation: many task proofs folded into one batch proof.
 //!
 //! ```text
-//! task proof (per model)  ──Normalizer──►  normalized proof (one shape for every model)
-//!   ──leaf circuit──►  leaf proof: checks the model's circuit against the registry root,
-//!                      outputs the task leaf sha256(0x00 ‖ task ‖ model ‖ in ‖ out ‖ provider)
-//!   ──chunk circuit (1 to 4 leaves)──►  chunk proof: RFC 6962 root of up to 4 leaves
+//! task proof (per model)  ──the model's leaf circuit──►  leaf proof (one shape for every
+//!                      model): the task leaf sha256(0x00 ‖ task ‖ model ‖ in ‖ out ‖ provider)
+//!   ──chunk circuit (1 to 4 leaves)──►  chunk proof: checks each leaf's circuit against the
+//!                      registry root, RFC 6962 root of up to 4 leaves
 //!   ──merge circuit (2 or 3 subtrees over one or two tree levels, repeated)──►  root proof:
 //!                      RFC 6962 root of the ordered leaves, registry root, task count
 //! ```
 //!
 //! [`shape`] pads circuits to standard shapes, [`registry`] holds the registry tree and file,
-//! [`normalize`] the per-model step, [`tree`] the leaf, chunk and merge circuits, [`batch`] leaves,
+//! [`tree`] the per-model leaf circuits and the chunk and merge circuits, [`batch`] leaves,
 //! batch roots and the `.tgb` batch file. Scheduling the tree (incrementally, in parallel) is
 //! the sequencer's job.
 
 pub mod batch;
 mod error;
-pub mod normalize;
 pub mod registry;
 pub mod shape;
 #[cfg(test)]
@@ -28,6 +27,8 @@ pub use batch::{
     TaskLeaf, VerifiedBatch,
 };
 pub use error::{Error, Result};
-pub use normalize::{NormalizedProof, Normalizer};
 pub use registry::{Registry, RegistryEntry, RegistryFile, RegistryFileEntry};
-pub use tree::{AggregationCircuits, MergeShape, SubtreeKind, SubtreeProof, CHUNK_LEAVES};
+pub use tree::{
+    AggregationCircuits, LeafCircuit, LeafCircuitCap, LeafPublicInputs, MergeShape, SubtreeKind, SubtreeProof,
+    CHUNK_LEAVES,
+};

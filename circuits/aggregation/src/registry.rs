@@ -1,10 +1,10 @@
-//! The model registry: the set of allowed (model id, normalized circuit digest) pairs as a
+//! The model registry: the set of allowed (model id, leaf circuit digest) pairs as a
 //! fixed-depth Poseidon (Goldilocks) Merkle tree whose root the chain stores.
 //!
 //! Leaf `i` holds the 12 field elements `model id as 8 big-endian u32 words ‖ digest (4)` of the
 //! `i`-th entry in model-id order; unused leaves hold 12 zeros (no real entry can equal them: a
 //! model id is a SHA-256 output and a digest a Poseidon output). Leaves are hashed and paired
-//! exactly as plonky2's `MerkleTree` and its in-circuit `verify_merkle_proof` do, so the leaf
+//! exactly as plonky2's `MerkleTree` and its in-circuit `verify_merkle_proof` do, so the chunk
 //! circuit checks membership with plonky2's own gadget.
 
 use std::collections::BTreeMap;
@@ -28,8 +28,8 @@ pub const REGISTRY_DEPTH: usize = 16;
 pub struct RegistryEntry {
     /// The compiled model's id.
     pub model_id: [u8; 32],
-    /// Digest of the model's normalization circuit.
-    pub normalized_digest: [u8; 32],
+    /// Digest of the model's leaf circuit ([`crate::LeafCircuit`]).
+    pub leaf_digest: [u8; 32],
 }
 
 impl RegistryEntry {
@@ -41,7 +41,7 @@ impl RegistryEntry {
             .map(|w| F::from_canonical_u32(u32::from_be_bytes(w.try_into().expect("4 bytes"))))
             .collect();
         // Canonical by construction: `Registry::new` rejects other digests.
-        v.extend(bytes_to_hash(&self.normalized_digest).map(|h| h.elements).unwrap_or_default());
+        v.extend(bytes_to_hash(&self.leaf_digest).map(|h| h.elements).unwrap_or_default());
         v
     }
 }
@@ -86,7 +86,7 @@ impl Registry {
         let mut by_model = BTreeMap::new();
         for e in entries {
             // A digest is 4 canonical field elements; anything else can never be proven.
-            bytes_to_hash(&e.normalized_digest)?;
+            bytes_to_hash(&e.leaf_digest)?;
             if let Some(old) = by_model.insert(e.model_id, e) {
                 if old != e {
                     return Err(Error::Registry(format!(
@@ -160,7 +160,7 @@ pub fn bytes_to_hash(bytes: &[u8; 32]) -> Result<HashOut<F>> {
     Ok(HashOut { elements })
 }
 
-/// One entry of the registry file, with what the sequencer needs to normalize its proofs.
+/// One entry of the registry file, with what the sequencer needs to prove its tasks' leaves.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RegistryFileEntry {
@@ -168,10 +168,10 @@ pub struct RegistryFileEntry {
     pub name: String,
     /// `0x`-prefixed model id.
     pub model_id: String,
-    /// `0x`-prefixed digest of the model's normalization circuit.
-    pub normalized_digest: String,
+    /// `0x`-prefixed digest of the model's leaf circuit.
+    pub leaf_digest: String,
     /// Path of the compiled model, relative to the registry file (used by the sequencer to
-    /// normalize task proofs; verifiers ignore it).
+    /// check task proofs and prove their leaves; verifiers ignore it).
     pub model_file: String,
 }
 
@@ -216,8 +216,16 @@ impl RegistryFile {
         }
         // Bytes, not a string: a binary file is "not a registry file", not an I/O error.
         let bytes = std::fs::read(path).map_err(io)?;
-        let mut file: RegistryFile = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Format(format!("{}: not a registry file: {e}", path.display())))?;
+        let mut file: RegistryFile = serde_json::from_slice(&bytes).map_err(|e| {
+            // Registries before per-model leaf circuits listed another circuit per model.
+            let hint = if e.to_string().contains("`normalized_digest`") {
+                " (a registry of normalization circuits, from before leaf circuits replaced them: rebuild it \
+                 with `tgrid-sequencer registry add` for each model, recompiled)"
+            } else {
+                ""
+            };
+            Error::Format(format!("{}: not a registry file: {e}{hint}", path.display()))
+        })?;
         file.base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         if file.depth != REGISTRY_DEPTH {
             return Err(Error::Format(format!("registry depth {} is not {REGISTRY_DEPTH}", file.depth)));
@@ -242,9 +250,9 @@ impl RegistryFile {
             .iter()
             .map(|m| {
                 let model_id = parse_bytes32(&m.model_id, "model id")?;
-                let normalized_digest = parse_bytes32(&m.normalized_digest, "normalized digest")?;
-                bytes_to_hash(&normalized_digest)?;
-                Ok(RegistryEntry { model_id, normalized_digest })
+                let leaf_digest = parse_bytes32(&m.leaf_digest, "leaf digest")?;
+                bytes_to_hash(&leaf_digest)?;
+                Ok(RegistryEntry { model_id, leaf_digest })
             })
             .collect::<Result<Vec<_>>>()?;
         let registry = Registry::new(entries)?;

@@ -14,6 +14,7 @@ use plonky2::gates::gate::GateRef;
 use plonky2::gates::noop::NoopGate;
 use plonky2::gates::poseidon::PoseidonGate;
 use plonky2::hash::hash_types::{HashOut, HashOutTarget, MerkleCapTarget};
+use plonky2::hash::merkle_tree::MerkleCap;
 use plonky2::hash::poseidon::PoseidonHash;
 use plonky2::plonk::circuit_builder::CircuitBuilder;
 use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData, CommonCircuitData};
@@ -36,7 +37,7 @@ pub struct Shape {
     common: OnceLock<CommonCircuitData<F, D>>,
 }
 
-/// Configuration of normalization, leaf, chunk and merge circuits: plonky2's standard recursion
+/// Configuration of chunk and merge circuits: plonky2's standard recursion
 /// configuration. No zero knowledge is needed above the task proofs: a private task's proof is
 /// already zero-knowledge, and everything these circuits add (leaves, roots) is public.
 pub fn aggregation_config() -> CircuitConfig {
@@ -55,16 +56,11 @@ pub fn leaf_config() -> CircuitConfig {
     config
 }
 
-/// The shape of every normalized task proof: it verifies one task proof and re-exposes its
-/// public inputs.
-/// Its circuits hash nothing, so it does not declare the SHA-256 gates (a model's normalization
-/// circuit digest, which the registry lists, stays what it was before they existed).
-pub static NORMALIZED: Shape =
-    Shape::new("normalized", 13, tgrid_circuits::NUM_PUBLIC_INPUTS, false, aggregation_config);
-
-/// The shape of leaf proofs (one task's leaf), which only chunk circuits verify: 2^13 rows at
-/// the cheaper-to-verify [`leaf_config`].
-pub static LEAF: Shape = Shape::new("leaf", 13, crate::tree::NUM_AGGREGATION_PUBLIC_INPUTS, true, leaf_config);
+/// The shape of leaf proofs (one task's leaf, every model's [`crate::LeafCircuit`]), which only
+/// chunk circuits verify: 2^13 rows at the cheaper-to-verify [`leaf_config`]. A model's task
+/// proof must be verifiable in it beside the leaf's hashing (the character GPT's takes 6,909
+/// rows; `tgrid_circuits` picks each segment's FRI rate so that it fits).
+pub static LEAF: Shape = Shape::new("leaf", 13, crate::tree::NUM_LEAF_PUBLIC_INPUTS, true, leaf_config);
 
 /// The shape shared by chunk and merge proofs, so a merge circuit verifies either. Both hash
 /// with the SHA-256 gates.
@@ -142,6 +138,17 @@ impl Shape {
         Ok(data)
     }
 
+    /// Whether `builder` pads and builds to exactly this shape (its common data without the
+    /// commitments: a fraction of a build). For circuits near the shape's size, where the
+    /// constants plonky2 adds at build decide.
+    pub fn fits(&self, mut builder: CircuitBuilder<F, D>) -> bool {
+        if builder.num_public_inputs() != self.num_public_inputs || builder.num_gates() >= 1 << self.degree_bits {
+            return false;
+        }
+        self.pad(&mut builder, self.common().gates.clone());
+        &builder.mock_build::<C>().common == self.common()
+    }
+
     /// The common circuit data of every circuit of this shape.
     pub fn common(&self) -> &CommonCircuitData<F, D> {
         self.common.get_or_init(|| {
@@ -180,7 +187,17 @@ impl Shape {
 }
 
 /// The circuit digest plonky2 assigns to a circuit with constants/sigmas cap `cap`, the default
-/// domain separator and `degree_bits`, computed inside a circuit.
+/// domain separator and `degree_bits` (as plonky2's `CircuitBuilder::build` computes it).
+pub fn circuit_digest(cap: &MerkleCap<F, tgrid_circuits::TgridPoseidonHash>, degree_bits: usize) -> HashOut<F> {
+    type H = tgrid_circuits::TgridPoseidonHash;
+    let domain_separator_digest: HashOut<F> = H::hash_pad(&[]);
+    let mut parts: Vec<F> = cap.0.iter().flat_map(|h| h.elements).collect();
+    parts.extend(domain_separator_digest.elements);
+    parts.push(F::from_canonical_usize(degree_bits));
+    H::hash_no_pad(&parts)
+}
+
+/// [`circuit_digest`], computed inside a circuit.
 ///
 /// A recursive verifier with witnessed verifier data must derive the digest from the cap: the
 /// digest only seeds Fiat-Shamir, so a digest taken as a separate witness would let a prover

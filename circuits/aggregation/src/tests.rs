@@ -1,5 +1,5 @@
 //! Aggregation tests on two small models: registry trees, batch roots against the contract's
-//! vectors, normalization, leaf, chunk and merge proofs, batch files, and rejection of every way to
+//! vectors, leaf, chunk and merge proofs, batch files, and rejection of every way to
 //! cheat a batch the circuits are responsible for.
 
 use std::sync::OnceLock;
@@ -14,8 +14,8 @@ use tgrid_circuits::{Privacy, Salt, SegmentPlan, TaskProof, TaskProver, TaskVeri
 use crate::batch::{batch_root, node_hash, split_point, BatchFile, TaskLeaf};
 use crate::registry::{Registry, RegistryEntry, RegistryFile, RegistryFileEntry};
 use crate::shape::aggregation_config;
-use crate::tree::{canonical_halves_bits_be, ChunkCut, LeafCut, MergeCut};
-use crate::{AggregationCircuits, Error, MergeShape, NormalizedProof, Normalizer, SubtreeKind, SubtreeProof};
+use crate::tree::{canonical_halves_bits_be, ChunkCut, MergeCut};
+use crate::{AggregationCircuits, Error, LeafCircuit, MergeShape, SubtreeKind, SubtreeProof};
 
 fn hex32(s: &str) -> [u8; 32] {
     hex::decode(s.trim_start_matches("0x")).unwrap().try_into().unwrap()
@@ -72,7 +72,7 @@ fn entry(seed: u8) -> RegistryEntry {
     for i in 0..4 {
         digest[8 * i] = 0; // keep each element canonical
     }
-    RegistryEntry { model_id: [seed; 32], normalized_digest: digest }
+    RegistryEntry { model_id: [seed; 32], leaf_digest: digest }
 }
 
 #[test]
@@ -89,10 +89,10 @@ fn registry_membership_proofs_verify_with_plonky2() {
     assert_eq!(Registry::new((1..=5).rev().map(entry)).unwrap().root(), registry.root());
     assert_ne!(Registry::new((1..=4).map(entry)).unwrap().root(), registry.root());
     let mut clash = entry(1);
-    clash.normalized_digest[31] ^= 1;
+    clash.leaf_digest[31] ^= 1;
     assert!(matches!(Registry::new([entry(1), clash]), Err(Error::Registry(_))));
     let mut not_a_hash = entry(7);
-    not_a_hash.normalized_digest = [0xFF; 32];
+    not_a_hash.leaf_digest = [0xFF; 32];
     assert!(matches!(Registry::new([not_a_hash]), Err(Error::Format(_))));
 }
 
@@ -107,7 +107,7 @@ fn registry_file_round_trips_and_detects_a_stale_root() {
         file.upsert(RegistryFileEntry {
             name: format!("m{seed}"),
             model_id: format!("0x{}", hex::encode(e.model_id)),
-            normalized_digest: format!("0x{}", hex::encode(e.normalized_digest)),
+            leaf_digest: format!("0x{}", hex::encode(e.leaf_digest)),
             model_file: format!("m{seed}.tgm"),
         })
         .unwrap();
@@ -119,7 +119,7 @@ fn registry_file_round_trips_and_detects_a_stale_root() {
     let text = std::fs::read_to_string(&path).unwrap().replace("\"name\": \"m1\"", "\"name\": \"renamed\"");
     std::fs::write(&path, &text).unwrap();
     RegistryFile::load(&path).unwrap();
-    let tampered = text.replacen(&loaded.models[0].normalized_digest[2..6], "0000", 1);
+    let tampered = text.replacen(&loaded.models[0].leaf_digest[2..6], "0000", 1);
     std::fs::write(&path, tampered).unwrap();
     assert!(matches!(RegistryFile::load(&path), Err(Error::Registry(_))));
     std::fs::write(&path, "{\"root\": 1}").unwrap();
@@ -138,11 +138,11 @@ fn registry_file_round_trips_and_detects_a_stale_root() {
 }
 
 /// Two small models, model 0 proving public tasks and model 1 private ones (zero-knowledge,
-/// salted commitments, under its private model id), their normalizers, a registry holding both,
-/// and the aggregation circuits, built once for all tests.
+/// salted commitments, under its private model id), their leaf circuits, a registry holding
+/// both, and the aggregation circuits, built once for all tests.
 struct Setup {
     provers: Vec<TaskProver>,
-    normalizers: Vec<Normalizer>,
+    leaf_circuits: Vec<LeafCircuit>,
     registry: Registry,
     circuits: AggregationCircuits,
 }
@@ -154,15 +154,15 @@ fn setup() -> &'static Setup {
         let plan = SegmentPlan::default();
         let provers: Vec<_> =
             models.iter().map(|(m, p)| TaskProver::with_privacy(m.clone(), plan.clone(), *p).unwrap()).collect();
-        let normalizers: Vec<_> = models
+        let leaf_circuits: Vec<_> = models
             .iter()
-            .map(|(m, p)| Normalizer::new(TaskVerifier::with_privacy(m, &plan, *p).unwrap()).unwrap())
+            .map(|(m, p)| LeafCircuit::new(TaskVerifier::with_privacy(m, &plan, *p).unwrap()).unwrap())
             .collect();
         let registry = Registry::new(
-            normalizers.iter().map(|n| RegistryEntry { model_id: n.model_id(), normalized_digest: n.digest() }),
+            leaf_circuits.iter().map(|l| RegistryEntry { model_id: l.model_id(), leaf_digest: l.digest() }),
         )
         .unwrap();
-        Setup { provers, normalizers, registry, circuits: AggregationCircuits::build().unwrap() }
+        Setup { provers, leaf_circuits, registry, circuits: AggregationCircuits::build().unwrap() }
     })
 }
 
@@ -172,8 +172,8 @@ fn task_id(i: u64) -> [u8; 32] {
     t
 }
 
-/// Proves and normalizes task `i` of model `m`.
-fn normalized(m: usize, i: u64) -> (TaskProof, NormalizedProof, TaskLeaf) {
+/// Proves task `i` of model `m`.
+fn task(m: usize, i: u64) -> TaskProof {
     let s = setup();
     let input = random_input(i, 16);
     let prover = &s.provers[m];
@@ -183,46 +183,126 @@ fn normalized(m: usize, i: u64) -> (TaskProof, NormalizedProof, TaskLeaf) {
             prover.prove_private(&input, &Salt::random(), task_id(i), [0x42; 20], &mut |_, _, _| {}).unwrap()
         }
     };
-    let (publics, norm) = s.normalizers[m].normalize(&proof).unwrap();
-    (proof, norm, TaskLeaf::from_publics(&publics))
+    proof
 }
 
+/// Proves task `i` of model `m` and its leaf.
 fn leaf(m: usize, i: u64) -> (SubtreeProof, TaskLeaf) {
-    let (_, norm, leaf) = normalized(m, i);
-    (setup().circuits.prove_leaf(&norm, &setup().registry).unwrap(), leaf)
+    let (publics, leaf) = setup().leaf_circuits[m].prove(&task(m, i)).unwrap();
+    (leaf, TaskLeaf::from_publics(&publics))
+}
+
+/// Model `m`'s registry path in `registry`.
+fn path(registry: &Registry, m: usize) -> crate::registry::Membership {
+    registry.membership(&setup().leaf_circuits[m].model_id()).unwrap().1
 }
 
 #[test]
-fn normalized_circuits_share_one_shape_and_differ_in_digest() {
+fn leaf_circuits_share_one_shape_and_differ_in_digest() {
     // One shape for a public and a private (zero-knowledge) task proof.
     let s = setup();
-    assert_eq!(s.provers[1].task_model_id(), s.normalizers[1].model_id());
-    assert_ne!(s.normalizers[1].model_id(), s.provers[1].model().model_id(), "the private variant's id");
-    let (a, b) = (s.normalizers[0].verifier_data(), s.normalizers[1].verifier_data());
+    assert_eq!(s.provers[1].task_model_id(), s.leaf_circuits[1].model_id());
+    assert_ne!(s.leaf_circuits[1].model_id(), s.provers[1].model().model_id(), "the private variant's id");
+    let (a, b) = (s.leaf_circuits[0].verifier_data(), s.leaf_circuits[1].verifier_data());
     assert_eq!(a.common, b.common);
-    assert_eq!(&a.common, crate::shape::NORMALIZED.common());
-    assert_ne!(s.normalizers[0].digest(), s.normalizers[1].digest());
+    assert_eq!(&a.common, crate::shape::LEAF.common());
+    assert_ne!(s.leaf_circuits[0].digest(), s.leaf_circuits[1].digest());
+    // The digest the chunk derives from the cap is plonky2's.
+    assert_eq!(
+        crate::shape::circuit_digest(&a.verifier_only.constants_sigmas_cap, crate::shape::LEAF.degree_bits()),
+        a.verifier_only.circuit_digest
+    );
 }
 
 /// A transformer-style task proof (token embedding, LayerNorm, causal attention with Softmax,
-/// function tables: several lookup tables) normalizes to the one standard shape and becomes a
-/// leaf of a registry that lists it.
+/// function tables: several lookup tables) fits the one leaf shape and joins a chunk under a
+/// registry that lists it.
 #[test]
-fn a_language_model_task_normalizes_to_the_standard_shape_and_proves_a_leaf() {
+fn a_language_model_task_proves_a_leaf_of_the_standard_shape() {
     let model = tgrid_circuits::testing::language_model(3);
     let plan = SegmentPlan::default();
     let prover = TaskProver::new(model.clone(), plan.clone()).unwrap();
     let tokens: Vec<i8> = [4u8, 8, 1, 5, 9, 2].iter().map(|&id| (id ^ 0x80) as i8).collect();
     let (proof, _, _) = prover.prove(&tokens, task_id(40), [0x42; 20], &mut |_, _, _| {}).unwrap();
-    let normalizer = Normalizer::new(TaskVerifier::new(&model, &plan).unwrap()).unwrap();
-    assert_eq!(&normalizer.verifier_data().common, crate::shape::NORMALIZED.common());
-    let (publics, norm) = normalizer.normalize(&proof).unwrap();
+    let circuit = LeafCircuit::new(TaskVerifier::new(&model, &plan).unwrap()).unwrap();
+    assert_eq!(&circuit.verifier_data().common, crate::shape::LEAF.common());
+    let (publics, leaf) = circuit.prove(&proof).unwrap();
     let registry =
-        Registry::new([RegistryEntry { model_id: normalizer.model_id(), normalized_digest: normalizer.digest() }])
+        Registry::new([RegistryEntry { model_id: circuit.model_id(), leaf_digest: circuit.digest() }]).unwrap();
+    let p = setup().circuits.verify_leaf(&leaf, &registry).unwrap();
+    assert_eq!((p.leaf, p.model_id), (TaskLeaf::from_publics(&publics).hash(), circuit.model_id()));
+    let chunk = setup().circuits.prove_chunk(&[leaf], &registry).unwrap();
+    let p = setup().circuits.verify_root(&chunk).unwrap();
+    assert_eq!((p.root, p.count, p.registry_root), (TaskLeaf::from_publics(&publics).hash(), 1, registry.root()));
+}
+
+/// A model whose task proof is too large to verify in the leaf shape beside the leaf's hashing
+/// (the character GPT's) gets a leaf circuit through a normalization step: the same shape and
+/// public inputs, another digest, and its leaves join chunks beside direct ones.
+#[test]
+fn a_leaf_circuit_through_a_normalization_step_has_the_standard_shape() {
+    let s = setup();
+    let plan = SegmentPlan::default();
+    let circuit = LeafCircuit::with_normalizer(TaskVerifier::new(&tiny_model(1), &plan).unwrap()).unwrap();
+    assert!(circuit.normalizer.is_some());
+    assert_eq!(&circuit.verifier_data().common, crate::shape::LEAF.common());
+    assert_ne!(circuit.digest(), s.leaf_circuits[0].digest(), "the normalizer is part of the circuit");
+    let proof = task(0, 90);
+    let (publics, normalized) = circuit.prove(&proof).unwrap();
+    let registry = Registry::new([
+        RegistryEntry { model_id: circuit.model_id(), leaf_digest: circuit.digest() },
+        *s.registry.entry(&s.leaf_circuits[1].model_id()).unwrap(),
+    ])
+    .unwrap();
+    let (l1, t1) = leaf(1, 91);
+    let chunk = s.circuits.prove_chunk(&[normalized.clone(), l1], &registry).unwrap();
+    let p = s.circuits.verify_root(&chunk).unwrap();
+    assert_eq!((p.root, p.count), (node_hash(&TaskLeaf::from_publics(&publics).hash(), &t1.hash()), 2));
+    // Not under the registry of the direct leaf circuit.
+    assert!(matches!(s.circuits.prove_chunk(&[normalized], &s.registry), Err(Error::Registry(_))));
+}
+
+/// A leaf proof travels as its circuit's cap and the proof: the encoding round-trips, damage
+/// is refused, and a leaf is accepted only under the registry entry of its own circuit.
+#[test]
+fn leaf_proofs_round_trip_and_verify_only_under_their_registry_entry() {
+    let s = setup();
+    let (l1, t1) = leaf(1, 80);
+    let bytes = l1.to_bytes();
+    let decoded = s.circuits.decode(&bytes, SubtreeKind::Leaf).unwrap();
+    assert_eq!(decoded.to_bytes(), bytes);
+    let p = s.circuits.verify_leaf(&decoded, &s.registry).unwrap();
+    assert_eq!((p.leaf, p.model_id), (t1.hash(), t1.model_id));
+    for cut in [0, 100, 511, 512, bytes.len() / 2, bytes.len() - 1] {
+        assert!(s.circuits.decode(&bytes[..cut], SubtreeKind::Leaf).is_err(), "cut at {cut}");
+    }
+    let mut non_canonical = bytes.clone();
+    non_canonical[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(matches!(s.circuits.decode(&non_canonical, SubtreeKind::Leaf), Err(Error::Format(_))));
+    // Another cap: its digest is not the registered one.
+    let mut other_cap = bytes.clone();
+    other_cap[0] ^= 1;
+    let other = s.circuits.decode(&other_cap, SubtreeKind::Leaf).unwrap();
+    assert!(matches!(s.circuits.verify_leaf(&other, &s.registry), Err(Error::Registry(_))));
+    // Model 1 registered with model 0's leaf circuit: the proof does not verify under it.
+    let model_0 = *s.registry.entry(&s.leaf_circuits[0].model_id()).unwrap();
+    let swapped =
+        Registry::new([model_0, RegistryEntry { model_id: t1.model_id, leaf_digest: s.leaf_circuits[0].digest() }])
             .unwrap();
-    let leaf = setup().circuits.prove_leaf(&norm, &registry).unwrap();
-    let p = leaf.public_inputs().unwrap();
-    assert_eq!((p.root, p.count), (TaskLeaf::from_publics(&publics).hash(), 1));
+    let mut forged = l1.clone();
+    forged.leaf_circuit = Some(s.leaf_circuits[0].verifier_data().verifier_only.constants_sigmas_cap);
+    assert!(matches!(s.circuits.verify_leaf(&forged, &swapped), Err(Error::InvalidProof(_))));
+    // A tampered public input.
+    let mut tampered = l1.clone();
+    tampered.proof.public_inputs[0] += F::ONE;
+    assert!(matches!(s.circuits.verify_leaf(&tampered, &s.registry), Err(Error::InvalidProof(_))));
+    // A model the registry does not list.
+    let only_model_0 = Registry::new([model_0]).unwrap();
+    assert!(matches!(s.circuits.verify_leaf(&l1, &only_model_0), Err(Error::Registry(_))));
+    // A chunk proof is no leaf.
+    let chunk = s.circuits.prove_chunk(std::slice::from_ref(&l1), &s.registry).unwrap();
+    assert!(s.circuits.verify_leaf(&chunk, &s.registry).is_err());
+    assert!(chunk.leaf_public_inputs().is_err() && l1.public_inputs().is_err());
 }
 
 #[test]
@@ -231,11 +311,12 @@ fn chunks_of_one_to_four_tasks_prove_the_contract_root() {
     let (l0, t0) = leaf(0, 10);
     let (l1, t1) = leaf(1, 11);
     let (l2, t2) = leaf(0, 12);
-    let p0 = l0.public_inputs().unwrap();
-    assert_eq!((p0.root, p0.count, p0.registry_root), (t0.hash(), 1, s.registry.root()));
+    let p0 = l0.leaf_public_inputs().unwrap();
+    assert_eq!((p0.leaf, p0.model_id), (t0.hash(), t0.model_id));
     // RFC 6962 shape for 3 leaves: (l0 l1) l2.
-    let three = s.circuits.prove_chunk(&[l0.clone(), l1.clone(), l2.clone()]).unwrap();
+    let three = s.circuits.prove_chunk(&[l0.clone(), l1.clone(), l2.clone()], &s.registry).unwrap();
     let publics = s.circuits.verify_root(&three).unwrap();
+    assert_eq!(publics.registry_root, s.registry.root());
     let leaves = vec![t0, t1, t2];
     assert_eq!(publics.root, batch_root(&leaves.iter().map(TaskLeaf::hash).collect::<Vec<_>>()).unwrap());
     assert_eq!(publics.root, node_hash(&node_hash(&t0.hash(), &t1.hash()), &t2.hash()));
@@ -263,18 +344,18 @@ fn chunks_of_one_to_four_tasks_prove_the_contract_root() {
     assert!(matches!(s.circuits.batch_file(vec![t0], &l0), Err(Error::InvalidBatch(_))));
 
     // One task: the chunk's root is the leaf.
-    let one = s.circuits.prove_chunk(std::slice::from_ref(&l0)).unwrap();
+    let one = s.circuits.prove_chunk(std::slice::from_ref(&l0), &s.registry).unwrap();
     s.circuits.verify_batch(&s.circuits.batch_file(vec![t0], &one).unwrap(), &s.registry.root()).unwrap();
     // Four: node(node(a, b), node(c, d)) (the circuit does not look at repeats: batches do).
-    let four = s.circuits.prove_chunk(&[l0.clone(), l1.clone(), l2.clone(), l0.clone()]).unwrap();
+    let four = s.circuits.prove_chunk(&[l0.clone(), l1.clone(), l2.clone(), l0.clone()], &s.registry).unwrap();
     let p = s.circuits.verify_root(&four).unwrap();
     let expected = node_hash(&node_hash(&t0.hash(), &t1.hash()), &node_hash(&t2.hash(), &t0.hash()));
     assert_eq!((p.root, p.count), (expected, 4));
     // Neither none nor five leaves, nor a chunk as a leaf.
-    assert!(matches!(s.circuits.prove_chunk(&[]), Err(Error::InvalidBatch(_))));
+    assert!(matches!(s.circuits.prove_chunk(&[], &s.registry), Err(Error::InvalidBatch(_))));
     let five = [l0.clone(), l1.clone(), l2.clone(), l0.clone(), l1.clone()];
-    assert!(matches!(s.circuits.prove_chunk(&five), Err(Error::InvalidBatch(_))));
-    assert!(matches!(s.circuits.prove_chunk(&[l0.clone(), one.clone()]), Err(Error::InvalidBatch(_))));
+    assert!(matches!(s.circuits.prove_chunk(&five, &s.registry), Err(Error::InvalidBatch(_))));
+    assert!(matches!(s.circuits.prove_chunk(&[l0.clone(), one.clone()], &s.registry), Err(Error::InvalidBatch(_))));
 
     // Merges over chunks, over one or two levels; a merge child in either position.
     let pair = s.circuits.prove_merge(&four, &one).unwrap();
@@ -295,8 +376,8 @@ fn chunks_of_one_to_four_tasks_prove_the_contract_root() {
 fn a_five_task_batch_is_a_chunk_of_four_and_one_under_a_merge() {
     let s = setup();
     let (proofs, leaves): (Vec<_>, Vec<_>) = (0..5).map(|i| leaf((i % 2) as usize, 60 + i)).unzip();
-    let four = s.circuits.prove_chunk(&proofs[0..4]).unwrap();
-    let last = s.circuits.prove_chunk(&proofs[4..5]).unwrap();
+    let four = s.circuits.prove_chunk(&proofs[0..4], &s.registry).unwrap();
+    let last = s.circuits.prove_chunk(&proofs[4..5], &s.registry).unwrap();
     let root = s.circuits.prove_merge(&four, &last).unwrap();
     let file = s.circuits.batch_file(leaves.clone(), &root).unwrap();
     assert!(file.root_is_merge);
@@ -310,23 +391,22 @@ fn a_five_task_batch_is_a_chunk_of_four_and_one_under_a_merge() {
 }
 
 #[test]
-fn a_chunk_with_a_cut_constraint_is_rejected_by_the_verifier() {
+fn a_chunk_with_a_cut_slot_order_is_rejected_by_the_verifier() {
     let s = setup();
     let (l0, _) = leaf(0, 70);
     let (l1, _) = leaf(1, 71);
-    // A last leaf proven against another registry root.
-    let other = Registry::new([s.registry.entries()[0], s.registry.entries()[1], entry(9)]).unwrap();
-    let (_, norm, _) = normalized(1, 72);
-    let foreign = s.circuits.prove_leaf(&norm, &other).unwrap();
-    let leaves = [l0.clone(), l1.clone(), l1.clone(), foreign];
-    let forged = s.circuits.prove_chunk_with_cut(ChunkCut::LastRegistryRoot, &leaves, [true; 3]).unwrap();
-    assert!(matches!(s.circuits.verify_root(&forged), Err(Error::InvalidProof(_))));
-    // Slot 2 without slot 1: node(node(a, b), c) with the count of two leaves.
     let leaves = [l0.clone(), l1.clone(), l0.clone(), l1.clone()];
-    let forged = s.circuits.prove_chunk_with_cut(ChunkCut::SlotOrder, &leaves, [false, true, false]).unwrap();
+    let paths = [path(&s.registry, 0), path(&s.registry, 1), path(&s.registry, 0), path(&s.registry, 1)];
+    let root = s.registry.root_hash();
+    // Slot 2 without slot 1: node(node(a, b), c) with the count of two leaves.
+    let forged = s
+        .circuits
+        .prove_chunk_with_cut(ChunkCut::SlotOrder, &leaves, &paths, root, [false, true, false], None)
+        .unwrap();
     assert!(matches!(s.circuits.verify_root(&forged), Err(Error::InvalidProof(_))));
     // The same malicious prover with honest values: accepted (the cut alone is not the fault).
-    let honest = s.circuits.prove_chunk_with_cut(ChunkCut::SlotOrder, &leaves, [true, true, false]).unwrap();
+    let honest =
+        s.circuits.prove_chunk_with_cut(ChunkCut::SlotOrder, &leaves, &paths, root, [true, true, false], None).unwrap();
     assert_eq!(s.circuits.verify_root(&honest).unwrap().count, 3);
 }
 
@@ -335,12 +415,11 @@ fn a_merge_with_a_cut_constraint_is_rejected_by_the_verifier() {
     let s = setup();
     let (l0, _) = leaf(0, 50);
     let (l1, _) = leaf(1, 51);
-    let c0 = s.circuits.prove_chunk(&[l0]).unwrap();
-    let c1 = s.circuits.prove_chunk(&[l1]).unwrap();
+    let c0 = s.circuits.prove_chunk(&[l0], &s.registry).unwrap();
+    let c1 = s.circuits.prove_chunk(std::slice::from_ref(&l1), &s.registry).unwrap();
     // A third child proven against another registry root.
     let other = Registry::new([s.registry.entries()[0], s.registry.entries()[1], entry(9)]).unwrap();
-    let (_, norm, _) = normalized(1, 52);
-    let foreign = s.circuits.prove_chunk(&[s.circuits.prove_leaf(&norm, &other).unwrap()]).unwrap();
+    let foreign = s.circuits.prove_chunk(&[l1], &other).unwrap();
     let forged =
         s.circuits.prove_merge_with_cut(MergeCut::ThirdRegistryRoot, [&c0, &c1, &foreign], true, false).unwrap();
     assert!(matches!(s.circuits.verify_root(&forged), Err(Error::InvalidProof(_))));
@@ -353,79 +432,92 @@ fn a_merge_with_a_cut_constraint_is_rejected_by_the_verifier() {
 }
 
 #[test]
-fn an_unregistered_model_cannot_get_a_leaf() {
+fn an_unregistered_model_cannot_join_a_chunk() {
     let s = setup();
-    let (_, norm, _) = normalized(1, 20);
-    let only_model_0 = Registry::new([s.registry.entry(&s.normalizers[0].model_id()).copied().unwrap()]).unwrap();
-    assert!(matches!(s.circuits.prove_leaf(&norm, &only_model_0), Err(Error::Registry(_))));
+    let (l1, _) = leaf(1, 20);
+    let model_0 = *s.registry.entry(&s.leaf_circuits[0].model_id()).unwrap();
+    let only_model_0 = Registry::new([model_0]).unwrap();
+    assert!(matches!(s.circuits.prove_chunk(std::slice::from_ref(&l1), &only_model_0), Err(Error::Registry(_))));
     // Bypassing the native check with model 0's membership path fails in the circuit.
-    let (_, membership) = only_model_0.membership(&s.normalizers[0].model_id()).unwrap();
-    let result = s.circuits.prove_leaf_unchecked(&norm, only_model_0.root_hash(), &membership);
+    let result = s.circuits.prove_chunk_unchecked(&[l1], &[path(&only_model_0, 0)], only_model_0.root_hash());
     assert!(matches!(result, Err(Error::Proving(_))), "{result:?}");
 }
 
 #[test]
-fn verifier_data_of_another_circuit_is_rejected_in_the_leaf() {
+fn verifier_data_of_another_circuit_is_rejected_in_the_chunk() {
     let s = setup();
-    let (_, mut norm, _) = normalized(0, 30);
-    // Model 1's cap with model 0's proof: the digest derived from the cap is registered, but
-    // the proof does not verify against it.
-    norm.verifier = s.normalizers[1].verifier_data().verifier_only;
-    let (_, membership) = s.registry.membership(&s.normalizers[1].model_id()).unwrap();
-    let result = s.circuits.prove_leaf_unchecked(&norm, s.registry.root_hash(), &membership);
+    let (mut l0, _) = leaf(0, 30);
+    // Model 1's leaf circuit's cap with model 0's proof, under a registry that lists model 0
+    // with that circuit: the digest derived from the cap is registered, but the proof does not
+    // verify against it.
+    l0.leaf_circuit = Some(s.leaf_circuits[1].verifier_data().verifier_only.constants_sigmas_cap);
+    let model_0 = s.leaf_circuits[0].model_id();
+    let swapped =
+        Registry::new([RegistryEntry { model_id: model_0, leaf_digest: s.leaf_circuits[1].digest() }]).unwrap();
+    let (_, membership) = swapped.membership(&model_0).unwrap();
+    let result = s.circuits.prove_chunk_unchecked(&[l0], &[membership], swapped.root_hash());
     assert!(matches!(result, Err(Error::Proving(_))), "{result:?}");
 }
 
-/// Registry membership reaches the verifier: a prover whose wiring leaves the path's root free
-/// proves a leaf of model 1 under a registry that lists only model 0 (model 0's path), and the
-/// verifier of the real leaf circuit rejects it; the same prover with an honest witness is
-/// accepted (the rejection is the missing constraint's, not the malicious prover's).
+/// Registry membership reaches the verifier: a prover whose wiring leaves the last slot's path
+/// root free proves a chunk whose last leaf is of model 1 under a registry that lists only
+/// model 0 (the path is model 1's in the full registry), and the verifier of the real chunk
+/// circuit rejects it; the same prover with an honest witness is accepted (the rejection is the
+/// missing constraint's, not the malicious prover's).
 #[test]
 fn a_leaf_outside_the_registry_is_rejected_by_the_verifier() {
     let s = setup();
-    let (_, norm, _) = normalized(1, 50);
-    let model_0 = *s.registry.entry(&s.normalizers[0].model_id()).unwrap();
+    let (l0, _) = leaf(0, 50);
+    let (l1, _) = leaf(1, 51);
+    let model_0 = *s.registry.entry(&s.leaf_circuits[0].model_id()).unwrap();
     let only_model_0 = Registry::new([model_0]).unwrap();
-    let (_, path_of_0) = only_model_0.membership(&model_0.model_id).unwrap();
-    let unused = norm.verifier.circuit_digest;
+    let leaves = [l0.clone(), l0.clone(), l0.clone(), l1.clone()];
+    let p0 = path(&only_model_0, 0);
+    let paths = [p0.clone(), p0.clone(), p0.clone(), path(&s.registry, 1)];
     let forged = s
         .circuits
-        .prove_leaf_with_cut(LeafCut::RegistryRoot, &norm, only_model_0.root_hash(), &path_of_0, unused)
+        .prove_chunk_with_cut(ChunkCut::RegistryRoot, &leaves, &paths, only_model_0.root_hash(), [true; 3], None)
         .expect("the malicious prover produces a proof");
     assert_eq!(forged.public_inputs().unwrap().registry_root, only_model_0.root(), "it claims the smaller registry");
     assert!(matches!(s.circuits.verify_root(&forged), Err(Error::InvalidProof(_))));
 
-    let (_, path_of_1) = s.registry.membership(&s.normalizers[1].model_id()).unwrap();
+    let paths = [path(&s.registry, 0), path(&s.registry, 0), path(&s.registry, 0), path(&s.registry, 1)];
     let honest = s
         .circuits
-        .prove_leaf_with_cut(LeafCut::RegistryRoot, &norm, s.registry.root_hash(), &path_of_1, unused)
+        .prove_chunk_with_cut(ChunkCut::RegistryRoot, &leaves, &paths, s.registry.root_hash(), [true; 3], None)
         .unwrap();
     s.circuits.verify_root(&honest).unwrap();
 }
 
 /// The registry entry's digest is the digest of the cap the proof verified under: a prover
-/// whose wiring frees the entry's digest shows model 0 registered with model 1's normalized
-/// circuit while verifying model 0's own proof, and the verifier rejects it; with the true
+/// whose wiring frees the last slot's entry digest shows model 0 registered with model 1's leaf
+/// circuit while verifying model 0's own leaf proof, and the verifier rejects it; with the true
 /// digest the same prover is accepted.
 #[test]
 fn a_registry_entry_of_another_circuit_is_rejected_by_the_verifier() {
     let s = setup();
-    let (_, norm, _) = normalized(0, 51);
-    let model_0 = s.normalizers[0].model_id();
-    let digest_of = |n: &Normalizer| n.verifier_data().verifier_only.circuit_digest;
-    let swapped =
-        Registry::new([RegistryEntry { model_id: model_0, normalized_digest: s.normalizers[1].digest() }]).unwrap();
-    let (_, path) = swapped.membership(&model_0).unwrap();
+    let (l0, _) = leaf(0, 52);
+    let (l1, _) = leaf(1, 53);
+    let [model_0, model_1] = [0, 1].map(|m| s.leaf_circuits[m].model_id());
+    let digest_of = |m: usize| s.leaf_circuits[m].verifier_data().verifier_only.circuit_digest;
+    // Model 1 honestly, model 0 with model 1's leaf circuit.
+    let swapped = Registry::new([
+        *s.registry.entry(&model_1).unwrap(),
+        RegistryEntry { model_id: model_0, leaf_digest: s.leaf_circuits[1].digest() },
+    ])
+    .unwrap();
+    let leaves = [l1.clone(), l1.clone(), l1.clone(), l0.clone()];
+    let paths = |r: &Registry| [path(r, 1), path(r, 1), path(r, 1), path(r, 0)];
+    let cut = ChunkCut::CircuitDigest;
     let forged = s
         .circuits
-        .prove_leaf_with_cut(LeafCut::CircuitDigest, &norm, swapped.root_hash(), &path, digest_of(&s.normalizers[1]))
+        .prove_chunk_with_cut(cut, &leaves, &paths(&swapped), swapped.root_hash(), [true; 3], Some(digest_of(1)))
         .expect("the malicious prover produces a proof");
     assert!(matches!(s.circuits.verify_root(&forged), Err(Error::InvalidProof(_))));
 
-    let (_, path) = s.registry.membership(&model_0).unwrap();
     let honest = s
         .circuits
-        .prove_leaf_with_cut(LeafCut::CircuitDigest, &norm, s.registry.root_hash(), &path, digest_of(&s.normalizers[0]))
+        .prove_chunk_with_cut(cut, &leaves, &paths(&s.registry), s.registry.root_hash(), [true; 3], Some(digest_of(0)))
         .unwrap();
     s.circuits.verify_root(&honest).unwrap();
 }
@@ -438,15 +530,14 @@ fn tampered_or_foreign_children_are_rejected_by_the_chunk_and_the_merge() {
     // A tampered public input (the subtree root) of a leaf.
     let mut tampered = l1.clone();
     tampered.proof.public_inputs[0] += F::ONE;
-    assert!(matches!(s.circuits.prove_chunk(&[l0.clone(), tampered]), Err(Error::Proving(_))));
-    // A leaf proven against another registry root.
-    let other = Registry::new([s.registry.entries()[0], s.registry.entries()[1], entry(9)]).unwrap();
-    let (_, norm, _) = normalized(1, 42);
-    let foreign = s.circuits.prove_leaf(&norm, &other).unwrap();
-    assert!(matches!(s.circuits.prove_chunk(&[l0.clone(), foreign]), Err(Error::InvalidBatch(_))));
+    assert!(matches!(s.circuits.prove_chunk(&[l0.clone(), tampered], &s.registry), Err(Error::Proving(_))));
+    // A leaf of a model the registry does not list.
+    let model_0 = *s.registry.entry(&s.leaf_circuits[0].model_id()).unwrap();
+    let only_model_0 = Registry::new([model_0]).unwrap();
+    assert!(matches!(s.circuits.prove_chunk(&[l0.clone(), l1.clone()], &only_model_0), Err(Error::Registry(_))));
 
-    let c0 = s.circuits.prove_chunk(&[l0]).unwrap();
-    let c1 = s.circuits.prove_chunk(&[l1]).unwrap();
+    let c0 = s.circuits.prove_chunk(&[l0], &s.registry).unwrap();
+    let c1 = s.circuits.prove_chunk(&[l1], &s.registry).unwrap();
     let mut tampered = c1.clone();
     tampered.proof.public_inputs[0] += F::ONE;
     assert!(matches!(s.circuits.prove_merge(&c0, &tampered), Err(Error::Proving(_))));

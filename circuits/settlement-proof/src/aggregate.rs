@@ -1,14 +1,14 @@
-//! Batch aggregation: task proofs → normalized proofs → leaf proofs → chunk proofs (four leaves
-//! each) → one root proof, the input of [`crate::BatchWrapper`]. Used by the sequencer for its batches and by a provider settling
+//! Batch aggregation: task proofs → leaf proofs (each model's leaf circuit) → chunk proofs (four
+//! leaves each) → one root proof, the input of [`crate::BatchWrapper`]. Used by the sequencer for its batches and by a provider settling
 //! its own results.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use tgrid_aggregation::batch::{split_point, AggregationPublicInputs};
+use tgrid_aggregation::batch::split_point;
 use tgrid_aggregation::{
-    check_leaves, AggregationCircuits, BatchFile, MergeShape, Normalizer, Registry, RegistryFile, SubtreeKind,
-    SubtreeProof, TaskLeaf, CHUNK_LEAVES,
+    check_leaves, AggregationCircuits, BatchFile, LeafCircuit, LeafPublicInputs, MergeShape, Registry, RegistryFile,
+    SubtreeKind, SubtreeProof, TaskLeaf, CHUNK_LEAVES,
 };
 use tgrid_circuits::{ModelFile, Privacy, TaskProof, TaskVerifier};
 
@@ -16,7 +16,7 @@ use tgrid_circuits::{ModelFile, Privacy, TaskProof, TaskVerifier};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AggregateError {
-    /// Normalization, leaf, chunk or merge proving, registry or batch rules.
+    /// Leaf, chunk or merge proving, registry or batch rules.
     #[error(transparent)]
     Aggregation(#[from] tgrid_aggregation::Error),
     /// A task proof or model file is invalid.
@@ -29,17 +29,18 @@ pub enum AggregateError {
     /// with these circuits.
     #[error("the leaf proof is not this task's: {0}")]
     InvalidLeaf(String),
-    /// A leaf proof made elsewhere is valid, but proves registry membership under another root
-    /// than this aggregator's (governance moved the registry in between).
-    #[error("the leaf proof is under registry root 0x{}, this batch is proven under 0x{}", hex::encode(.proven), hex::encode(.current))]
-    LeafUnderOtherRegistry {
-        /// The root the leaf proof carries.
+    /// A leaf proof made elsewhere is of another leaf circuit than the one the registry lists
+    /// for the task's model (built by another version of the code, or the model was registered
+    /// again since): not this batch's, and no fault of the task.
+    #[error("the leaf proof is of leaf circuit 0x{}, the registry lists 0x{} for this model", hex::encode(.proven), hex::encode(.registered))]
+    LeafOfOtherCircuit {
+        /// The digest of the leaf proof's circuit.
         proven: [u8; 32],
-        /// The aggregator's root.
-        current: [u8; 32],
+        /// The digest the registry lists.
+        registered: [u8; 32],
     },
     /// The registry's model file does not produce the registered circuit, or a model this
-    /// aggregator holds no normalizer for.
+    /// aggregator holds no leaf circuit for.
     #[error("{path}: {reason}")]
     ModelFile {
         /// The model file.
@@ -55,7 +56,7 @@ type Result<T, E = AggregateError> = std::result::Result<T, E>;
 /// A unit of work finished, for progress reporting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// A task proof was normalized and its leaf proven.
+    /// A task's leaf was proven.
     Leaf,
     /// Up to four leaves were proven as one chunk.
     Chunk,
@@ -64,20 +65,17 @@ pub enum Step {
 }
 
 /// A registered model's circuits, each built on first use from its model file: the task
-/// verifier (checking a task proof natively, the task circuit only) and the normalizer (proving
-/// its leaf), which a batch whose leaves its providers proved never needs.
+/// verifier (checking a task proof natively, the task circuit only) and the leaf circuit
+/// (proving its leaf), which a batch whose leaves its providers proved never needs.
 #[derive(Default)]
 struct ModelCircuits {
     verifier: OnceLock<std::result::Result<Arc<TaskVerifier>, String>>,
-    normalizer: OnceLock<std::result::Result<Arc<Normalizer>, String>>,
+    leaf: OnceLock<std::result::Result<Arc<LeafCircuit>, String>>,
 }
 
 impl ModelCircuits {
-    fn built(normalizer: Normalizer) -> Self {
-        Self {
-            verifier: OnceLock::from(Ok(normalizer.shared_task_verifier())),
-            normalizer: OnceLock::from(Ok(Arc::new(normalizer))),
-        }
+    fn built(leaf: LeafCircuit) -> Self {
+        Self { verifier: OnceLock::from(Ok(leaf.shared_task_verifier())), leaf: OnceLock::from(Ok(Arc::new(leaf))) }
     }
 }
 
@@ -108,7 +106,7 @@ impl Aggregator {
     }
 
     /// An aggregator for another registry file (governance moved the root) that shares these
-    /// circuits and keeps the verifiers and normalizers already built for models the new
+    /// circuits and keeps the verifiers and leaf circuits already built for models the new
     /// registry lists with the same digest, so nothing is rebuilt that did not change.
     pub fn for_registry_file(&self, file: RegistryFile) -> Result<Self> {
         let registry = file.registry()?;
@@ -121,43 +119,41 @@ impl Aggregator {
                 let unchanged = registry
                     .entry(id)
                     .zip(self.registry.entry(id))
-                    .is_some_and(|(new, old)| new.normalized_digest == old.normalized_digest);
-                unchanged
-                    && matches!(slot.verifier.get(), Some(Ok(_)))
-                    && !matches!(slot.normalizer.get(), Some(Err(_)))
+                    .is_some_and(|(new, old)| new.leaf_digest == old.leaf_digest);
+                unchanged && matches!(slot.verifier.get(), Some(Ok(_))) && !matches!(slot.leaf.get(), Some(Err(_)))
             })
             .map(|(id, slot)| (*id, slot.clone()))
             .collect();
         Ok(Self { file, registry, circuits: self.circuits.clone(), models: Mutex::new(kept) })
     }
 
-    /// An aggregator for models whose normalizers are already built (no registry file; the
+    /// An aggregator for models whose leaf circuits are already built (no registry file; the
     /// registry lists exactly these models). Used by benchmarks and tests.
-    pub fn with_normalizers(normalizers: Vec<Normalizer>) -> Result<Self> {
+    pub fn with_leaf_circuits(leaf_circuits: Vec<LeafCircuit>) -> Result<Self> {
         let registry = Registry::new(
-            normalizers
+            leaf_circuits
                 .iter()
-                .map(|n| tgrid_aggregation::RegistryEntry { model_id: n.model_id(), normalized_digest: n.digest() }),
+                .map(|l| tgrid_aggregation::RegistryEntry { model_id: l.model_id(), leaf_digest: l.digest() }),
         )?;
-        Self::with_registry(registry, normalizers)
+        Self::with_registry(registry, leaf_circuits)
     }
 
     /// An aggregator for a registry whose full list of models comes from elsewhere (the chain),
-    /// holding normalizers only for some of them: a provider settling its own results proves
-    /// membership in the whole on-chain registry, but only ever normalizes its own models.
-    pub fn with_registry(registry: Registry, normalizers: Vec<Normalizer>) -> Result<Self> {
-        for n in &normalizers {
-            match registry.entry(&n.model_id()) {
-                Some(e) if e.normalized_digest == n.digest() => {}
+    /// holding leaf circuits only for some of them: a provider settling its own results proves
+    /// membership in the whole on-chain registry, but only ever proves its own models' leaves.
+    pub fn with_registry(registry: Registry, leaf_circuits: Vec<LeafCircuit>) -> Result<Self> {
+        for l in &leaf_circuits {
+            match registry.entry(&l.model_id()) {
+                Some(e) if e.leaf_digest == l.digest() => {}
                 _ => {
                     return Err(Error::ModelFile {
-                        path: format!("model 0x{}", hex::encode(n.model_id())),
-                        reason: "its normalized circuit is not the one the registry lists".into(),
+                        path: format!("model 0x{}", hex::encode(l.model_id())),
+                        reason: "its leaf circuit is not the one the registry lists".into(),
                     })
                 }
             }
         }
-        let slots = normalizers.into_iter().map(|n| (n.model_id(), Arc::new(ModelCircuits::built(n)))).collect();
+        let slots = leaf_circuits.into_iter().map(|l| (l.model_id(), Arc::new(ModelCircuits::built(l)))).collect();
         Ok(Self {
             file: RegistryFile::empty(Default::default()),
             registry,
@@ -176,7 +172,7 @@ impl Aggregator {
         &self.file
     }
 
-    /// The leaf, chunk and merge circuits.
+    /// The chunk and merge circuits.
     pub fn circuits(&self) -> &AggregationCircuits {
         &self.circuits
     }
@@ -193,21 +189,21 @@ impl Aggregator {
         built.clone().map_err(|reason| Error::ModelFile { path: self.model_path(model_id), reason })
     }
 
-    /// The normalizer of a registered model, built on first use and checked against the
+    /// The leaf circuit of a registered model, built on first use and checked against the
     /// registered digest.
-    pub fn normalizer(&self, model_id: &[u8; 32]) -> Result<Arc<Normalizer>> {
-        let digest = self.registry.entry(model_id).ok_or(Error::UnknownModel(*model_id))?.normalized_digest;
+    pub fn leaf_circuit(&self, model_id: &[u8; 32]) -> Result<Arc<LeafCircuit>> {
+        let digest = self.registry.entry(model_id).ok_or(Error::UnknownModel(*model_id))?.leaf_digest;
         let verifier = self.task_verifier(model_id)?;
         let slot = self.slot(model_id)?;
-        let built = slot.normalizer.get_or_init(|| normalizer_of(verifier, &digest).map(Arc::new));
+        let built = slot.leaf.get_or_init(|| leaf_circuit_of(verifier, &digest).map(Arc::new));
         built.clone().map_err(|reason| Error::ModelFile { path: self.model_path(model_id), reason })
     }
 
-    /// Whether the model's normalizer has been built (tests).
+    /// Whether the model's leaf circuit has been built (tests).
     #[cfg(test)]
-    pub(crate) fn normalizer_built(&self, model_id: &[u8; 32]) -> bool {
+    pub(crate) fn leaf_circuit_built(&self, model_id: &[u8; 32]) -> bool {
         let models = self.models.lock().expect("model circuits lock");
-        models.get(model_id).is_some_and(|slot| slot.normalizer.get().is_some())
+        models.get(model_id).is_some_and(|slot| slot.leaf.get().is_some())
     }
 
     fn slot(&self, model_id: &[u8; 32]) -> Result<Slot> {
@@ -220,33 +216,31 @@ impl Aggregator {
     }
 
     /// Checks a task proof natively and returns its leaf (cheap: no recursion). A model's first
-    /// check also builds its normalizer against the registered digest, so a model file that
+    /// check also builds its leaf circuit against the registered digest, so a model file that
     /// does not give the registered circuit is refused before anything is proven.
     pub fn check(&self, proof: &TaskProof) -> Result<TaskLeaf> {
-        self.normalizer(&proof.model_id)?;
+        self.leaf_circuit(&proof.model_id)?;
         self.verify_task(proof)
     }
 
-    /// [`check`](Self::check) without the normalizer, for a task whose leaf proof is at hand:
+    /// [`check`](Self::check) without the leaf circuit, for a task whose leaf proof is at hand:
     /// a model's first proof builds only its task circuit.
     pub fn verify_task(&self, proof: &TaskProof) -> Result<TaskLeaf> {
         let publics = self.task_verifier(&proof.model_id)?.verify(proof)?;
         Ok(TaskLeaf::from_publics(&publics))
     }
 
-    /// Normalizes a task proof and proves its leaf.
+    /// Checks a task proof and proves its leaf with its model's leaf circuit.
     pub fn prove_leaf(&self, proof: &TaskProof) -> Result<(TaskLeaf, SubtreeProof)> {
-        let normalizer = self.normalizer(&proof.model_id)?;
-        let (publics, normalized) = normalizer.normalize(proof)?;
-        let leaf = self.circuits.prove_leaf(&normalized, &self.registry)?;
+        let (publics, leaf) = self.leaf_circuit(&proof.model_id)?.prove(proof)?;
         Ok((TaskLeaf::from_publics(&publics), leaf))
     }
 
     /// Takes the leaf proof of `proof` that someone else proved (the task's provider, with
     /// [`prove_leaf`](Self::prove_leaf) under the same registry), so the caller need not prove it:
-    /// checks the task proof natively, then that `leaf_bytes` decode to a proof of our leaf
-    /// circuit (the digests it carries are ours and plonky2 verifies it) for exactly one task,
-    /// whose leaf is this task's, under this aggregator's registry root. Milliseconds, against
+    /// checks the task proof natively, then that `leaf_bytes` decode to a proof of the leaf
+    /// circuit the registry lists for the task's model (plonky2 verifies it) whose leaf is this
+    /// task's. Milliseconds, against
     /// seconds for proving the leaf; what it returns is what [`prove_leaf`](Self::prove_leaf)
     /// would, up to the proof's randomness.
     pub fn adopt_leaf(&self, proof: &TaskProof, leaf_bytes: &[u8]) -> Result<(TaskLeaf, SubtreeProof)> {
@@ -255,14 +249,9 @@ impl Aggregator {
         Ok((leaf, subtree))
     }
 
-    /// The public inputs of `leaf`'s leaf proof under this aggregator's circuits and registry.
-    pub fn leaf_public_inputs(&self, leaf: &TaskLeaf) -> AggregationPublicInputs {
-        AggregationPublicInputs {
-            root: leaf.hash(),
-            registry_root: self.registry.root(),
-            count: 1,
-            digests: self.circuits.digests(),
-        }
+    /// The public inputs of `leaf`'s leaf proof.
+    pub fn leaf_public_inputs(leaf: &TaskLeaf) -> LeafPublicInputs {
+        LeafPublicInputs { leaf: leaf.hash(), model_id: leaf.model_id }
     }
 
     /// [`adopt_leaf`](Self::adopt_leaf) for a task proof already checked: `leaf` must be what
@@ -270,19 +259,18 @@ impl Aggregator {
     pub fn adopt_leaf_of(&self, leaf: &TaskLeaf, leaf_bytes: &[u8]) -> Result<SubtreeProof> {
         let invalid = |reason: String| Error::InvalidLeaf(reason);
         let subtree = self.circuits.decode(leaf_bytes, SubtreeKind::Leaf).map_err(|e| invalid(e.to_string()))?;
-        let publics = self.circuits.verify_root(&subtree).map_err(|e| invalid(e.to_string()))?;
-        if publics.count != 1 {
-            return Err(invalid(format!("it proves a subtree of {} tasks, not a leaf", publics.count)));
+        let registered = self.registry.entry(&leaf.model_id).ok_or(Error::UnknownModel(leaf.model_id))?.leaf_digest;
+        let proven = subtree.leaf_circuit_digest().expect("a decoded leaf has its circuit");
+        if proven != registered {
+            return Err(Error::LeafOfOtherCircuit { proven, registered });
         }
-        if publics.root != leaf.hash() {
+        let publics = self.circuits.verify_leaf(&subtree, &self.registry).map_err(|e| invalid(e.to_string()))?;
+        if publics.leaf != leaf.hash() || publics.model_id != leaf.model_id {
             return Err(invalid(format!(
                 "it proves leaf 0x{}, this task's leaf is 0x{}",
-                hex::encode(publics.root),
+                hex::encode(publics.leaf),
                 hex::encode(leaf.hash())
             )));
-        }
-        if publics.registry_root != self.registry.root() {
-            return Err(Error::LeafUnderOtherRegistry { proven: publics.registry_root, current: self.registry.root() });
         }
         Ok(subtree)
     }
@@ -296,14 +284,15 @@ impl Aggregator {
 
     /// [`aggregate`](Self::aggregate), taking the leaf proofs already at hand: `provided[i]`, if
     /// present, is task `i`'s leaf as [`adopt_leaf`](Self::adopt_leaf) returned it (only checked
-    /// again for being this task's leaf under this registry: its public inputs).
+    /// again for being this task's leaf of the circuit this registry lists: its public inputs
+    /// and circuit digest).
     pub fn aggregate_with(
         &self,
         proofs: &[TaskProof],
         provided: &[Option<SubtreeProof>],
         progress: &(dyn Fn(Step) + Sync),
     ) -> Result<BatchFile> {
-        // In parallel; a model's first check builds its circuits, the normalizer only where a
+        // In parallel; a model's first check builds its circuits, the leaf circuit only where a
         // leaf is to be proven here.
         let indexed: Vec<usize> = (0..proofs.len()).collect();
         let leaves = rayon_map(&indexed, |&i| match provided.get(i).and_then(Option::as_ref) {
@@ -312,11 +301,13 @@ impl Aggregator {
         })?;
         check_leaves(&leaves)?;
         let subtrees = rayon_map(&indexed, |&i| {
-            let expected = self.leaf_public_inputs(&leaves[i]);
-            let given = provided
-                .get(i)
-                .and_then(Option::as_ref)
-                .filter(|leaf| leaf.kind == SubtreeKind::Leaf && leaf.public_inputs().is_ok_and(|p| p == expected));
+            let expected = Self::leaf_public_inputs(&leaves[i]);
+            // Checked when adopted; the registry may list another leaf circuit for the model
+            // since.
+            let registered = self.registry.entry(&leaves[i].model_id).map(|e| e.leaf_digest);
+            let given = provided.get(i).and_then(Option::as_ref).filter(|leaf| {
+                leaf.leaf_public_inputs().is_ok_and(|p| p == expected) && leaf.leaf_circuit_digest() == registered
+            });
             let leaf = match given {
                 Some(leaf) => leaf.clone(),
                 None => self.prove_leaf(&proofs[i])?.1,
@@ -333,7 +324,7 @@ impl Aggregator {
     pub fn prove_chunks(&self, leaves: &[SubtreeProof], progress: &(dyn Fn(Step) + Sync)) -> Result<Vec<SubtreeProof>> {
         let chunks: Vec<&[SubtreeProof]> = leaves.chunks(CHUNK_LEAVES).collect();
         rayon_map(&chunks, |chunk| {
-            let proof = self.circuits.prove_chunk(chunk)?;
+            let proof = self.circuits.prove_chunk(chunk, &self.registry)?;
             progress(Step::Chunk);
             Ok(proof)
         })
@@ -435,15 +426,15 @@ pub fn merge_proofs(n: usize) -> usize {
     }
 }
 
-/// Builds the normalizer of the registry entry (`model_id`, `digest`) from a model file's bytes:
-/// the file must hold the model whose public or private task id is `model_id`, and its
-/// normalization circuit must have `digest`. The error says which of the two is wrong.
-pub fn normalizer_from_model_file(
+/// Builds the leaf circuit of the registry entry (`model_id`, `digest`) from a model file's
+/// bytes: the file must hold the model whose public or private task id is `model_id`, and its
+/// leaf circuit must have `digest`. The error says which of the two is wrong.
+pub fn leaf_circuit_from_model_file(
     bytes: &[u8],
     model_id: &[u8; 32],
     digest: &[u8; 32],
-) -> std::result::Result<Normalizer, String> {
-    normalizer_of(Arc::new(task_verifier_from_model_file(bytes, model_id)?), digest)
+) -> std::result::Result<LeafCircuit, String> {
+    leaf_circuit_of(Arc::new(task_verifier_from_model_file(bytes, model_id)?), digest)
 }
 
 /// The task verifier of `model_id` from a model file's bytes, which must hold the model whose
@@ -461,17 +452,17 @@ pub fn task_verifier_from_model_file(bytes: &[u8], model_id: &[u8; 32]) -> std::
     TaskVerifier::with_privacy(&file.model, &file.plan, privacy).map_err(|e| e.to_string())
 }
 
-/// The normalizer over `verifier`, which must have the registered `digest`.
-fn normalizer_of(verifier: Arc<TaskVerifier>, digest: &[u8; 32]) -> std::result::Result<Normalizer, String> {
-    let normalizer = Normalizer::new(verifier).map_err(|e| e.to_string())?;
-    if &normalizer.digest() != digest {
+/// The leaf circuit over `verifier`, which must have the registered `digest`.
+fn leaf_circuit_of(verifier: Arc<TaskVerifier>, digest: &[u8; 32]) -> std::result::Result<LeafCircuit, String> {
+    let leaf = LeafCircuit::new(verifier).map_err(|e| e.to_string())?;
+    if &leaf.digest() != digest {
         return Err(format!(
-            "the model's normalization circuit has digest 0x{}, the registry lists 0x{}",
-            hex::encode(normalizer.digest()),
+            "the model's leaf circuit has digest 0x{}, the registry lists 0x{}",
+            hex::encode(leaf.digest()),
             hex::encode(digest)
         ));
     }
-    Ok(normalizer)
+    Ok(leaf)
 }
 
 fn rayon_map<T: Sync, U: Send>(items: &[T], f: impl Fn(&T) -> Result<U> + Sync + Send) -> Result<Vec<U>> {
@@ -548,7 +539,7 @@ impl<'a> IncrementalTree<'a> {
 
     /// Proves the open chunk and merges the perfect subtrees it completes.
     fn close_chunk(&mut self) -> Result<()> {
-        let chunk = self.aggregator.circuits.prove_chunk(&self.open_chunk)?;
+        let chunk = self.aggregator.circuits.prove_chunk(&self.open_chunk, &self.aggregator.registry)?;
         self.open_chunk.clear();
         self.stack.push((1, Partial::Proven(chunk)));
         while self.stack.len() >= 2 && self.stack[self.stack.len() - 1].0 == self.stack[self.stack.len() - 2].0 {

@@ -23,7 +23,7 @@ pub const DEVNET_INSECURE_SEED: u64 = 0x7467_7269_645f_6465;
 /// (contracts/verifier/WrapVerifierDevnetInsecure.sol, production FRI; WrapVerifierInsecureTest.sol,
 /// test FRI): anyone can forge proofs for them, whatever a file or a key id calls them.
 pub const PUBLIC_SEED_KEY_DIGESTS: [&str; 2] = [
-    "0xdc59203ce4b2802750741364f330d9cc7509191df08ceacb6fffb312ee5b1745",
+    "0x827112031abcb8017c32b9ad02a5b411034c26190379285827a5b259ba660d53",
     "0xc8f54b39a6e206c828ba84ec2fc5ccd316339f90e8d93fdc3cd13e2b6b07dca0",
 ];
 

@@ -130,7 +130,7 @@ mod committed_devnet_key {
     use crate::file::parse_hex;
     use crate::{insecure_devnet_key_id, BatchWrapper, Error, SettlementProofFile};
 
-    const KEY_ID: &str = "wrap-production-r4q21g16-d1ad366e1d3821fb-ed459f8f98db995caa3182b1342c4a7ca8418eb611ee3d696e5db3d9c1db91a7-insecure-devnet";
+    const KEY_ID: &str = "wrap-production-r4q21g16-b2040e15e164b7bb-6f990bdc6e64c4c2d710109c5ea949d3ceec7851903ff7a22665a9a12f725714-insecure-devnet";
 
     fn fixture(suffix: &str) -> Vec<u8> {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -13,7 +13,7 @@
 //!
 //! Every layer verifies its child with constant verifier data, so the final circuit (pinned by
 //! the Groth16 key) transitively pins the settle circuit, the leaf, chunk and merge circuits, and
-//! through the registry root every model's normalization circuit.
+//! through the registry root every model's leaf circuit.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
@@ -345,7 +345,7 @@ impl WrapCircuits {
         if root.kind == SubtreeKind::Leaf {
             return Err(Error::Proving("a batch's root proof is a chunk or merge proof, not a leaf proof".into()));
         }
-        let vd = aggregation.verifier_only(root.kind);
+        let vd = aggregation.verifier_only(root.kind).map_err(|e| Error::Proving(e.to_string()))?;
         set(pw.set_cap_target(&s.cap, &vd.constants_sigmas_cap))?;
         set(pw.set_bool_target(s.is_merge, root.kind == SubtreeKind::Merge))?;
         prove_checked(&s.data, pw)

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use plonky2::field::types::Field;
 use tgrid_aggregation::{
-    settlement_public_input, AggregationCircuits, Normalizer, Registry, RegistryEntry, SubtreeKind, SubtreeProof,
+    settlement_public_input, AggregationCircuits, LeafCircuit, Registry, RegistryEntry, SubtreeKind, SubtreeProof,
 };
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{SegmentPlan, TaskProver, TaskVerifier, F};
@@ -29,15 +29,14 @@ fn setup() -> &'static Setup {
     SETUP.get_or_init(|| {
         let model = tiny_model(1);
         let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
-        let normalizer = Normalizer::new(TaskVerifier::new(&model, &SegmentPlan::default()).unwrap()).unwrap();
+        let leaf_circuit = LeafCircuit::new(TaskVerifier::new(&model, &SegmentPlan::default()).unwrap()).unwrap();
         let registry =
-            Registry::new([RegistryEntry { model_id: normalizer.model_id(), normalized_digest: normalizer.digest() }])
+            Registry::new([RegistryEntry { model_id: leaf_circuit.model_id(), leaf_digest: leaf_circuit.digest() }])
                 .unwrap();
         let aggregation = AggregationCircuits::build().unwrap();
         let (proof, _, _) = prover.prove(&random_input(3, 16), [7; 32], [0x42; 20], &mut |_, _, _| {}).unwrap();
-        let (_, normalized) = normalizer.normalize(&proof).unwrap();
-        let leaf = aggregation.prove_leaf(&normalized, &registry).unwrap();
-        let chunk = aggregation.prove_chunk(&[leaf]).unwrap();
+        let (_, leaf) = leaf_circuit.prove(&proof).unwrap();
+        let chunk = aggregation.prove_chunk(&[leaf], &registry).unwrap();
         let wrap = WrapCircuits::build(&aggregation, FinalFri::INSECURE_TEST).unwrap();
         let registry_root = chunk.public_inputs().unwrap().registry_root;
         let wrapped = wrap.wrap(&aggregation, &chunk).unwrap();

@@ -91,7 +91,7 @@ impl Daemon {
 
     /// The aggregator of this provider's models under the chain's current registry: it proves
     /// the provider's leaves (`prove_leaves`) and its self-settlements, one copy for both.
-    /// Built on first use (the aggregation circuits, a normalizer per model and mode), rebuilt
+    /// Built on first use (the aggregation circuits, a leaf circuit per model and mode), rebuilt
     /// when the chain's registry root is no longer the one it proves membership under.
     pub(super) async fn chain_aggregator(&mut self) -> Result<Arc<tgrid_settlement_proof::Aggregator>> {
         let root = crate::settle::chain_registry_root(&self.chain, &self.deployment).await?;

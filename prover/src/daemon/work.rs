@@ -164,7 +164,7 @@ impl Daemon {
             };
             let leaf = leaf_prover.map(|aggregator| {
                 let started = Instant::now();
-                aggregator.prove_leaf(&proof).map(|(_, leaf)| (leaf.proof.to_bytes(), started.elapsed().as_secs_f64()))
+                aggregator.prove_leaf(&proof).map(|(_, leaf)| (leaf.to_bytes(), started.elapsed().as_secs_f64()))
             });
             Ok((proof.to_bytes(), trace.output().to_vec(), leaf))
         })

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use tgrid_aggregation::{batch_root, AggregationCircuits, BatchFile, Normalizer, TaskLeaf};
+use tgrid_aggregation::{batch_root, AggregationCircuits, BatchFile, LeafCircuit, TaskLeaf};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, ModelFile, SegmentPlan, TaskProof, TaskProver, TaskVerifier};
 use tgrid_cli::peak_rss_mib;
@@ -64,18 +64,18 @@ pub(crate) fn run(
     };
 
     let started = Instant::now();
-    let (normalizers, circuit_digests): (Vec<Normalizer>, Vec<[u8; 32]>) = models
+    let (leaf_circuits, circuit_digests): (Vec<LeafCircuit>, Vec<[u8; 32]>) = models
         .iter()
         .map(|(m, plan)| {
             let verifier = TaskVerifier::new(m, plan)?;
             let circuit_digest = verifier.circuit_digest();
-            Ok::<_, tgrid_aggregation::Error>((Normalizer::new(verifier)?, circuit_digest))
+            Ok::<_, tgrid_aggregation::Error>((LeafCircuit::new(verifier)?, circuit_digest))
         })
         .collect::<Result<Vec<_>, _>>()?
         .into_iter()
         .unzip();
-    let normalizer_build_seconds = started.elapsed().as_secs_f64() / models.len() as f64;
-    let aggregator = Aggregator::with_normalizers(normalizers)?;
+    let leaf_circuit_build_seconds = started.elapsed().as_secs_f64() / models.len() as f64;
+    let aggregator = Aggregator::with_leaf_circuits(leaf_circuits)?;
 
     let provers =
         models.iter().map(|(m, plan)| TaskProver::new(m.clone(), plan.clone())).collect::<Result<Vec<_>, _>>()?;
@@ -108,17 +108,14 @@ pub(crate) fn run(
     drop(provers);
 
     // Each step alone (one at a time, so each has both cores), median of 3.
-    let (mut normalize, mut leaf, mut chunk, mut merge) = (vec![], vec![], vec![], vec![]);
+    let (mut leaf, mut chunk, mut merge) = (vec![], vec![], vec![]);
     for proof in proofs.iter().take(3) {
-        let normalizer = aggregator.normalizer(&proof.model_id)?;
+        let leaf_circuit = aggregator.leaf_circuit(&proof.model_id)?;
         let t = Instant::now();
-        let (_, normalized) = normalizer.normalize(proof)?;
-        normalize.push(t.elapsed().as_secs_f64());
-        let t = Instant::now();
-        let l = aggregator.circuits().prove_leaf(&normalized, aggregator.registry())?;
+        let (_, l) = leaf_circuit.prove(proof)?;
         leaf.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
-        let c = aggregator.circuits().prove_chunk(&[l.clone(), l.clone(), l.clone(), l])?;
+        let c = aggregator.circuits().prove_chunk(&[l.clone(), l.clone(), l.clone(), l], aggregator.registry())?;
         chunk.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
         aggregator.circuits().prove_merge(&c, &c)?;
@@ -157,9 +154,8 @@ pub(crate) fn run(
 
     let mut report = json!({
         "models": models.len(),
-        "normalizer_build_seconds": normalizer_build_seconds,
+        "leaf_circuit_build_seconds": leaf_circuit_build_seconds,
         "aggregation_circuits_build_seconds": circuits_build_seconds,
-        "normalize_seconds": median(normalize),
         "leaf_seconds": median(leaf),
         "chunk_seconds": median(chunk),
         "merge_seconds": median(merge),
@@ -197,7 +193,7 @@ fn with_provider_leaves(
     let started = Instant::now();
     let leaf_bytes = proofs
         .iter()
-        .map(|p| Ok(aggregator.prove_leaf(p)?.1.proof.to_bytes()))
+        .map(|p| Ok(aggregator.prove_leaf(p)?.1.to_bytes()))
         .collect::<Result<Vec<_>, tgrid_sequencer::Error>>()?;
     let provider_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();

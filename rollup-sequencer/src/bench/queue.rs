@@ -40,13 +40,12 @@ pub(crate) fn run(
     let dir = tempfile::tempdir()?;
     let mut file = RegistryFile::empty(dir.path().to_path_buf());
     for (i, ((model, plan), digest)) in models.iter().zip(circuit_digests).enumerate() {
-        let normalized_digest =
-            aggregator.registry().entry(&model.model_id()).context("model not listed")?.normalized_digest;
+        let leaf_digest = aggregator.registry().entry(&model.model_id()).context("model not listed")?.leaf_digest;
         let model_file = ModelFile {
             model: model.clone(),
             plan: plan.clone(),
             circuit_digest: *digest,
-            normalized_digest,
+            leaf_digest,
             report: "{}".into(),
         };
         let name = format!("bench-{i}.tgm");
@@ -54,7 +53,7 @@ pub(crate) fn run(
         file.upsert(RegistryFileEntry {
             name: format!("bench-{i}"),
             model_id: format!("0x{}", hex::encode(model.model_id())),
-            normalized_digest: format!("0x{}", hex::encode(normalized_digest)),
+            leaf_digest: format!("0x{}", hex::encode(leaf_digest)),
             model_file: name,
         })?;
     }

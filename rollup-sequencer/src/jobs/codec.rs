@@ -3,14 +3,15 @@
 //!
 //! ```text
 //! job      "TGRIDJOB" u16 version  u8 kind
-//!          kind 1 (leaf):  u32 n, n × (model id 32 ‖ normalized digest 32)   the registry
-//!                          bytes model file (.tgm)   bytes task proof (.tgp)
+//!          kind 1 (leaf):  registry   bytes model file (.tgm)   bytes task proof (.tgp)
 //!          kind 2 (merge): child left, child right
 //!          kind 3 (wrap):  bytes key id (UTF-8)   bytes batch file (.tgb)
 //!          kind 4 (merge over two levels): u8 shape (1 node(node(a, b), c), 2 node(a, node(b, c)))
 //!                          child a, child b, child c
-//!          kind 5 (chunk): u8 n (1 to 4), n × child (leaf proofs, in task order)
-//! child    u8 kind (0 leaf proof, 1 merge proof, 2 chunk proof)  bytes plonky2 proof
+//!          kind 5 (chunk): u8 n (1 to 4), n × child (leaf proofs, in task order)   registry
+//! registry u32 n, n × (model id 32 ‖ leaf circuit digest 32)
+//! child    u8 kind (0 leaf proof, 1 merge proof, 2 chunk proof)  bytes proof (a leaf proof's
+//!          circuit cap, then the plonky2 proof: `SubtreeProof::to_bytes`)
 //! outcome  "TGRIDJRS" u16 version  u8 0 + child (proven)  |  u8 1 + bytes UTF-8 reason (refused)
 //!          |  u8 2 + bytes settlement proof file (JSON; wrapped)
 //! ```
@@ -26,9 +27,10 @@ use tgrid_circuits::{check_header, Error, Result};
 
 const JOB_MAGIC: &[u8; 8] = b"TGRIDJOB";
 const OUTCOME_MAGIC: &[u8; 8] = b"TGRIDJRS";
-/// 3: chunks of four leaves (kind 5), leaves proven at FRI rate 1/16; merges take chunk and
-/// merge proofs. (2: merges over two tree levels.)
-const VERSION: u16 = 3;
+/// 4: a leaf circuit per model: registries list leaf circuit digests, a chunk job carries the
+/// registry (the chunk proves membership), a leaf proof starts with its circuit's cap. (3: chunks
+/// of four leaves; 2: merges over two tree levels.)
+const VERSION: u16 = 4;
 /// Largest model file a leaf job may carry.
 pub const MAX_MODEL_FILE_BYTES: usize = 16 << 20;
 /// Largest task, leaf, chunk or merge proof a job or outcome may carry.
@@ -51,11 +53,12 @@ pub struct ChildProof {
 /// One unit of aggregation work: its inputs are proofs, its output one parent proof.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Job {
-    /// Normalize a task proof and prove its leaf under the registry listing `registry`.
+    /// Prove a task's leaf with the leaf circuit `registry` lists for its model.
     Leaf {
-        /// Every entry of the registry (the leaf proves membership in its root).
+        /// Every entry of the registry (the worker checks that the leaf circuit it builds is the
+        /// one listed).
         registry: Vec<RegistryEntry>,
-        /// The model file the task's normalizer is built from.
+        /// The model file the task's leaf circuit is built from.
         model_file: Vec<u8>,
         /// The task proof (.tgp).
         task_proof: Vec<u8>,
@@ -64,6 +67,8 @@ pub enum Job {
     Chunk {
         /// The leaf proofs.
         leaves: Vec<ChildProof>,
+        /// Every entry of the registry (the chunk proves each leaf's model is in its root).
+        registry: Vec<RegistryEntry>,
     },
     /// Merge two adjacent subtrees (`left` holds the earlier tasks).
     Merge {
@@ -133,20 +138,17 @@ impl Job {
         match self {
             Job::Leaf { registry, model_file, task_proof } => {
                 w.u8(1);
-                w.u32(registry.len() as u32);
-                for e in registry {
-                    w.raw(&e.model_id);
-                    w.raw(&e.normalized_digest);
-                }
+                write_registry(&mut w, registry);
                 w.bytes(model_file);
                 w.bytes(task_proof);
             }
-            Job::Chunk { leaves } => {
+            Job::Chunk { leaves, registry } => {
                 w.u8(5);
                 w.u8(leaves.len() as u8);
                 for leaf in leaves {
                     write_child(&mut w, leaf);
                 }
+                write_registry(&mut w, registry);
             }
             Job::Merge { left, right } => {
                 w.u8(2);
@@ -180,10 +182,7 @@ impl Job {
         check_header(&mut r, JOB_MAGIC, VERSION, "aggregation job")?;
         let job = match r.u8()? {
             1 => {
-                let n = r.len_prefix(1 << REGISTRY_DEPTH, 64)?;
-                let registry = (0..n)
-                    .map(|_| Ok(RegistryEntry { model_id: r.raw()?, normalized_digest: r.raw()? }))
-                    .collect::<Result<_>>()?;
+                let registry = read_registry(&mut r)?;
                 let model_file = r.bytes(MAX_MODEL_FILE_BYTES)?.to_vec();
                 let task_proof = r.bytes(MAX_PROOF_BYTES)?.to_vec();
                 Job::Leaf { registry, model_file, task_proof }
@@ -203,13 +202,27 @@ impl Job {
                 if n == 0 || n > CHUNK_LEAVES {
                     return Err(Error::Format(format!("a chunk job of {n} leaves (1 to {CHUNK_LEAVES})")));
                 }
-                Job::Chunk { leaves: (0..n).map(|_| read_child(&mut r)).collect::<Result<_>>()? }
+                let leaves = (0..n).map(|_| read_child(&mut r)).collect::<Result<_>>()?;
+                Job::Chunk { leaves, registry: read_registry(&mut r)? }
             }
             k => return Err(Error::Format(format!("unknown job kind {k}"))),
         };
         r.finish()?;
         Ok(job)
     }
+}
+
+fn write_registry(w: &mut Writer, registry: &[RegistryEntry]) {
+    w.u32(registry.len() as u32);
+    for e in registry {
+        w.raw(&e.model_id);
+        w.raw(&e.leaf_digest);
+    }
+}
+
+fn read_registry(r: &mut Reader<'_>) -> Result<Vec<RegistryEntry>> {
+    let n = r.len_prefix(1 << REGISTRY_DEPTH, 64)?;
+    (0..n).map(|_| Ok(RegistryEntry { model_id: r.raw()?, leaf_digest: r.raw()? })).collect()
 }
 
 /// The id of a job's encoding: lowercase hex of its SHA-256 (a NATS subject token).
@@ -285,7 +298,7 @@ mod tests {
 
     fn leaf() -> Job {
         Job::Leaf {
-            registry: vec![RegistryEntry { model_id: [1; 32], normalized_digest: [2; 32] }],
+            registry: vec![RegistryEntry { model_id: [1; 32], leaf_digest: [2; 32] }],
             model_file: vec![3; 100],
             task_proof: vec![4; 200],
         }
@@ -313,7 +326,10 @@ mod tests {
         let mut bad_shape = left_deep.encode();
         bad_shape[11] = 3;
         assert!(Job::decode(&bad_shape).unwrap_err().to_string().contains("shape"));
-        let chunk = Job::Chunk { leaves: (1..=3).map(|fill| child(SubtreeKind::Leaf, fill)).collect() };
+        let chunk = Job::Chunk {
+            leaves: (1..=3).map(|fill| child(SubtreeKind::Leaf, fill)).collect(),
+            registry: vec![RegistryEntry { model_id: [1; 32], leaf_digest: [2; 32] }; 2],
+        };
         assert_eq!(chunk.subject(), "tgrid.jobs.chunk");
         let mut too_big = chunk.encode();
         too_big[11] = 5;

@@ -496,13 +496,14 @@ impl<'a> Context<'a> {
     async fn chunk(&self, index: usize) -> Result<Checked, JobError> {
         let tasks = index * CHUNK_LEAVES..((index + 1) * CHUNK_LEAVES).min(self.proofs.len());
         let leaves = futures::future::try_join_all(tasks.clone().map(|i| self.leaf(i))).await?;
-        let job = Job::Chunk { leaves: leaves.iter().map(|(proof, _)| child(proof)).collect() };
+        let registry = self.aggregator.registry();
+        let job = Job::Chunk { leaves: leaves.iter().map(child).collect(), registry: registry.entries().to_vec() };
         let hashes: Vec<[u8; 32]> = self.leaves[tasks].iter().map(TaskLeaf::hash).collect();
         let expected = AggregationPublicInputs {
             root: batch_root(&hashes).expect("a chunk holds a task"),
-            registry_root: leaves[0].1.registry_root,
+            registry_root: registry.root(),
             count: hashes.len() as u64,
-            digests: leaves[0].1.digests,
+            digests: self.aggregator.circuits().digests(),
         };
         self.checked(&job, SubtreeKind::Chunk, &expected).await
     }
@@ -523,19 +524,35 @@ impl<'a> Context<'a> {
         self.checked(&job, SubtreeKind::Merge, &expected).await
     }
 
-    async fn leaf(&self, index: usize) -> Result<(SubtreeProof, AggregationPublicInputs), JobError> {
+    /// Task `index`'s leaf proof: its provider's, if given and of the circuit the registry lists
+    /// for the model, else a worker's.
+    async fn leaf(&self, index: usize) -> Result<SubtreeProof, JobError> {
         let proof = &self.proofs[index];
-        let expected = self.aggregator.leaf_public_inputs(&self.leaves[index]);
-        if let Some(Some(provided)) =
-            self.provided.get(index).filter(|p| p.as_ref().is_some_and(|p| p.kind == SubtreeKind::Leaf))
-        {
-            let publics = provided.public_inputs().map_err(crate::Error::from)?;
-            if publics == expected {
-                return Ok((provided.clone(), publics));
+        let expected = Aggregator::leaf_public_inputs(&self.leaves[index]);
+        let registered = self.aggregator.registry().entry(&proof.model_id).map(|e| e.leaf_digest);
+        if let Some(Some(provided)) = self.provided.get(index) {
+            if provided.leaf_public_inputs().is_ok_and(|p| p == expected)
+                && provided.leaf_circuit_digest() == registered
+            {
+                return Ok(provided.clone());
             }
         }
         let job = leaf_job(self.aggregator, self.model_files[&proof.model_id].clone(), proof);
-        self.checked(&job, SubtreeKind::Leaf, &expected).await
+        self.queue.run_checked(&job, self.counted, |delivered| self.check_leaf(&job, index, delivered)).await
+    }
+
+    /// Accepts a worker's leaf proof only as [`Aggregator::adopt_leaf_of`] accepts a provider's:
+    /// of the leaf circuit the registry lists, verified, this task's leaf.
+    fn check_leaf(&self, job: &Job, index: usize, delivered: &Delivered) -> Result<SubtreeProof, JobError> {
+        let invalid =
+            |reason: String| JobError::InvalidOutcome { kind: job.kind(), worker: delivered.worker.clone(), reason };
+        let Product::Subtree(child) = &delivered.product else {
+            return Err(invalid("a settlement proof, not a leaf proof".into()));
+        };
+        if child.kind != SubtreeKind::Leaf {
+            return Err(invalid(format!("a {} proof, not a leaf proof", child.kind.name())));
+        }
+        self.aggregator.adopt_leaf_of(&self.leaves[index], &child.bytes).map_err(|e| invalid(e.to_string()))
     }
 
     /// Runs `job` and accepts its proof only if it is of the circuit of `kind` and verifies
@@ -581,7 +598,7 @@ impl<'a> Context<'a> {
 }
 
 fn child(proof: &SubtreeProof) -> ChildProof {
-    ChildProof { kind: proof.kind, bytes: proof.proof.to_bytes() }
+    ChildProof { kind: proof.kind, bytes: proof.to_bytes() }
 }
 
 /// Has a worker holding the Groth16 proving key wrap `batch` (a job waits until a worker started

@@ -10,16 +10,16 @@ use async_nats::jetstream::message::AckKind;
 use async_nats::jetstream::message::PublishMessage as Publish;
 use async_nats::jetstream::Message;
 use futures::StreamExt;
-use tgrid_aggregation::{AggregationCircuits, BatchFile, Normalizer, Registry, SubtreeKind, SubtreeProof};
+use tgrid_aggregation::{AggregationCircuits, BatchFile, LeafCircuit, Registry, SubtreeKind, SubtreeProof};
 use tgrid_circuits::TaskProof;
-use tgrid_settlement_proof::aggregate::normalizer_from_model_file;
+use tgrid_settlement_proof::aggregate::leaf_circuit_from_model_file;
 use tgrid_settlement_proof::{BatchWrapper, KeySource, WrapFri, WrapKey};
 use tracing::{info, warn};
 
 use super::{Broker, ChildProof, Job, JobError, Outcome, QueueSettings, SECONDS_HEADER, WORKER_HEADER};
 
-/// Normalizers kept per worker (model id, digest); the oldest are dropped beyond it.
-const MAX_CACHED_NORMALIZERS: usize = 64;
+/// Leaf circuits kept per worker (model id, digest); the oldest are dropped beyond it.
+const MAX_CACHED_LEAF_CIRCUITS: usize = 64;
 
 /// How a worker runs.
 #[derive(Clone, Debug)]
@@ -43,13 +43,13 @@ pub struct WrapSetup {
     pub key: KeySource,
 }
 
-/// A registry entry: (model id, normalized circuit digest).
+/// A registry entry: (model id, leaf circuit digest).
 type EntryKey = ([u8; 32], [u8; 32]);
 
-/// The circuits a worker proves with: built once, normalizers on first use.
+/// The circuits a worker proves with: built once, models' leaf circuits on first use.
 struct Prover {
     circuits: Circuits,
-    normalizers: Mutex<HashMap<EntryKey, Arc<Normalizer>>>,
+    leaf_circuits: Mutex<HashMap<EntryKey, Arc<LeafCircuit>>>,
 }
 
 enum Circuits {
@@ -103,26 +103,26 @@ impl Prover {
                 let entry = registry
                     .entry(&proof.model_id)
                     .ok_or_else(|| format!("model 0x{} is not in the job's registry", hex::encode(proof.model_id)))?;
-                let normalizer = self.normalizer(&model_file, &entry.model_id, &entry.normalized_digest)?;
-                let (_, normalized) = normalizer.normalize(&proof).map_err(|e| format!("task proof: {e}"))?;
-                let leaf = circuits.prove_leaf(&normalized, &registry).map_err(|e| e.to_string())?;
-                Ok(Outcome::Proven(ChildProof { kind: SubtreeKind::Leaf, bytes: leaf.proof.to_bytes() }))
+                let leaf_circuit = self.leaf_circuit(&model_file, &entry.model_id, &entry.leaf_digest)?;
+                let (_, leaf) = leaf_circuit.prove(&proof).map_err(|e| format!("task proof: {e}"))?;
+                Ok(Outcome::Proven(ChildProof { kind: SubtreeKind::Leaf, bytes: leaf.to_bytes() }))
             }
-            Job::Chunk { leaves } => {
+            Job::Chunk { leaves, registry } => {
+                let registry = Registry::new(registry).map_err(|e| e.to_string())?;
                 let leaves = leaves.iter().map(|c| decode(circuits, c)).collect::<Result<Vec<_>, _>>()?;
-                let chunk = circuits.prove_chunk(&leaves).map_err(|e| e.to_string())?;
-                Ok(Outcome::Proven(ChildProof { kind: SubtreeKind::Chunk, bytes: chunk.proof.to_bytes() }))
+                let chunk = circuits.prove_chunk(&leaves, &registry).map_err(|e| e.to_string())?;
+                Ok(Outcome::Proven(ChildProof { kind: SubtreeKind::Chunk, bytes: chunk.to_bytes() }))
             }
             Job::Merge { left, right } => {
                 let merged = circuits
                     .prove_merge(&decode(circuits, &left)?, &decode(circuits, &right)?)
                     .map_err(|e| e.to_string())?;
-                Ok(Outcome::Proven(ChildProof { kind: SubtreeKind::Merge, bytes: merged.proof.to_bytes() }))
+                Ok(Outcome::Proven(ChildProof { kind: SubtreeKind::Merge, bytes: merged.to_bytes() }))
             }
             Job::Merge3 { shape, a, b, c } => {
                 let [a, b, c] = [&a, &b, &c].map(|child| decode(circuits, child));
                 let merged = circuits.prove_merge3(shape, &a?, &b?, &c?).map_err(|e| e.to_string())?;
-                Ok(Outcome::Proven(ChildProof { kind: SubtreeKind::Merge, bytes: merged.proof.to_bytes() }))
+                Ok(Outcome::Proven(ChildProof { kind: SubtreeKind::Merge, bytes: merged.to_bytes() }))
             }
             Job::Wrap { key_id, batch_file } => {
                 let Circuits::WithWrap(wrapping) = &self.circuits else {
@@ -139,14 +139,19 @@ impl Prover {
         }
     }
 
-    fn normalizer(&self, model_file: &[u8], model_id: &[u8; 32], digest: &[u8; 32]) -> Result<Arc<Normalizer>, String> {
+    fn leaf_circuit(
+        &self,
+        model_file: &[u8],
+        model_id: &[u8; 32],
+        digest: &[u8; 32],
+    ) -> Result<Arc<LeafCircuit>, String> {
         let key = (*model_id, *digest);
-        if let Some(n) = self.normalizers.lock().expect("normalizer lock").get(&key) {
-            return Ok(n.clone());
+        if let Some(l) = self.leaf_circuits.lock().expect("leaf circuit lock").get(&key) {
+            return Ok(l.clone());
         }
-        let built = Arc::new(normalizer_from_model_file(model_file, model_id, digest)?);
-        let mut cache = self.normalizers.lock().expect("normalizer lock");
-        if cache.len() >= MAX_CACHED_NORMALIZERS {
+        let built = Arc::new(leaf_circuit_from_model_file(model_file, model_id, digest)?);
+        let mut cache = self.leaf_circuits.lock().expect("leaf circuit lock");
+        if cache.len() >= MAX_CACHED_LEAF_CIRCUITS {
             cache.clear();
         }
         cache.insert(key, built.clone());
@@ -164,7 +169,7 @@ pub async fn run_worker(options: WorkerOptions, stop: Arc<AtomicBool>) -> Result
         .await
         .map_err(|e| options.queue.error(format!("building the circuits: {e}")))??;
     info!(seconds = started.elapsed().as_secs_f64(), wraps = options.wrap.is_some(), "circuits built");
-    let prover = Arc::new(Prover { circuits, normalizers: Mutex::default() });
+    let prover = Arc::new(Prover { circuits, leaf_circuits: Mutex::default() });
     let broker = Broker::connect(&options.queue, &options.name).await?;
     let consumer = broker.workers_consumer(&options.queue).await?;
     let wrap_consumer = match options.wrap {

@@ -180,7 +180,7 @@ pub(crate) async fn warm_verifiers(shared: Arc<Shared>) {
     let built = tokio::task::spawn_blocking(move || {
         let mut built = 0;
         for entry in aggregator.registry().entries() {
-            match aggregator.normalizer(&entry.model_id) {
+            match aggregator.leaf_circuit(&entry.model_id) {
                 Ok(_) => built += 1,
                 Err(e) => tracing::error!(model = %format!("0x{}", hex::encode(entry.model_id)), error = %e, "cannot build the model's verifier: its results will be refused"),
             }

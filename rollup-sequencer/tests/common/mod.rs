@@ -12,7 +12,7 @@ use alloy::primitives::{Address, B256, U256};
 use alloy::providers::{DynProvider, Provider};
 use alloy::signers::local::PrivateKeySigner;
 use serde_json::{json, Value};
-use tgrid_aggregation::{Normalizer, RegistryFile, RegistryFileEntry};
+use tgrid_aggregation::{LeafCircuit, RegistryFile, RegistryFileEntry};
 use tgrid_chain::market::{Delivery, MarketDomain, Order, SignedOrder};
 use tgrid_circuits::{commit, ModelFile, QuantModel, SegmentPlan, TaskVerifier};
 
@@ -31,7 +31,7 @@ pub fn ether(n: u64) -> U256 {
     U256::from(n) * U256::from(10u64).pow(U256::from(18u64))
 }
 
-/// Writes the model file and a registry listing it; returns (model id, normalized digest, root).
+/// Writes the model file and a registry listing it; returns (model id, leaf digest, root).
 pub fn write_registry(dir: &Path, model: &QuantModel) -> ([u8; 32], [u8; 32], [u8; 32]) {
     let mut registry = RegistryFile::empty(dir.to_path_buf());
     let (model_id, digest, root) = add_model(&mut registry, model, "model.tgm");
@@ -40,17 +40,17 @@ pub fn write_registry(dir: &Path, model: &QuantModel) -> ([u8; 32], [u8; 32], [u
 }
 
 /// Writes `model`'s file as `file_name` in the registry's directory and lists it; returns
-/// (model id, normalized digest, the registry's new root).
+/// (model id, leaf digest, the registry's new root).
 pub fn add_model(registry: &mut RegistryFile, model: &QuantModel, file_name: &str) -> ([u8; 32], [u8; 32], [u8; 32]) {
     let plan = SegmentPlan::default();
     let verifier = TaskVerifier::new(model, &plan).unwrap();
     let circuit_digest = verifier.circuit_digest();
-    let normalizer = Normalizer::new(verifier).unwrap();
+    let leaf_circuit = LeafCircuit::new(verifier).unwrap();
     let file = ModelFile {
         model: model.clone(),
         plan,
         circuit_digest,
-        normalized_digest: normalizer.digest(),
+        leaf_digest: leaf_circuit.digest(),
         report: "{}".into(),
     };
     std::fs::write(registry.base_dir.join(file_name), file.to_bytes()).unwrap();
@@ -58,11 +58,11 @@ pub fn add_model(registry: &mut RegistryFile, model: &QuantModel, file_name: &st
         .upsert(RegistryFileEntry {
             name: file_name.trim_end_matches(".tgm").into(),
             model_id: format!("0x{}", hex::encode(model.model_id())),
-            normalized_digest: format!("0x{}", hex::encode(normalizer.digest())),
+            leaf_digest: format!("0x{}", hex::encode(leaf_circuit.digest())),
             model_file: file_name.into(),
         })
         .unwrap();
-    (model.model_id(), normalizer.digest(), root)
+    (model.model_id(), leaf_circuit.digest(), root)
 }
 
 /// The test-FRI devnet key (set up once and cached): its id and verifying-key words.

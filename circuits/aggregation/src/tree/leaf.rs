@@ -1,173 +1,175 @@
-//! The leaf circuit: one normalized task proof of a registered model in, its task leaf out.
+//! The leaf circuit of one model: a task proof of that model in (its verifier data are
+//! constants), its task leaf and model id out, in the one [`LEAF`] shape shared by every model
+//! (for a model whose task proof is too large to verify there beside the leaf's hashing, through
+//! a per-model normalization step first).
+//! The chunk circuit verifies a leaf proof of any model with the leaf circuit's verifier data as
+//! a witness and checks `(model id, leaf circuit digest)` against the registry.
 
-use plonky2::hash::hash_types::{HashOut, HashOutTarget, MerkleCapTarget};
-use plonky2::hash::merkle_proofs::MerkleProofTarget;
-use plonky2::hash::poseidon::PoseidonHash;
-use plonky2::iop::target::{BoolTarget, Target};
+use std::sync::Arc;
+
 use plonky2::iop::witness::{PartialWitness, WitnessWrite};
 use plonky2::plonk::circuit_builder::CircuitBuilder;
-use plonky2::plonk::circuit_data::{CircuitData, VerifierCircuitTarget};
+use plonky2::plonk::circuit_data::{CircuitData, VerifierCircuitData};
 use plonky2::plonk::proof::ProofWithPublicInputsTarget;
-use tgrid_circuits::{C, D, F};
+use tgrid_circuit_cache::CircuitKey;
+use tgrid_circuits::{TaskProof, TaskVerifier, C, D, F, NUM_PUBLIC_INPUTS};
 use tgrid_sha256::CircuitBuilderSha256;
 
-use super::cache_key;
-#[cfg(test)]
-use super::prove_with_cut;
-use super::{byte_bits, element_bits_be, word_bits, AggregationCircuits, SubtreeKind, SubtreeProof};
+use super::{byte_bits, element_bits_be, word_bits, SubtreeProof};
 use crate::batch::TaskLeaf;
 use crate::error::{Error, Result};
-use crate::normalize::NormalizedProof;
-use crate::registry::{Membership, Registry, REGISTRY_DEPTH};
-use crate::shape::{circuit_digest_target, LEAF, NORMALIZED};
+use crate::shape::{aggregation_config, LEAF};
 
-/// The leaf circuit: verifies one normalized proof of any registered model and outputs its task
-/// leaf.
-pub(super) struct LeafCircuit {
-    pub(super) data: CircuitData<F, C, D>,
+/// The leaf circuit of one model (public or private task circuit). Its digest is what the
+/// registry pairs with the model id.
+pub struct LeafCircuit {
+    task: Arc<TaskVerifier>,
+    data: CircuitData<F, C, D>,
+    /// The proof the leaf circuit verifies: the task proof, or the normalizer's proof.
     proof: ProofWithPublicInputsTarget<D>,
-    cap: MerkleCapTarget,
-    registry_root: HashOutTarget,
-    index_bits: Vec<BoolTarget>,
-    siblings: MerkleProofTarget,
-    digests: [Target; 8],
-    /// The registry entry's digest in a [`LeafCut::CircuitDigest`] build (tests only).
-    #[cfg_attr(not(test), allow(dead_code))]
-    free_digest: Option<HashOutTarget>,
+    pub(crate) normalizer: Option<Normalizer>,
 }
 
-/// A copy constraint the leaf circuit leaves out in a malicious build (soundness tests: the
-/// honest verifier must reject what a prover with such a wiring proves).
-#[cfg_attr(not(test), allow(dead_code))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LeafCut {
-    /// The registry path's computed root is not tied to the registry root public input.
-    RegistryRoot,
-    /// The registry entry's circuit digest is not tied to the digest of the verified cap.
-    CircuitDigest,
+/// For a model whose task proof takes too many rows to verify beside the leaf's hashing in the
+/// leaf shape (the character GPT's 2^16-row proof: 6,900 rows), a first step that verifies the
+/// task proof and re-exposes its public inputs in a small circuit; the leaf circuit verifies
+/// that step's proof (its verifier data are constants of the leaf circuit, so the registered
+/// leaf digest pins it). Such a task costs two recursive proofs below the chunk instead of one.
+pub(crate) struct Normalizer {
+    data: CircuitData<F, C, D>,
+    task_proof: ProofWithPublicInputsTarget<D>,
+}
+
+/// Rows (before the constants plonky2 adds at build) from which a direct leaf circuit is
+/// checked to fit the leaf shape before it is built (below, it always fits).
+const DIRECT_LEAF_CHECKED_ROWS: usize = 6_500;
+
+impl std::fmt::Debug for LeafCircuit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeafCircuit")
+            .field("model_id", &hex::encode(self.task.model_id()))
+            .field("digest", &hex::encode(self.digest()))
+            .field("normalized", &self.normalizer.is_some())
+            .finish()
+    }
+}
+
+/// The leaf circuit's builder over a proof of `inner` (the task circuit or a normalizer): it
+/// verifies the proof with constant verifier data and outputs the task leaf and the model id.
+fn leaf_builder(inner: &VerifierCircuitData<F, C, D>) -> (CircuitBuilder<F, D>, ProofWithPublicInputsTarget<D>) {
+    let mut b = CircuitBuilder::<F, D>::new(LEAF.config());
+    let proof = b.add_virtual_proof_with_pis(&inner.common);
+    let vd = b.constant_verifier_data(&inner.verifier_only);
+    b.verify_proof::<C>(&proof, &vd, &inner.common);
+    let pis = proof.public_inputs.clone();
+
+    // leaf = sha256(0x00 ‖ task id ‖ model id ‖ input ‖ output ‖ provider); splitting the
+    // words into bits also proves each is a u32.
+    let mut bits = byte_bits(&mut b, 0x00);
+    bits.extend(word_bits(&mut b, &pis[0..8]));
+    bits.extend(word_bits(&mut b, &pis[13..21]));
+    for &e in &pis[21..29] {
+        bits.extend(element_bits_be(&mut b, e));
+    }
+    bits.extend(word_bits(&mut b, &pis[8..13]));
+    debug_assert_eq!(bits.len(), 8 * TaskLeaf::PREIMAGE_LEN);
+    let leaf = b.sha256_bits_gated(&bits);
+    b.register_public_inputs(&leaf.words.map(|w| w.0));
+    b.register_public_inputs(&pis[13..21]);
+    (b, proof)
+}
+
+/// A circuit's runtime input, as part of a cache key: its digest and common data.
+fn inner_key(name: &str, inner: &VerifierCircuitData<F, C, D>) -> CircuitKey {
+    CircuitKey::new(name)
+        .with(tgrid_circuits::hash_to_bytes(&inner.verifier_only.circuit_digest))
+        .with(format!("{:?}", inner.common))
 }
 
 impl LeafCircuit {
-    pub(super) fn build() -> Result<Self> {
-        Self::build_cut(None)
+    /// Builds the leaf circuit of the model whose task proofs `task` verifies (owned or shared
+    /// with whoever checks the model's task proofs).
+    pub fn new(task: impl Into<Arc<TaskVerifier>>) -> Result<Self> {
+        Self::build(task.into(), false)
     }
 
-    fn build_cut(cut: Option<LeafCut>) -> Result<Self> {
-        let common = NORMALIZED.common();
-        let mut b = CircuitBuilder::<F, D>::new(LEAF.config());
-        let proof = b.add_virtual_proof_with_pis(common);
-        let cap = b.add_virtual_cap(common.config.fri_config.cap_height);
-        let digest = circuit_digest_target(&mut b, &cap, common.degree_bits());
-        let vd = VerifierCircuitTarget { constants_sigmas_cap: cap.clone(), circuit_digest: digest };
-        b.verify_proof::<C>(&proof, &vd, common);
-        let pis = proof.public_inputs.clone();
-
-        // (model id, digest of the verified circuit) must be in the registry.
-        let registry_root = b.add_virtual_hash();
-        let index_bits: Vec<BoolTarget> = (0..REGISTRY_DEPTH).map(|_| b.add_virtual_bool_target_safe()).collect();
-        let siblings = MerkleProofTarget { siblings: b.add_virtual_hashes(REGISTRY_DEPTH) };
-        // A cut build checks the path with a free digest or against a free root instead (the
-        // same gates, one copy constraint fewer).
-        let free_digest = (cut == Some(LeafCut::CircuitDigest)).then(|| b.add_virtual_hash());
-        let path_root = if cut == Some(LeafCut::RegistryRoot) { b.add_virtual_hash() } else { registry_root };
-        let mut entry: Vec<Target> = pis[13..21].to_vec();
-        entry.extend(free_digest.unwrap_or(digest).elements);
-        b.verify_merkle_proof::<PoseidonHash>(entry, &index_bits, path_root, &siblings);
-
-        // leaf = sha256(0x00 ‖ task id ‖ model id ‖ input ‖ output ‖ provider); splitting the
-        // words into bits also proves each is a u32.
-        let mut bits = byte_bits(&mut b, 0x00);
-        bits.extend(word_bits(&mut b, &pis[0..8]));
-        bits.extend(word_bits(&mut b, &pis[13..21]));
-        for &e in &pis[21..29] {
-            bits.extend(element_bits_be(&mut b, e));
-        }
-        bits.extend(word_bits(&mut b, &pis[8..13]));
-        debug_assert_eq!(bits.len(), 8 * TaskLeaf::PREIMAGE_LEN);
-        let leaf = b.sha256_bits_gated(&bits);
-
-        b.register_public_inputs(&leaf.words.map(|w| w.0));
-        b.register_public_inputs(&registry_root.elements);
-        let one = b.one();
-        b.register_public_input(one);
-        let digests: [Target; 8] = std::array::from_fn(|_| b.add_virtual_target());
-        b.register_public_inputs(&digests);
-        let data = LEAF.build(b, cache_key("leaf", cut))?;
-        Ok(Self { data, proof, cap, registry_root, index_bits, siblings, digests, free_digest })
-    }
-}
-
-impl AggregationCircuits {
-    /// Proves the leaf of one normalized proof, checking its model against `registry`.
-    pub fn prove_leaf(&self, normalized: &NormalizedProof, registry: &Registry) -> Result<SubtreeProof> {
-        let publics = tgrid_circuits::PublicInputs::from_fields(&normalized.proof.public_inputs)?;
-        let (entry, membership) = registry.membership(&publics.model_id)?;
-        let digest = tgrid_circuits::hash_to_bytes(&normalized.verifier.circuit_digest);
-        if entry.normalized_digest != digest {
-            return Err(Error::Registry(format!(
-                "model 0x{} is registered with circuit digest 0x{}, the proof is of circuit 0x{}",
-                hex::encode(publics.model_id),
-                hex::encode(entry.normalized_digest),
-                hex::encode(digest)
-            )));
-        }
-        self.prove_leaf_unchecked(normalized, registry.root_hash(), &membership)
-    }
-
-    /// [`prove_leaf`](Self::prove_leaf) without the native registry check (tests aim invalid
-    /// witnesses at the circuit with it).
-    pub(crate) fn prove_leaf_unchecked(
-        &self,
-        normalized: &NormalizedProof,
-        registry_root: HashOut<F>,
-        membership: &Membership,
-    ) -> Result<SubtreeProof> {
-        let pw = self.leaf_witness(&self.leaf, normalized, registry_root, membership)?;
-        let proof = crate::shape::prove_checked(&self.leaf.data, pw)?;
-        Ok(SubtreeProof { proof, kind: SubtreeKind::Leaf })
-    }
-
-    fn leaf_witness(
-        &self,
-        c: &LeafCircuit,
-        normalized: &NormalizedProof,
-        registry_root: HashOut<F>,
-        membership: &Membership,
-    ) -> Result<PartialWitness<F>> {
-        let mut pw = PartialWitness::new();
-        let err = |e: anyhow::Error| Error::Proving(e.to_string());
-        pw.set_proof_with_pis_target(&c.proof, &normalized.proof).map_err(err)?;
-        pw.set_cap_target(&c.cap, &normalized.verifier.constants_sigmas_cap).map_err(err)?;
-        pw.set_hash_target(c.registry_root, registry_root).map_err(err)?;
-        for (i, &bit) in c.index_bits.iter().enumerate() {
-            pw.set_bool_target(bit, membership.index >> i & 1 == 1).map_err(err)?;
-        }
-        for (&t, &h) in c.siblings.siblings.iter().zip(&membership.siblings) {
-            pw.set_hash_target(t, h).map_err(err)?;
-        }
-        pw.set_target_arr(&c.digests, &self.digests()).map_err(err)?;
-        Ok(pw)
-    }
-
-    /// Tests only: proves a leaf with a malicious prover wired as the `cut` build (see
-    /// [`tgrid_circuits::testing::cut_copy_constraints`]), which takes `entry_digest` as the
-    /// registry entry's circuit digest when the cut frees it. The proof is not checked.
+    /// Tests only: the leaf circuit through a normalization step whatever the task circuit's
+    /// size.
     #[cfg(test)]
-    pub(crate) fn prove_leaf_with_cut(
-        &self,
-        cut: LeafCut,
-        normalized: &NormalizedProof,
-        registry_root: HashOut<F>,
-        membership: &Membership,
-        entry_digest: HashOut<F>,
-    ) -> Result<SubtreeProof> {
-        let mut honest = LeafCircuit::build()?;
-        let wired = LeafCircuit::build_cut(Some(cut))?;
-        let mut pw = self.leaf_witness(&wired, normalized, registry_root, membership)?;
-        if let Some(free) = wired.free_digest {
-            pw.set_hash_target(free, entry_digest).map_err(|e| Error::Proving(e.to_string()))?;
+    pub(crate) fn with_normalizer(task: impl Into<Arc<TaskVerifier>>) -> Result<Self> {
+        Self::build(task.into(), true)
+    }
+
+    fn build(task: Arc<TaskVerifier>, force_normalizer: bool) -> Result<Self> {
+        let inner = task.verifier_data();
+        if inner.common.num_public_inputs != NUM_PUBLIC_INPUTS {
+            return Err(Error::Shape("the task circuit does not expose the task public inputs".into()));
         }
-        let proof = prove_with_cut(&mut honest.data, wired.data, pw)?;
-        Ok(SubtreeProof { proof, kind: SubtreeKind::Leaf })
+        let (b, proof) = leaf_builder(inner);
+        let direct =
+            !force_normalizer && (b.num_gates() < DIRECT_LEAF_CHECKED_ROWS || LEAF.fits(leaf_builder(inner).0));
+        let shape_error = |e| match e {
+            Error::Shape(m) => Error::Shape(format!("model 0x{}: {m}", hex::encode(task.model_id()))),
+            other => other,
+        };
+        if direct {
+            let data = LEAF.build(b, inner_key("leaf", inner)).map_err(shape_error)?;
+            return Ok(Self { task, data, proof, normalizer: None });
+        }
+        drop(b);
+        let mut n = CircuitBuilder::<F, D>::new(aggregation_config());
+        let task_proof = n.add_virtual_proof_with_pis(&inner.common);
+        let vd = n.constant_verifier_data(&inner.verifier_only);
+        n.verify_proof::<C>(&task_proof, &vd, &inner.common);
+        n.register_public_inputs(&task_proof.public_inputs);
+        let normalizer =
+            Normalizer { data: tgrid_circuit_cache::build(&inner_key("leaf-normalizer", inner), n), task_proof };
+        let normalized = normalizer.data.verifier_data();
+        let (b, proof) = leaf_builder(&normalized);
+        let data = LEAF.build(b, inner_key("leaf-of-normalized", &normalized)).map_err(shape_error)?;
+        Ok(Self { task, data, proof, normalizer: Some(normalizer) })
+    }
+
+    /// The task-proof verifier of the model.
+    pub fn task_verifier(&self) -> &TaskVerifier {
+        &self.task
+    }
+
+    /// The task-proof verifier of the model, shared.
+    pub fn shared_task_verifier(&self) -> Arc<TaskVerifier> {
+        self.task.clone()
+    }
+
+    /// The model id (public or private task id).
+    pub fn model_id(&self) -> [u8; 32] {
+        self.task.model_id()
+    }
+
+    /// The digest the registry pairs with the model id.
+    pub fn digest(&self) -> [u8; 32] {
+        tgrid_circuits::hash_to_bytes(&self.data.verifier_only.circuit_digest)
+    }
+
+    /// Verifier data of the leaf circuit.
+    pub fn verifier_data(&self) -> VerifierCircuitData<F, C, D> {
+        self.data.verifier_data()
+    }
+
+    /// Checks a task proof natively (clear errors for bad submissions) and proves its leaf.
+    pub fn prove(&self, proof: &TaskProof) -> Result<(tgrid_circuits::PublicInputs, SubtreeProof)> {
+        let (publics, decoded) = self.task.verify_decoded(proof)?;
+        let err = |e: anyhow::Error| Error::Proving(e.to_string());
+        let inner = match &self.normalizer {
+            None => decoded,
+            Some(n) => {
+                let mut pw = PartialWitness::new();
+                pw.set_proof_with_pis_target(&n.task_proof, &decoded).map_err(err)?;
+                crate::shape::prove_checked(&n.data, pw)?
+            }
+        };
+        let mut pw = PartialWitness::new();
+        pw.set_proof_with_pis_target(&self.proof, &inner).map_err(err)?;
+        let proof = crate::shape::prove_checked(&self.data, pw)?;
+        Ok((publics, SubtreeProof::leaf(proof, self.data.verifier_only.constants_sigmas_cap.clone())))
     }
 }

@@ -144,7 +144,7 @@ impl AggregationCircuits {
         let pw =
             self.merge_witness(&self.merge, children, shape != MergeShape::Pair, shape == MergeShape::RightDeep)?;
         let proof = crate::shape::prove_checked(&self.merge.data, pw)?;
-        Ok(SubtreeProof { proof, kind: SubtreeKind::Merge })
+        Ok(SubtreeProof::node(proof, SubtreeKind::Merge))
     }
 
     /// The witness of merge circuit `c` over `children` with the shape bits `deep` and
@@ -164,7 +164,7 @@ impl AggregationCircuits {
                     "a merge's children are chunk or merge proofs, not leaf proofs".into(),
                 ));
             }
-            let vd = self.verifier_only(child.kind);
+            let vd = self.verifier_only(child.kind)?;
             pw.set_proof_with_pis_target(&slot.proof, &child.proof).map_err(err)?;
             pw.set_cap_target(&slot.cap, &vd.constants_sigmas_cap).map_err(err)?;
             pw.set_bool_target(slot.is_merge, child.kind == SubtreeKind::Merge).map_err(err)?;
@@ -191,6 +191,6 @@ impl AggregationCircuits {
         // The honest circuit's digest must be the one the children carry: prove with it.
         assert_eq!(honest.data.verifier_only.circuit_digest, self.merge.data.verifier_only.circuit_digest);
         let proof = prove_with_cut(&mut honest.data, wired.data, pw)?;
-        Ok(SubtreeProof { proof, kind: SubtreeKind::Merge })
+        Ok(SubtreeProof::node(proof, SubtreeKind::Merge))
     }
 }

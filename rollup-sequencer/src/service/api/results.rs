@@ -230,7 +230,9 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
     let (leaf_bytes, leaf_answer) = match leaf_bytes {
         None => (None, None),
         Some(Ok(bytes)) => (Some(bytes), Some("adopted".to_string())),
-        Some(Err(e @ tgrid_settlement_proof::AggregateError::LeafUnderOtherRegistry { .. })) => {
+        // Made with another version's leaf circuit (or before the model was registered anew):
+        // useless here, but no fault of the result.
+        Some(Err(e @ tgrid_settlement_proof::AggregateError::LeafOfOtherCircuit { .. })) => {
             (None, Some(format!("dropped: {e}")))
         }
         Some(Err(e)) => return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_leaf", e.to_string())),

@@ -280,7 +280,7 @@ fn leaf_events_are_read_from_raw_logs() {
 #[test]
 fn the_proof_verifies_only_with_the_deployed_key() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../contracts/test/fixtures/groth16");
-    let id = "wrap-production-r4q21g16-d1ad366e1d3821fb-ed459f8f98db995caa3182b1342c4a7ca8418eb611ee3d696e5db3d9c1db91a7-insecure-devnet";
+    let id = "wrap-production-r4q21g16-b2040e15e164b7bb-6f990bdc6e64c4c2d710109c5ea949d3ceec7851903ff7a22665a9a12f725714-insecure-devnet";
     let file: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join(format!("{id}.batch.g16.json"))).unwrap()).unwrap();
     let digest: B256 = file["key"]["verifying_key_digest"].as_str().unwrap().parse().unwrap();
