@@ -254,6 +254,15 @@ impl Aggregator {
         LeafPublicInputs { leaf: leaf.hash(), model_id: leaf.model_id }
     }
 
+    /// Whether `proof`, a leaf proof adopted earlier ([`adopt_leaf_of`](Self::adopt_leaf_of)),
+    /// is still `leaf`'s under this registry: its public inputs, and its circuit the one the
+    /// registry lists for the model (which may have changed since). No plonky2 verification.
+    pub fn still_fits(&self, leaf: &TaskLeaf, proof: &SubtreeProof) -> bool {
+        let registered = self.registry.entry(&leaf.model_id).map(|e| e.leaf_digest);
+        proof.leaf_public_inputs().is_ok_and(|p| p == Self::leaf_public_inputs(leaf))
+            && proof.leaf_circuit_digest() == registered
+    }
+
     /// [`adopt_leaf`](Self::adopt_leaf) for a task proof already checked: `leaf` must be what
     /// [`check`](Self::check) returned for it.
     pub fn adopt_leaf_of(&self, leaf: &TaskLeaf, leaf_bytes: &[u8]) -> Result<SubtreeProof> {
@@ -301,13 +310,7 @@ impl Aggregator {
         })?;
         check_leaves(&leaves)?;
         let subtrees = rayon_map(&indexed, |&i| {
-            let expected = Self::leaf_public_inputs(&leaves[i]);
-            // Checked when adopted; the registry may list another leaf circuit for the model
-            // since.
-            let registered = self.registry.entry(&leaves[i].model_id).map(|e| e.leaf_digest);
-            let given = provided.get(i).and_then(Option::as_ref).filter(|leaf| {
-                leaf.leaf_public_inputs().is_ok_and(|p| p == expected) && leaf.leaf_circuit_digest() == registered
-            });
+            let given = provided.get(i).and_then(Option::as_ref).filter(|proof| self.still_fits(&leaves[i], proof));
             let leaf = match given {
                 Some(leaf) => leaf.clone(),
                 None => self.prove_leaf(&proofs[i])?.1,

@@ -528,12 +528,8 @@ impl<'a> Context<'a> {
     /// for the model, else a worker's.
     async fn leaf(&self, index: usize) -> Result<SubtreeProof, JobError> {
         let proof = &self.proofs[index];
-        let expected = Aggregator::leaf_public_inputs(&self.leaves[index]);
-        let registered = self.aggregator.registry().entry(&proof.model_id).map(|e| e.leaf_digest);
         if let Some(Some(provided)) = self.provided.get(index) {
-            if provided.leaf_public_inputs().is_ok_and(|p| p == expected)
-                && provided.leaf_circuit_digest() == registered
-            {
+            if self.aggregator.still_fits(&self.leaves[index], provided) {
                 return Ok(provided.clone());
             }
         }
