@@ -22,6 +22,7 @@ mod model;
 mod privacy;
 #[cfg(test)]
 mod private_tests;
+mod prover_cache;
 mod task;
 pub mod testing;
 #[cfg(test)]

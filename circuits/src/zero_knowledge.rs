@@ -44,6 +44,12 @@ use plonky2::util::serialization::{Buffer, IoResult, Read, Write};
 use crate::error::{Error, Result};
 use crate::{C, D, F};
 
+/// The witness generators of the blinding, by id (for the task circuit cache).
+pub(crate) const GENERATORS: &[(&str, crate::prover_cache::ReadGenerator)] = &[
+    ("tgrid::RandomRows", crate::prover_cache::reader::<RandomRows>),
+    ("tgrid::MaskColumns", crate::prover_cache::reader::<MaskColumns>),
+];
+
 /// Wire columns that no gate reads, random on every row of a private circuit.
 pub const MASK_COLUMNS: usize = D;
 

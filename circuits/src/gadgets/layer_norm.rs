@@ -97,7 +97,7 @@ impl Gadgets {
 
 /// Writes `s = isqrt(V)` and `R = floor(2^31 / s)` for a LayerNorm row.
 #[derive(Debug, Clone)]
-struct InvSqrtHint {
+pub(super) struct InvSqrtHint {
     v: Target,
     s: Target,
     r: Target,
@@ -155,7 +155,7 @@ impl SimpleGenerator<F, D> for InvSqrtHint {
 
 /// Writes the canonical value of `value` as little-endian bytes (the last takes the rest).
 #[derive(Debug, Clone)]
-struct BytesHint {
+pub(super) struct BytesHint {
     value: Target,
     bytes: Vec<Target>,
 }

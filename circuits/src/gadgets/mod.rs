@@ -28,6 +28,15 @@ use crate::{TgridPoseidonHash, D, F};
 mod layer_norm;
 mod softmax;
 
+/// The witness generators of these gadgets, by id (for the task circuit cache).
+pub(crate) const GENERATORS: &[(&str, crate::prover_cache::ReadGenerator)] = &[
+    ("tgrid::RequantHint", crate::prover_cache::reader::<RequantHint>),
+    ("tgrid::MaxHint", crate::prover_cache::reader::<MaxHint>),
+    ("tgrid::InvSqrtHint", crate::prover_cache::reader::<layer_norm::InvSqrtHint>),
+    ("tgrid::BytesHint", crate::prover_cache::reader::<layer_norm::BytesHint>),
+    ("tgrid::SoftmaxHint", crate::prover_cache::reader::<softmax::SoftmaxHint>),
+];
+
 /// How an affine element's multiply-accumulates are laid out in rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum MacLayout {

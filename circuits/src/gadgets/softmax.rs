@@ -115,7 +115,7 @@ impl Gadgets {
 /// Writes a softmax cell's rounded quotient `q = floor((510·e + S) / 2S)`, its remainder
 /// `r` and `2S − 1 − r` as bytes.
 #[derive(Debug, Clone)]
-struct SoftmaxHint {
+pub(super) struct SoftmaxHint {
     e: Target,
     sum: Target,
     q: Target,

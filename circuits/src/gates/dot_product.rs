@@ -199,7 +199,7 @@ impl<F: RichField + Extendable<D>, const D: usize> PackedEvaluableBase<F, D> for
 
 /// Computes the output wire of one operation.
 #[derive(Clone, Debug)]
-struct DotProductGenerator<F> {
+pub(super) struct DotProductGenerator<F> {
     gate: DotProductGate,
     row: usize,
     op: usize,

@@ -19,5 +19,18 @@ pub use poseidon_low_degree::{LowDegreeRow, PoseidonLowDegreeGate};
 pub use requantize::RequantizeGate;
 pub use weighted_sum::WeightedSumGate;
 
+use crate::prover_cache::{reader, ReadGenerator};
+use crate::{D, F};
+
+/// The witness generators of these gates, by id (for the task circuit cache).
+pub(crate) const GENERATORS: &[(&str, ReadGenerator)] = &[
+    ("tgrid::DotProductGenerator", reader::<dot_product::DotProductGenerator<F>>),
+    ("tgrid::PoseidonHeadGenerator", reader::<poseidon::PoseidonPartGenerator<F, D>>),
+    ("tgrid::PoseidonTailGenerator", reader::<poseidon::PoseidonPartGenerator<F, D>>),
+    ("tgrid::PoseidonLowDegreeGenerator", reader::<poseidon_low_degree::LowDegreeRowGenerator<F, D>>),
+    ("tgrid::RequantizeOutputGenerator", reader::<requantize::RequantizeOutputGenerator<F>>),
+    ("tgrid::WeightedSumGenerator", reader::<weighted_sum::WeightedSumGenerator<F>>),
+];
+
 #[cfg(test)]
 mod tests;

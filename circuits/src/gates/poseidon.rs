@@ -503,7 +503,7 @@ poseidon_part_gate!(
 
 /// Fills a head or tail row from its twelve inputs.
 #[derive(Clone, Debug)]
-struct PoseidonPartGenerator<F, const D: usize> {
+pub(super) struct PoseidonPartGenerator<F, const D: usize> {
     part: Part,
     row: usize,
     #[cfg(test)]

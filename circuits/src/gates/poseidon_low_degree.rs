@@ -377,7 +377,7 @@ impl<F: RichField + Extendable<D>, const D: usize> Gate<F, D> for PoseidonLowDeg
 
 /// Fills a row from its twelve inputs.
 #[derive(Clone, Debug)]
-struct LowDegreeRowGenerator<F, const D: usize> {
+pub(super) struct LowDegreeRowGenerator<F, const D: usize> {
     kind: LowDegreeRow,
     row: usize,
     #[cfg(test)]

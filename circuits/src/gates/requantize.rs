@@ -262,7 +262,7 @@ impl<F: RichField + Extendable<D>, const D: usize> PackedEvaluableBase<F, D> for
 
 /// Derives the output byte `u = y' + lo + 128` of one operation.
 #[derive(Clone, Debug)]
-struct RequantizeOutputGenerator<F> {
+pub(super) struct RequantizeOutputGenerator<F> {
     gate: RequantizeGate,
     row: usize,
     op: usize,

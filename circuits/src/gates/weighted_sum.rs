@@ -169,7 +169,7 @@ impl<F: RichField + Extendable<D>, const D: usize> PackedEvaluableBase<F, D> for
 
 /// Computes the output wire of one operation.
 #[derive(Clone, Debug)]
-struct WeightedSumGenerator<F> {
+pub(super) struct WeightedSumGenerator<F> {
     gate: WeightedSumGate,
     row: usize,
     op: usize,

@@ -1,0 +1,295 @@
+//! A single-segment task circuit kept between runs in a circuit cache, with the targets its
+//! prover fills. Building a model's circuit commits to its weights (an FFT and a Merkle tree
+//! over the low-degree extension of every constant and permutation column): 16.5 s for the
+//! character GPT's 65,536 rows, paid by every `tgrid-prover prove` and daemon start. With a
+//! cache the process that meets the model again loads the built circuit instead.
+//!
+//! The entry is keyed by the model id (the SHA-256 of the model's canonical encoding, weights
+//! included) and the privacy mode, under the running executable's digest (the cache's own
+//! keying): a stale circuit cannot be loaded. A cached circuit is trusted like the binary
+//! (docs/SECURITY.md): at worst it makes its owner's proofs fail verification, never what a
+//! verifier accepts, since verifiers rebuild or check the circuit they verify against.
+
+use std::collections::BTreeMap;
+
+use plonky2::iop::generator::{SimpleGenerator, WitnessGeneratorRef};
+use plonky2::plonk::circuit_data::{CircuitData, CommonCircuitData};
+use plonky2::util::serialization::{Buffer, IoError, IoResult, Read, Remaining, WitnessGeneratorSerializer, Write};
+use tgrid_circuit_cache::{CircuitCache, CircuitKey, Generators};
+
+use crate::circuit::{BindingTargets, SecretTargets, SegmentCircuit};
+use crate::privacy::Privacy;
+use crate::verifier_cache::TaskGates;
+use crate::{Result, C, D, F};
+
+/// Reads one of this crate's witness generators.
+pub(crate) type ReadGenerator = fn(&mut Buffer<'_>, &CommonCircuitData<F, D>) -> IoResult<WitnessGeneratorRef<F, D>>;
+
+/// The reader of generator type `G` (what plonky2's serializer macro does per type; ours is
+/// keyed by id because one type may carry several ids).
+pub(crate) fn reader<G: SimpleGenerator<F, D>>(
+    src: &mut Buffer<'_>,
+    common: &CommonCircuitData<F, D>,
+) -> IoResult<WitnessGeneratorRef<F, D>> {
+    Ok(WitnessGeneratorRef::new(G::deserialize(src, common)?.adapter()))
+}
+
+/// Every witness generator this crate's circuits use, by id.
+fn own_generators() -> Vec<(&'static str, ReadGenerator)> {
+    [crate::gates::GENERATORS, crate::gadgets::GENERATORS, crate::zero_knowledge::GENERATORS].concat()
+}
+
+/// Serializes the witness generators of task circuits: plonky2's (the cache's own list) and
+/// this crate's gates and hints.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct TaskGenerators;
+
+/// The first byte of a serialized generator: which list it comes from.
+const PLONKY2: u8 = 0;
+const OWN: u8 = 1;
+
+impl WitnessGeneratorSerializer<F, D> for TaskGenerators {
+    fn read_generator(
+        &self,
+        buf: &mut Buffer<'_>,
+        common: &CommonCircuitData<F, D>,
+    ) -> IoResult<WitnessGeneratorRef<F, D>> {
+        match buf.read_u8()? {
+            PLONKY2 => Generators.read_generator(buf, common),
+            OWN => {
+                let tag = buf.read_u32()? as usize;
+                let (_, read) = own_generators().get(tag).copied().ok_or(IoError)?;
+                read(buf, common)
+            }
+            _ => Err(IoError),
+        }
+    }
+
+    fn write_generator(
+        &self,
+        buf: &mut Vec<u8>,
+        generator: &WitnessGeneratorRef<F, D>,
+        common: &CommonCircuitData<F, D>,
+    ) -> IoResult<()> {
+        let id = generator.0.id();
+        match own_generators().iter().position(|(own, _)| *own == id) {
+            Some(tag) => {
+                buf.write_u8(OWN)?;
+                buf.write_u32(tag as u32)?;
+                generator.0.serialize(buf, common)
+            }
+            None => {
+                buf.write_u8(PLONKY2)?;
+                Generators.write_generator(buf, generator, common)
+            }
+        }
+    }
+}
+
+/// The single-segment task circuit of `model_id`'s tasks of mode `privacy`: from `cache` if it
+/// holds an intact entry, else from `build` (stored on the way).
+pub(crate) fn fetch_or_build(
+    cache: Option<&CircuitCache>,
+    model_id: [u8; 32],
+    privacy: Privacy,
+    build: impl FnOnce() -> Result<SegmentCircuit>,
+) -> Result<SegmentCircuit> {
+    let Some(cache) = cache else { return build() };
+    let key = CircuitKey::new(format!("task-prover-{}", privacy.name())).with(model_id);
+    let kind = format!("task circuit {}", std::any::type_name::<C>());
+    Ok(cache.try_fetch_or_make(&kind, &key, decode, build, encode)?.0)
+}
+
+fn encode(circuit: &SegmentCircuit) -> Result<Vec<u8>, String> {
+    let data = circuit.data.to_bytes(&TaskGates, &TaskGenerators).map_err(|e| format!("cannot serialize: {e:?}"))?;
+    let mut out = Vec::with_capacity(data.len() + 1024);
+    let io = |e: IoError| format!("cannot serialize the targets: {e:?}");
+    out.write_usize(data.len()).map_err(io)?;
+    out.extend(data);
+    out.write_usize(circuit.inputs.len()).map_err(io)?;
+    for input in &circuit.inputs {
+        out.write_target_vec(input).map_err(io)?;
+    }
+    out.write_usize(circuit.tensors.len()).map_err(io)?;
+    for (&tensor, targets) in &circuit.tensors {
+        out.write_usize(tensor).map_err(io)?;
+        out.write_target_vec(targets).map_err(io)?;
+    }
+    match &circuit.binding {
+        None => out.write_bool(false).map_err(io)?,
+        Some(binding) => {
+            out.write_bool(true).map_err(io)?;
+            out.write_target_array(&binding.task_id).map_err(io)?;
+            out.write_target_array(&binding.provider).map_err(io)?;
+        }
+    }
+    let (tag, secret) = match circuit.secret {
+        None => (0u8, None),
+        Some(SecretTargets::InputSalt(t)) => (1, Some(t)),
+        Some(SecretTargets::OutputKey(t)) => (2, Some(t)),
+    };
+    out.write_u8(tag).map_err(io)?;
+    if let Some(targets) = secret {
+        out.write_target_array(&targets).map_err(io)?;
+    }
+    Ok(out)
+}
+
+fn decode(bytes: &[u8]) -> Result<SegmentCircuit, String> {
+    let mut buf = Buffer::new(bytes);
+    let io = |e: IoError| format!("cannot parse the targets: {e:?}");
+    let len = buf.read_usize().map_err(io)?;
+    let start = buf.pos();
+    let end =
+        start.checked_add(len).filter(|&end| end <= bytes.len()).ok_or("the circuit's length runs past the entry")?;
+    let data = CircuitData::<F, C, D>::from_bytes(&bytes[start..end], &TaskGates, &TaskGenerators)
+        .map_err(|e| format!("cannot parse the circuit: {e:?}"))?;
+    let mut buf = Buffer::new(&bytes[end..]);
+    // Every count is bounded by the bytes left (each target takes at least one byte).
+    let count = |buf: &mut Buffer<'_>| -> Result<usize, String> {
+        let n = buf.read_usize().map_err(io)?;
+        (n <= buf.remaining()).then_some(n).ok_or_else(|| "a count runs past the entry".to_string())
+    };
+    let inputs = (0..count(&mut buf)?).map(|_| buf.read_target_vec().map_err(io)).collect::<Result<Vec<_>, _>>()?;
+    let mut tensors = BTreeMap::new();
+    for _ in 0..count(&mut buf)? {
+        let tensor = buf.read_usize().map_err(io)?;
+        tensors.insert(tensor, buf.read_target_vec().map_err(io)?);
+    }
+    let binding = if buf.read_bool().map_err(io)? {
+        Some(BindingTargets {
+            task_id: buf.read_target_array().map_err(io)?,
+            provider: buf.read_target_array().map_err(io)?,
+        })
+    } else {
+        None
+    };
+    let secret = match buf.read_u8().map_err(io)? {
+        0 => None,
+        1 => Some(SecretTargets::InputSalt(buf.read_target_array::<4>().map_err(io)?)),
+        2 => Some(SecretTargets::OutputKey(buf.read_target_array::<4>().map_err(io)?)),
+        other => return Err(format!("unknown secret kind {other}")),
+    };
+    if buf.remaining() != 0 {
+        return Err("trailing bytes after the targets".into());
+    }
+    Ok(SegmentCircuit {
+        data,
+        inputs,
+        tensors,
+        binding,
+        secret,
+        #[cfg(test)]
+        cut_key: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+    use std::path::PathBuf;
+
+    use tgrid_circuit_cache::CircuitCache;
+
+    use crate::commit::Salt;
+    use crate::privacy::Privacy;
+    use crate::testing::{language_model, tiny_model};
+    use crate::tests::{PROVIDER, TASK};
+    use crate::{infer, SegmentPlan, TaskProver, TaskVerifier};
+
+    /// The entries' paths and inode numbers (a rewritten entry is a new file, renamed in place).
+    fn entries(cache: &CircuitCache) -> Vec<(PathBuf, u64)> {
+        let mut files: Vec<(PathBuf, u64)> = std::fs::read_dir(cache.dir())
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.path(), e.metadata().unwrap().ino())
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// A prover with its circuit from the cache proves what a freshly built one proves: the
+    /// same circuit (digest, targets, every generator of the lookups, the attention's hints and
+    /// the blinding) and proofs the rebuilt circuit's verifier accepts with the same statement.
+    #[test]
+    fn a_cached_task_circuit_proves_what_the_built_one_proves() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = CircuitCache::open(root.path()).unwrap();
+        // Token ids 0..6 in offset form: valid inputs of both models.
+        let tokens: Vec<i8> = [3u8, 1, 4, 1, 5, 2].iter().map(|&id| (id ^ 0x80) as i8).collect();
+        let plan = SegmentPlan::default();
+        for (n, model) in [tiny_model(6), language_model(31)].into_iter().enumerate() {
+            let x: Vec<i8> = tokens.iter().copied().cycle().take(model.input_len()).collect();
+            let built = TaskProver::new(model.clone(), plan.clone()).unwrap();
+            let stored = TaskProver::with_cache(model.clone(), plan.clone(), Privacy::Public, Some(&cache)).unwrap();
+            let after_store = entries(&cache);
+            assert_eq!(after_store.len(), n + 1, "the circuit was stored");
+            let loaded = TaskProver::with_cache(model.clone(), plan.clone(), Privacy::Public, Some(&cache)).unwrap();
+            assert_eq!(entries(&cache), after_store, "the second prover was loaded, not rebuilt and rewritten");
+
+            let built_circuit = built.single.as_ref().unwrap();
+            let loaded_circuit = loaded.single.as_ref().unwrap();
+            assert_eq!(loaded_circuit.data.verifier_only, built_circuit.data.verifier_only);
+            assert_eq!(loaded_circuit.data.common, built_circuit.data.common);
+            assert_eq!(loaded_circuit.inputs, built_circuit.inputs);
+            assert_eq!(loaded_circuit.tensors, built_circuit.tensors);
+            assert_eq!(loaded.circuit_trace(&x).unwrap(), infer::run(&model, &x).unwrap());
+
+            // Proofs are not byte-for-byte reproducible (plonky2 grinds its proof-of-work nonce
+            // on all cores and takes the first found): each is checked by the verifier instead.
+            let verifier = TaskVerifier::new(&model, &plan).unwrap();
+            let want = verifier.verify(&built.prove(&x, TASK, PROVIDER, &mut |_, _, _| {}).unwrap().0).unwrap();
+            for prover in [&stored, &loaded] {
+                let (proof, trace, _) = prover.prove(&x, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+                assert_eq!(verifier.verify(&proof).unwrap(), want);
+                assert_eq!(trace, infer::run(&model, &x).unwrap());
+            }
+        }
+
+        // The private mode is another entry; its loaded circuit keeps the blinding generators
+        // and the secret's targets.
+        let model = tiny_model(6);
+        let x = crate::testing::random_input(2, model.input_len());
+        let salt = Salt::random();
+        let _ = TaskProver::with_cache(model.clone(), plan.clone(), Privacy::Private, Some(&cache)).unwrap();
+        assert_eq!(entries(&cache).len(), 3);
+        let private = TaskProver::with_cache(model.clone(), plan.clone(), Privacy::Private, Some(&cache)).unwrap();
+        assert_eq!(entries(&cache).len(), 3);
+        let (a, _, _) = private.prove_private(&x, &salt, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+        let (b, _, _) = private.prove_private(&x, &salt, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+        assert_ne!(a.proof, b.proof, "the blinding draws fresh randomness at every proof");
+        let verifier = TaskVerifier::with_privacy(&model, &plan, Privacy::Private).unwrap();
+        assert_eq!(verifier.verify(&a).unwrap(), verifier.verify(&b).unwrap());
+
+        // A damaged entry is rebuilt (and rewritten), not used.
+        let (path, inode) =
+            entries(&cache).into_iter().find(|(p, _)| p.to_string_lossy().contains("task-prover-private")).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        let again = TaskProver::with_cache(model.clone(), plan.clone(), Privacy::Private, Some(&cache)).unwrap();
+        let rewritten = entries(&cache).into_iter().find(|(p, _)| *p == path).unwrap();
+        assert_ne!(rewritten.1, inode, "the damaged entry was rewritten");
+        let (c, _, _) = again.prove_private(&x, &salt, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+        verifier.verify(&c).unwrap();
+    }
+
+    /// The entry decoder refuses what the cache's content check lets through only if the
+    /// executable itself wrote it wrongly: truncations and trailing bytes.
+    #[test]
+    fn a_truncated_or_extended_entry_is_refused() {
+        let model = tiny_model(6);
+        let prover = TaskProver::new(model, SegmentPlan::default()).unwrap();
+        let bytes = super::encode(prover.single.as_ref().unwrap()).unwrap();
+        assert!(super::decode(&bytes).is_ok());
+        for len in [0, 7, 8, 100, bytes.len() / 2, bytes.len() - 1] {
+            assert!(super::decode(&bytes[..len]).is_err(), "a {len}-byte prefix was accepted");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(super::decode(&longer).is_err());
+    }
+}
