@@ -1,11 +1,15 @@
-//! A single-segment task circuit kept between runs in a circuit cache, with the targets its
-//! prover fills. Building a model's circuit commits to its weights (an FFT and a Merkle tree
-//! over the low-degree extension of every constant and permutation column): 16.5 s for the
-//! character GPT's 65,536 rows, paid by every `tgrid-prover prove` and daemon start. With a
-//! cache the process that meets the model again loads the built circuit instead.
+//! Task circuits kept between runs in a circuit cache, with the targets their prover fills.
+//! Building a model's circuit commits to its weights (an FFT and a Merkle tree over the
+//! low-degree extension of every constant and permutation column): 16.5 s for the character
+//! GPT's 65,536 rows, paid by every `tgrid-prover prove` and daemon start. A model cut into
+//! segments pays it for every segment and every join at every task (the prover keeps no more
+//! than one segment's circuit in memory). With a cache, a process loads what it built before:
+//! the single circuit of a one-segment model, or each segment and join circuit in turn (still
+//! one at a time).
 //!
-//! The entry is keyed by the model id (the SHA-256 of the model's canonical encoding, weights
-//! included) and the privacy mode, under the running executable's digest (the cache's own
+//! Entries are keyed by the model id (the SHA-256 of the model's canonical encoding, weights
+//! included), the privacy mode and, for a segment, its node range, for a join, the digests of
+//! the two circuits it verifies; all under the running executable's digest (the cache's own
 //! keying): a stale circuit cannot be loaded. A cached circuit is trusted like the binary
 //! (docs/SECURITY.md): at worst it makes its owner's proofs fail verification, never what a
 //! verifier accepts, since verifiers rebuild or check the circuit they verify against.
@@ -19,6 +23,7 @@ use tgrid_circuit_cache::{CircuitCache, CircuitKey, Generators};
 
 use crate::circuit::{BindingTargets, SecretTargets, SegmentCircuit};
 use crate::privacy::Privacy;
+use crate::task::JoinCircuit;
 use crate::verifier_cache::TaskGates;
 use crate::{Result, C, D, F};
 
@@ -86,26 +91,128 @@ impl WitnessGeneratorSerializer<F, D> for TaskGenerators {
     }
 }
 
-/// The single-segment task circuit of `model_id`'s tasks of mode `privacy`: from `cache` if it
+/// Which task circuit an entry holds.
+pub(crate) enum TaskCircuitKey<'a> {
+    /// The circuit of a one-segment model (bound to the task).
+    Whole,
+    /// The circuit of the model's nodes `range` (a segment of a longer chain).
+    Segment(std::ops::Range<usize>),
+    /// The join of two proofs of circuits with these digests, the last join binding the task.
+    Join { prev: &'a [F], seg: &'a [F], last: bool },
+}
+
+fn cache_key(model_id: [u8; 32], privacy: Privacy, which: &TaskCircuitKey<'_>) -> CircuitKey {
+    let digest_bytes = |elements: &[F]| -> Vec<u8> {
+        use plonky2::field::types::PrimeField64;
+        elements.iter().flat_map(|e| e.to_canonical_u64().to_le_bytes()).collect()
+    };
+    let name = |what: &str| CircuitKey::new(format!("task-{what}-{}", privacy.name())).with(model_id);
+    match which {
+        TaskCircuitKey::Whole => name("prover"),
+        TaskCircuitKey::Segment(range) => {
+            name("segment").with((range.start as u64).to_le_bytes()).with((range.end as u64).to_le_bytes())
+        }
+        TaskCircuitKey::Join { prev, seg, last } => {
+            name("join").with(digest_bytes(prev)).with(digest_bytes(seg)).with([u8::from(*last)])
+        }
+    }
+}
+
+/// The segment circuit `which` of `model_id`'s tasks of mode `privacy`: from `cache` if it
 /// holds an intact entry, else from `build` (stored on the way).
 pub(crate) fn fetch_or_build(
     cache: Option<&CircuitCache>,
     model_id: [u8; 32],
     privacy: Privacy,
+    which: TaskCircuitKey<'_>,
     build: impl FnOnce() -> Result<SegmentCircuit>,
 ) -> Result<SegmentCircuit> {
     let Some(cache) = cache else { return build() };
-    let key = CircuitKey::new(format!("task-prover-{}", privacy.name())).with(model_id);
     let kind = format!("task circuit {}", std::any::type_name::<C>());
-    Ok(cache.try_fetch_or_make(&kind, &key, decode, build, encode)?.0)
+    Ok(cache.try_fetch_or_make(&kind, &cache_key(model_id, privacy, &which), decode, build, encode)?.0)
+}
+
+/// The join circuit `which` (a [`TaskCircuitKey::Join`]), as [`fetch_or_build`].
+pub(crate) fn fetch_or_build_join(
+    cache: Option<&CircuitCache>,
+    model_id: [u8; 32],
+    privacy: Privacy,
+    which: TaskCircuitKey<'_>,
+    build: impl FnOnce() -> Result<JoinCircuit>,
+) -> Result<JoinCircuit> {
+    let Some(cache) = cache else { return build() };
+    let kind = format!("task join circuit {}", std::any::type_name::<C>());
+    Ok(cache.try_fetch_or_make(&kind, &cache_key(model_id, privacy, &which), decode_join, build, encode_join)?.0)
+}
+
+fn io(e: IoError) -> String {
+    format!("cannot write or read the targets: {e:?}")
+}
+
+/// The circuit's bytes, length first.
+fn encode_data(data: &CircuitData<F, C, D>) -> Result<Vec<u8>, String> {
+    let bytes = data.to_bytes(&TaskGates, &TaskGenerators).map_err(|e| format!("cannot serialize: {e:?}"))?;
+    let mut out = Vec::with_capacity(bytes.len() + 1024);
+    out.write_usize(bytes.len()).map_err(io)?;
+    out.extend(bytes);
+    Ok(out)
+}
+
+/// The circuit at the start of `bytes` and the bytes after it.
+fn decode_data(bytes: &[u8]) -> Result<(CircuitData<F, C, D>, Buffer<'_>), String> {
+    let mut buf = Buffer::new(bytes);
+    let len = buf.read_usize().map_err(io)?;
+    let start = buf.pos();
+    let end =
+        start.checked_add(len).filter(|&end| end <= bytes.len()).ok_or("the circuit's length runs past the entry")?;
+    let data = CircuitData::<F, C, D>::from_bytes(&bytes[start..end], &TaskGates, &TaskGenerators)
+        .map_err(|e| format!("cannot parse the circuit: {e:?}"))?;
+    Ok((data, Buffer::new(&bytes[end..])))
+}
+
+fn write_binding(out: &mut Vec<u8>, binding: &Option<BindingTargets>) -> Result<(), String> {
+    match binding {
+        None => out.write_bool(false).map_err(io),
+        Some(binding) => {
+            out.write_bool(true).map_err(io)?;
+            out.write_target_array(&binding.task_id).map_err(io)?;
+            out.write_target_array(&binding.provider).map_err(io)
+        }
+    }
+}
+
+fn read_binding(buf: &mut Buffer<'_>) -> Result<Option<BindingTargets>, String> {
+    Ok(if buf.read_bool().map_err(io)? {
+        Some(BindingTargets {
+            task_id: buf.read_target_array().map_err(io)?,
+            provider: buf.read_target_array().map_err(io)?,
+        })
+    } else {
+        None
+    })
+}
+
+fn encode_join(join: &JoinCircuit) -> Result<Vec<u8>, String> {
+    let mut out = encode_data(&join.data)?;
+    out.write_target_proof_with_public_inputs(&join.prev).map_err(io)?;
+    out.write_target_proof_with_public_inputs(&join.seg).map_err(io)?;
+    write_binding(&mut out, &join.binding)?;
+    Ok(out)
+}
+
+fn decode_join(bytes: &[u8]) -> Result<JoinCircuit, String> {
+    let (data, mut buf) = decode_data(bytes)?;
+    let prev = buf.read_target_proof_with_public_inputs().map_err(io)?;
+    let seg = buf.read_target_proof_with_public_inputs().map_err(io)?;
+    let binding = read_binding(&mut buf)?;
+    if buf.remaining() != 0 {
+        return Err("trailing bytes after the targets".into());
+    }
+    Ok(JoinCircuit { data, prev, seg, binding })
 }
 
 fn encode(circuit: &SegmentCircuit) -> Result<Vec<u8>, String> {
-    let data = circuit.data.to_bytes(&TaskGates, &TaskGenerators).map_err(|e| format!("cannot serialize: {e:?}"))?;
-    let mut out = Vec::with_capacity(data.len() + 1024);
-    let io = |e: IoError| format!("cannot serialize the targets: {e:?}");
-    out.write_usize(data.len()).map_err(io)?;
-    out.extend(data);
+    let mut out = encode_data(&circuit.data)?;
     out.write_usize(circuit.inputs.len()).map_err(io)?;
     for input in &circuit.inputs {
         out.write_target_vec(input).map_err(io)?;
@@ -115,14 +222,7 @@ fn encode(circuit: &SegmentCircuit) -> Result<Vec<u8>, String> {
         out.write_usize(tensor).map_err(io)?;
         out.write_target_vec(targets).map_err(io)?;
     }
-    match &circuit.binding {
-        None => out.write_bool(false).map_err(io)?,
-        Some(binding) => {
-            out.write_bool(true).map_err(io)?;
-            out.write_target_array(&binding.task_id).map_err(io)?;
-            out.write_target_array(&binding.provider).map_err(io)?;
-        }
-    }
+    write_binding(&mut out, &circuit.binding)?;
     let (tag, secret) = match circuit.secret {
         None => (0u8, None),
         Some(SecretTargets::InputSalt(t)) => (1, Some(t)),
@@ -136,15 +236,7 @@ fn encode(circuit: &SegmentCircuit) -> Result<Vec<u8>, String> {
 }
 
 fn decode(bytes: &[u8]) -> Result<SegmentCircuit, String> {
-    let mut buf = Buffer::new(bytes);
-    let io = |e: IoError| format!("cannot parse the targets: {e:?}");
-    let len = buf.read_usize().map_err(io)?;
-    let start = buf.pos();
-    let end =
-        start.checked_add(len).filter(|&end| end <= bytes.len()).ok_or("the circuit's length runs past the entry")?;
-    let data = CircuitData::<F, C, D>::from_bytes(&bytes[start..end], &TaskGates, &TaskGenerators)
-        .map_err(|e| format!("cannot parse the circuit: {e:?}"))?;
-    let mut buf = Buffer::new(&bytes[end..]);
+    let (data, mut buf) = decode_data(bytes)?;
     // Every count is bounded by the bytes left (each target takes at least one byte).
     let count = |buf: &mut Buffer<'_>| -> Result<usize, String> {
         let n = buf.read_usize().map_err(io)?;
@@ -156,14 +248,7 @@ fn decode(bytes: &[u8]) -> Result<SegmentCircuit, String> {
         let tensor = buf.read_usize().map_err(io)?;
         tensors.insert(tensor, buf.read_target_vec().map_err(io)?);
     }
-    let binding = if buf.read_bool().map_err(io)? {
-        Some(BindingTargets {
-            task_id: buf.read_target_array().map_err(io)?,
-            provider: buf.read_target_array().map_err(io)?,
-        })
-    } else {
-        None
-    };
+    let binding = read_binding(&mut buf)?;
     let secret = match buf.read_u8().map_err(io)? {
         0 => None,
         1 => Some(SecretTargets::InputSalt(buf.read_target_array::<4>().map_err(io)?)),
@@ -275,6 +360,33 @@ mod tests {
         assert_ne!(rewritten.1, inode, "the damaged entry was rewritten");
         let (c, _, _) = again.prove_private(&x, &salt, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
         verifier.verify(&c).unwrap();
+    }
+
+    /// A segmented model's segment and join circuits are stored at its first proof and loaded
+    /// at the next, and the proofs verify alike.
+    #[test]
+    fn a_segmented_models_circuits_are_kept_between_proofs() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = CircuitCache::open(root.path()).unwrap();
+        let model = tiny_model(6);
+        let plan = SegmentPlan { cuts: vec![3] };
+        let x = crate::testing::random_input(3, model.input_len());
+        let verifier = TaskVerifier::new(&model, &plan).unwrap();
+        let prover = TaskProver::with_cache(model.clone(), plan.clone(), Privacy::Public, Some(&cache)).unwrap();
+        assert!(entries(&cache).is_empty(), "a segmented model's circuits are built when proving");
+        let (first, _, stats) = prover.prove(&x, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+        assert_eq!(stats.segments, 2);
+        let stored = entries(&cache);
+        let count = |what: &str| stored.iter().filter(|(p, _)| p.to_string_lossy().contains(what)).count();
+        assert_eq!((count("task-segment-public"), count("task-join-public")), (2, 1), "{stored:?}");
+        let (second, _, _) = prover.prove(&x, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+        assert_eq!(entries(&cache), stored, "the second proof loaded every circuit");
+        let again = TaskProver::with_cache(model.clone(), plan.clone(), Privacy::Public, Some(&cache)).unwrap();
+        let (third, _, _) = again.prove(&x, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+        assert_eq!(entries(&cache), stored);
+        let want = verifier.verify(&first).unwrap();
+        assert_eq!(verifier.verify(&second).unwrap(), want);
+        assert_eq!(verifier.verify(&third).unwrap(), want);
     }
 
     /// The entry decoder refuses what the cache's content check lets through only if the

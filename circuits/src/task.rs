@@ -22,6 +22,7 @@ use crate::files::TaskProof;
 use crate::infer::{self, Trace};
 use crate::model::QuantModel;
 use crate::privacy::Privacy;
+use crate::prover_cache::{fetch_or_build, fetch_or_build_join, TaskCircuitKey};
 use crate::verifier_cache::{self, BuiltVerifier};
 use crate::{C, D, F};
 
@@ -142,6 +143,9 @@ pub struct TaskProver {
     privacy: Privacy,
     /// Kept only for a single-segment model (its memory is bounded by the segment size anyway).
     pub(crate) single: Option<SegmentCircuit>,
+    /// Where a segmented model's segment and join circuits are kept between proofs (one in
+    /// memory at a time), if a cache is in use.
+    cache: Option<tgrid_circuit_cache::CircuitCache>,
     build_seconds: f64,
 }
 
@@ -173,14 +177,16 @@ impl TaskProver {
         Self::with_privacy(model, plan, Privacy::Public)
     }
 
-    /// Prepares proving tasks of mode `privacy` for `model` cut by `plan`.
+    /// Prepares proving tasks of mode `privacy` for `model` cut by `plan`, with the circuit cache
+    /// of the process if one is enabled (see [`with_cache`](Self::with_cache)).
     pub fn with_privacy(model: QuantModel, plan: SegmentPlan, privacy: Privacy) -> Result<Self> {
-        Self::with_cache(model, plan, privacy, None)
+        Self::with_cache(model, plan, privacy, tgrid_circuit_cache::installed())
     }
 
-    /// [`with_privacy`](Self::with_privacy), a single-segment model's circuit taken from
-    /// `cache` when it holds it (and stored there otherwise): a process meeting the model again
-    /// skips the build (the character GPT's 65,536-row circuit: 16.5 s in release).
+    /// Prepares proving tasks of mode `privacy` for `model` cut by `plan`, its circuits taken
+    /// from `cache` when it holds them (and stored there otherwise): a one-segment model's
+    /// circuit now (the character GPT's 65,536 rows: 11–16 s of building), a segmented model's
+    /// segment and join circuits at each proof, one at a time.
     pub fn with_cache(
         model: QuantModel,
         plan: SegmentPlan,
@@ -189,15 +195,16 @@ impl TaskProver {
     ) -> Result<Self> {
         plan.validate(&model)?;
         let start = Instant::now();
+        let model_id = privacy.task_model_id(model.model_id());
         let single = if plan.cuts.is_empty() {
             let segment = Segment::new(&model, 0..model.nodes.len());
             let build = || SegmentCircuit::build(&model, segment, BuildOptions::binding(true, privacy));
-            Some(crate::prover_cache::fetch_or_build(cache, model.model_id(), privacy, build)?)
+            Some(fetch_or_build(cache, model_id, privacy, TaskCircuitKey::Whole, build)?)
         } else {
             None
         };
-        let model_id = privacy.task_model_id(model.model_id());
-        Ok(Self { model_id, model, plan, privacy, single, build_seconds: start.elapsed().as_secs_f64() })
+        let cache = cache.cloned();
+        Ok(Self { model_id, model, plan, privacy, single, cache, build_seconds: start.elapsed().as_secs_f64() })
     }
 
     /// Whether this prover proves public or private tasks.
@@ -311,8 +318,10 @@ impl TaskProver {
         for (i, segment) in segments.into_iter().enumerate() {
             progress(&format!("segment {}/{k}", i + 1), done, total_steps);
             let start = Instant::now();
-            let circuit =
-                SegmentCircuit::build(&self.model, segment.clone(), BuildOptions::binding(false, self.privacy))?;
+            let build =
+                || SegmentCircuit::build(&self.model, segment.clone(), BuildOptions::binding(false, self.privacy));
+            let which = TaskCircuitKey::Segment(segment.nodes.clone());
+            let circuit = fetch_or_build(self.cache.as_ref(), self.model_id, self.privacy, which, build)?;
             stats.build_seconds += start.elapsed().as_secs_f64();
             stats.max_segment_rows = stats.max_segment_rows.max(circuit.rows());
             stats.total_rows += circuit.rows();
@@ -329,7 +338,13 @@ impl TaskProver {
                     progress(&format!("join {}/{}", i, k - 1), done, total_steps);
                     let last = i + 1 == k;
                     let start = Instant::now();
-                    let join = JoinCircuit::build(&self.model, &prev.verifier, &seg.verifier, last, self.privacy)?;
+                    let which = TaskCircuitKey::Join {
+                        prev: &prev.verifier.verifier_only.circuit_digest.elements,
+                        seg: &seg.verifier.verifier_only.circuit_digest.elements,
+                        last,
+                    };
+                    let build = || JoinCircuit::build(&self.model, &prev.verifier, &seg.verifier, last, self.privacy);
+                    let join = fetch_or_build_join(self.cache.as_ref(), self.model_id, self.privacy, which, build)?;
                     stats.build_seconds += start.elapsed().as_secs_f64();
                     let start = Instant::now();
                     let proven = join.prove(&prev, &seg, last.then_some((&task_id, &provider)))?;
@@ -515,11 +530,11 @@ impl TaskProver {
 }
 
 /// A join step of the chain.
-struct JoinCircuit {
-    data: CircuitData<F, C, D>,
-    prev: plonky2::plonk::proof::ProofWithPublicInputsTarget<D>,
-    seg: plonky2::plonk::proof::ProofWithPublicInputsTarget<D>,
-    binding: Option<crate::circuit::BindingTargets>,
+pub(crate) struct JoinCircuit {
+    pub(crate) data: CircuitData<F, C, D>,
+    pub(crate) prev: plonky2::plonk::proof::ProofWithPublicInputsTarget<D>,
+    pub(crate) seg: plonky2::plonk::proof::ProofWithPublicInputsTarget<D>,
+    pub(crate) binding: Option<crate::circuit::BindingTargets>,
 }
 
 impl JoinCircuit {

@@ -29,9 +29,10 @@ struct Cli {
     /// Print one JSON object on stdout instead of text.
     #[arg(long, global = true)]
     json: bool,
-    /// Directory where built circuits (task circuits of single-segment models, aggregation, wrap,
-    /// task verifiers) and the Groth16 constraint matrices are kept between runs of this
-    /// executable (restarts skip seconds of building: the character GPT's task circuit 16 s);
+    /// Directory where built circuits (task circuits, and a segmented model's segment and join
+    /// circuits, aggregation, wrap, task verifiers) and the Groth16 constraint matrices are kept
+    /// between runs of this executable (restarts and proofs skip seconds of building: the
+    /// character GPT's task circuit 11–16 s);
     /// `off` builds them at every start. `bench` never uses it.
     /// Default: $XDG_CACHE_HOME/tgrid/circuits, else ~/.cache/tgrid/circuits.
     #[arg(long, global = true, env = "TGRID_CIRCUIT_CACHE", value_name = "DIR")]
@@ -357,8 +358,7 @@ fn run(command: Command, out: &Output) -> Result<()> {
             let started = Instant::now();
             let bar = out.spinner("building the circuit");
             let salt = input_salt.map(|s| Salt::from_hex(&s).context("--input-salt").map_err(bad_input)).transpose()?;
-            let cache = tgrid_circuit_cache::installed();
-            let prover = TaskProver::with_cache(file.model.clone(), file.plan.clone(), privacy(private), cache)?;
+            let prover = TaskProver::with_privacy(file.model.clone(), file.plan.clone(), privacy(private))?;
             let mut progress = |stage: &str, done: usize, total: usize| {
                 bar.set_message(format!("{stage} ({done}/{total})"));
             };

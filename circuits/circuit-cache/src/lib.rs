@@ -79,7 +79,7 @@ pub enum Source {
 }
 
 /// A cache directory for the running executable.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct CircuitCache {
     dir: PathBuf,
     executable: [u8; 32],

@@ -150,8 +150,7 @@ impl Daemon {
             let file = crate::load_model(path)?;
             let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             for &privacy in modes {
-                let cache = tgrid_circuit_cache::installed();
-                let prover = TaskProver::with_cache(file.model.clone(), file.plan.clone(), privacy, cache)
+                let prover = TaskProver::with_privacy(file.model.clone(), file.plan.clone(), privacy)
                     .with_context(|| format!("building the {} circuit of {}", privacy.name(), path.display()))?;
                 let id = B256::from(prover.task_model_id());
                 let name = match privacy {
