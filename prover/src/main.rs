@@ -29,11 +29,11 @@ struct Cli {
     /// Print one JSON object on stdout instead of text.
     #[arg(long, global = true)]
     json: bool,
-    /// Directory where built circuits (task circuits, and a segmented model's segment and join
-    /// circuits, aggregation, wrap, task verifiers) and the Groth16 constraint matrices are kept
-    /// between runs of this executable (restarts and proofs skip seconds of building: the
-    /// character GPT's task circuit 11–16 s);
-    /// `off` builds them at every start. `bench` never uses it.
+    /// Directory where built circuits (each model's task circuits, a segmented model's segments
+    /// and joins included; aggregation, wrap; task verifiers) and the Groth16 constraint matrices
+    /// are kept between runs of this executable, so that a restart or the next proof skips
+    /// seconds of building (the character GPT's task circuit: 11–16 s); `off` builds them every
+    /// time. `bench` never uses it.
     /// Default: $XDG_CACHE_HOME/tgrid/circuits, else ~/.cache/tgrid/circuits.
     #[arg(long, global = true, env = "TGRID_CIRCUIT_CACHE", value_name = "DIR")]
     circuit_cache: Option<PathBuf>,
