@@ -389,6 +389,33 @@ mod tests {
         assert_eq!(verifier.verify(&third).unwrap(), want);
     }
 
+    /// A cached circuit that proves what does not verify (simulated: its permutation data
+    /// changed after loading) costs a rebuild, never a bad proof; without a cache the prover
+    /// reports the failure instead of handing the proof out.
+    #[test]
+    fn a_proof_that_does_not_verify_is_proven_again_or_refused() {
+        use plonky2::field::types::Field;
+
+        let root = tempfile::tempdir().unwrap();
+        let cache = CircuitCache::open(root.path()).unwrap();
+        let model = tiny_model(6);
+        let plan = SegmentPlan::default();
+        let x = crate::testing::random_input(4, model.input_len());
+        let tamper = |prover: &mut TaskProver| {
+            let sigmas = &mut prover.single.as_mut().unwrap().data.prover_only.sigmas;
+            sigmas[0][0] += crate::F::ONE;
+        };
+        let mut cached = TaskProver::with_cache(model.clone(), plan.clone(), Privacy::Public, Some(&cache)).unwrap();
+        tamper(&mut cached);
+        let (proof, _, _) = cached.prove(&x, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+        TaskVerifier::new(&model, &plan).unwrap().verify(&proof).unwrap();
+
+        let mut uncached = TaskProver::new(model, plan).unwrap();
+        tamper(&mut uncached);
+        let err = uncached.prove(&x, TASK, PROVIDER, &mut |_, _, _| {}).unwrap_err().to_string();
+        assert!(err.contains("does not verify") || err.contains("does not satisfy"), "{err}");
+    }
+
     /// The entry decoder refuses what the cache's content check lets through only if the
     /// executable itself wrote it wrongly: truncations and trailing bytes.
     #[test]

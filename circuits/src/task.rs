@@ -270,20 +270,17 @@ impl TaskProver {
     ) -> Result<(TaskProof, Trace, CircuitStats)> {
         let trace = infer::run(&self.model, input)?;
         let mut stats = CircuitStats { build_seconds: self.build_seconds, ..Default::default() };
-        let proof = match &self.single {
-            Some(circuit) => {
-                progress("proving", 0, 1);
-                let start = Instant::now();
-                let pw = circuit.witness(&[input], Some((&task_id, &provider)), salt)?;
-                let proof = prove_circuit(&circuit.data, pw)?;
-                stats.prove_seconds = start.elapsed().as_secs_f64();
-                stats.segments = 1;
-                stats.max_segment_rows = circuit.rows();
-                stats.total_rows = circuit.rows();
-                progress("proving", 1, 1);
-                proof
+        let task = (&task_id, &provider);
+        let proof = match self.prove_verified(input, &trace, salt, task, false, &mut stats, progress) {
+            // Only circuits taken from a cache can be at fault for a proof that does not verify
+            // (a freshly built circuit proves whatever witness satisfies it): prove once more
+            // with circuits built now rather than hand out a proof no one accepts.
+            Err(Error::Proving(reason)) if self.cache.is_some() => {
+                tracing::warn!(%reason, "proving again with circuits built now instead of the cached ones");
+                stats = CircuitStats { build_seconds: self.build_seconds, ..Default::default() };
+                self.prove_verified(input, &trace, salt, task, true, &mut stats, progress)?
             }
-            None => self.prove_chain(&trace, salt, task_id, provider, &mut stats, progress)?,
+            other => other?,
         };
         let (input_commitment, output_commitment) = match salt {
             Some(salt) => (
@@ -300,15 +297,63 @@ impl TaskProver {
         Ok((TaskProof::new(self.model_id, proof.to_bytes()), trace, stats))
     }
 
+    /// The task's proof, checked by the verifier of the circuit that produced it (milliseconds):
+    /// plonky2's prover checks no constraint, so a witness that does not satisfy the circuit, or
+    /// a damaged cached circuit, would otherwise yield a proof that only fails at the sequencer.
+    /// With `fresh`, every circuit is built now, none taken from the cache.
+    #[allow(clippy::too_many_arguments)]
+    fn prove_verified(
+        &self,
+        input: &[i8],
+        trace: &Trace,
+        salt: Option<&Salt>,
+        task: (&[u8; 32], &[u8; 20]),
+        fresh: bool,
+        stats: &mut CircuitStats,
+        progress: Progress<'_>,
+    ) -> Result<ProofWithPublicInputs<F, C, D>> {
+        let cache = if fresh { None } else { self.cache.as_ref() };
+        let proven = match &self.single {
+            Some(loaded) => {
+                let built;
+                let circuit = if fresh {
+                    let start = Instant::now();
+                    let segment = Segment::new(&self.model, 0..self.model.nodes.len());
+                    built = SegmentCircuit::build(&self.model, segment, BuildOptions::binding(true, self.privacy))?;
+                    stats.build_seconds = start.elapsed().as_secs_f64();
+                    &built
+                } else {
+                    loaded
+                };
+                progress("proving", 0, 1);
+                let start = Instant::now();
+                let pw = circuit.witness(&[input], Some(task), salt)?;
+                let proof = prove_circuit(&circuit.data, pw)?;
+                stats.prove_seconds = start.elapsed().as_secs_f64();
+                stats.segments = 1;
+                stats.max_segment_rows = circuit.rows();
+                stats.total_rows = circuit.rows();
+                progress("proving", 1, 1);
+                Proven { proof, verifier: circuit.data.verifier_data() }
+            }
+            None => self.prove_chain(trace, salt, *task.0, *task.1, cache, stats, progress)?,
+        };
+        crate::hash::verify_proof_parallel(&proven.verifier, proven.proof.clone())
+            .map_err(|e| Error::Proving(format!("the proof does not verify under its own circuit ({e})")))?;
+        Ok(proven.proof)
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn prove_chain(
         &self,
         trace: &Trace,
         salt: Option<&Salt>,
         task_id: [u8; 32],
         provider: [u8; 20],
+        cache: Option<&tgrid_circuit_cache::CircuitCache>,
         stats: &mut CircuitStats,
         progress: Progress<'_>,
-    ) -> Result<ProofWithPublicInputs<F, C, D>> {
+    ) -> Result<Proven> {
         let segments = self.plan.segments(&self.model);
         let k = segments.len();
         let total_steps = 2 * k - 1;
@@ -321,7 +366,7 @@ impl TaskProver {
             let build =
                 || SegmentCircuit::build(&self.model, segment.clone(), BuildOptions::binding(false, self.privacy));
             let which = TaskCircuitKey::Segment(segment.nodes.clone());
-            let circuit = fetch_or_build(self.cache.as_ref(), self.model_id, self.privacy, which, build)?;
+            let circuit = fetch_or_build(cache, self.model_id, self.privacy, which, build)?;
             stats.build_seconds += start.elapsed().as_secs_f64();
             stats.max_segment_rows = stats.max_segment_rows.max(circuit.rows());
             stats.total_rows += circuit.rows();
@@ -344,7 +389,7 @@ impl TaskProver {
                         last,
                     };
                     let build = || JoinCircuit::build(&self.model, &prev.verifier, &seg.verifier, last, self.privacy);
-                    let join = fetch_or_build_join(self.cache.as_ref(), self.model_id, self.privacy, which, build)?;
+                    let join = fetch_or_build_join(cache, self.model_id, self.privacy, which, build)?;
                     stats.build_seconds += start.elapsed().as_secs_f64();
                     let start = Instant::now();
                     let proven = join.prove(&prev, &seg, last.then_some((&task_id, &provider)))?;
@@ -355,7 +400,7 @@ impl TaskProver {
             });
         }
         progress("done", total_steps, total_steps);
-        Ok(acc.expect("at least two segments").proof)
+        acc.ok_or_else(|| Error::InvalidModel("a segmented model has at least two segments".into()))
     }
 
     /// Runs the circuits' witness generation (no proving) and reads back every tensor the
