@@ -7,8 +7,8 @@
 //! the single circuit of a one-segment model, or each segment and join circuit in turn (still
 //! one at a time).
 //!
-//! Entries are keyed by the model id (the SHA-256 of the model's canonical encoding, weights
-//! included), the privacy mode and, for a segment, its node range, for a join, the digests of
+//! Entries are keyed by the task model id (the SHA-256 of the model's canonical encoding, weights
+//! included, or its private variant), the privacy mode and, for a segment, its node range, for a join, the digests of
 //! the two circuits it verifies; all under the running executable's digest (the cache's own
 //! keying): a stale circuit cannot be loaded. A cached circuit is trusted like the binary
 //! (docs/SECURITY.md): at worst it makes its owner's proofs fail verification, never what a
@@ -39,9 +39,13 @@ pub(crate) fn reader<G: SimpleGenerator<F, D>>(
     Ok(WitnessGeneratorRef::new(G::deserialize(src, common)?.adapter()))
 }
 
-/// Every witness generator this crate's circuits use, by id.
-fn own_generators() -> Vec<(&'static str, ReadGenerator)> {
-    [crate::gates::GENERATORS, crate::gadgets::GENERATORS, crate::zero_knowledge::GENERATORS].concat()
+/// Every witness generator this crate's circuits use, by id (a tag is a position here: an
+/// entry is only read by the executable that wrote it).
+fn own_generators() -> &'static [(&'static str, ReadGenerator)] {
+    static ALL: std::sync::LazyLock<Vec<(&'static str, ReadGenerator)>> = std::sync::LazyLock::new(|| {
+        [crate::gates::GENERATORS, crate::gadgets::GENERATORS, crate::zero_knowledge::GENERATORS].concat()
+    });
+    &ALL
 }
 
 /// Serializes the witness generators of task circuits: plonky2's (the cache's own list) and
@@ -63,7 +67,7 @@ impl WitnessGeneratorSerializer<F, D> for TaskGenerators {
             PLONKY2 => Generators.read_generator(buf, common),
             OWN => {
                 let tag = buf.read_u32()? as usize;
-                let (_, read) = own_generators().get(tag).copied().ok_or(IoError)?;
+                let (_, read) = own_generators().get(tag).ok_or(IoError)?;
                 read(buf, common)
             }
             _ => Err(IoError),
