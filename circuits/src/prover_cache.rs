@@ -153,25 +153,27 @@ fn io(e: IoError) -> String {
     format!("cannot write or read the targets: {e:?}")
 }
 
-/// The circuit's bytes, length first.
-fn encode_data(data: &CircuitData<F, C, D>) -> Result<Vec<u8>, String> {
-    let bytes = data.to_bytes(&TaskGates, &TaskGenerators).map_err(|e| format!("cannot serialize: {e:?}"))?;
-    let mut out = Vec::with_capacity(bytes.len() + 1024);
-    out.write_usize(bytes.len()).map_err(io)?;
-    out.extend(bytes);
+/// An entry: the circuit's bytes, then the targets, then the targets' length (8 bytes, little
+/// endian). The targets go last so that the circuit's bytes, most of the entry (hundreds of MB for
+/// a transformer), are never copied.
+fn encode_entry(data: &CircuitData<F, C, D>, targets: Vec<u8>) -> Result<Vec<u8>, String> {
+    let mut out = data.to_bytes(&TaskGates, &TaskGenerators).map_err(|e| format!("cannot serialize: {e:?}"))?;
+    out.extend_from_slice(&targets);
+    out.extend_from_slice(&(targets.len() as u64).to_le_bytes());
     Ok(out)
 }
 
-/// The circuit at the start of `bytes` and the bytes after it.
-fn decode_data(bytes: &[u8]) -> Result<(CircuitData<F, C, D>, Buffer<'_>), String> {
-    let mut buf = Buffer::new(bytes);
-    let len = buf.read_usize().map_err(io)?;
-    let start = buf.pos();
-    let end =
-        start.checked_add(len).filter(|&end| end <= bytes.len()).ok_or("the circuit's length runs past the entry")?;
-    let data = CircuitData::<F, C, D>::from_bytes(&bytes[start..end], &TaskGates, &TaskGenerators)
+/// The circuit of an entry and a reader of its targets.
+fn decode_entry(bytes: &[u8]) -> Result<(CircuitData<F, C, D>, Buffer<'_>), String> {
+    let (rest, trailer) =
+        bytes.split_at_checked(bytes.len().saturating_sub(8)).ok_or("an entry shorter than its trailer")?;
+    let trailer: [u8; 8] = trailer.try_into().map_err(|_| "an entry shorter than its trailer")?;
+    let targets_len = usize::try_from(u64::from_le_bytes(trailer)).map_err(|_| "a targets length past usize")?;
+    let circuit_len = rest.len().checked_sub(targets_len).ok_or("the targets' length runs past the entry")?;
+    let (circuit, targets) = rest.split_at(circuit_len);
+    let data = CircuitData::<F, C, D>::from_bytes(circuit, &TaskGates, &TaskGenerators)
         .map_err(|e| format!("cannot parse the circuit: {e:?}"))?;
-    Ok((data, Buffer::new(&bytes[end..])))
+    Ok((data, Buffer::new(targets)))
 }
 
 fn write_binding(out: &mut Vec<u8>, binding: &Option<BindingTargets>) -> Result<(), String> {
@@ -197,15 +199,15 @@ fn read_binding(buf: &mut Buffer<'_>) -> Result<Option<BindingTargets>, String> 
 }
 
 fn encode_join(join: &JoinCircuit) -> Result<Vec<u8>, String> {
-    let mut out = encode_data(&join.data)?;
-    out.write_target_proof_with_public_inputs(&join.prev).map_err(io)?;
-    out.write_target_proof_with_public_inputs(&join.seg).map_err(io)?;
-    write_binding(&mut out, &join.binding)?;
-    Ok(out)
+    let mut targets = Vec::new();
+    targets.write_target_proof_with_public_inputs(&join.prev).map_err(io)?;
+    targets.write_target_proof_with_public_inputs(&join.seg).map_err(io)?;
+    write_binding(&mut targets, &join.binding)?;
+    encode_entry(&join.data, targets)
 }
 
 fn decode_join(bytes: &[u8]) -> Result<JoinCircuit, String> {
-    let (data, mut buf) = decode_data(bytes)?;
+    let (data, mut buf) = decode_entry(bytes)?;
     let prev = buf.read_target_proof_with_public_inputs().map_err(io)?;
     let seg = buf.read_target_proof_with_public_inputs().map_err(io)?;
     let binding = read_binding(&mut buf)?;
@@ -216,7 +218,7 @@ fn decode_join(bytes: &[u8]) -> Result<JoinCircuit, String> {
 }
 
 fn encode(circuit: &SegmentCircuit) -> Result<Vec<u8>, String> {
-    let mut out = encode_data(&circuit.data)?;
+    let mut out = Vec::new();
     out.write_usize(circuit.inputs.len()).map_err(io)?;
     for input in &circuit.inputs {
         out.write_target_vec(input).map_err(io)?;
@@ -236,11 +238,11 @@ fn encode(circuit: &SegmentCircuit) -> Result<Vec<u8>, String> {
     if let Some(targets) = secret {
         out.write_target_array(&targets).map_err(io)?;
     }
-    Ok(out)
+    encode_entry(&circuit.data, out)
 }
 
 fn decode(bytes: &[u8]) -> Result<SegmentCircuit, String> {
-    let (data, mut buf) = decode_data(bytes)?;
+    let (data, mut buf) = decode_entry(bytes)?;
     // Every count is bounded by the bytes left (each target takes at least one byte).
     let count = |buf: &mut Buffer<'_>| -> Result<usize, String> {
         let n = buf.read_usize().map_err(io)?;
@@ -420,8 +422,8 @@ mod tests {
         assert!(err.contains("does not verify") || err.contains("does not satisfy"), "{err}");
     }
 
-    /// The entry decoder refuses what the cache's content check lets through only if the
-    /// executable itself wrote it wrongly: truncations and trailing bytes.
+    /// The entry decoder refuses what the cache's content check would only let through if the
+    /// executable itself wrote it wrongly: truncations, extra bytes, a wrong targets length.
     #[test]
     fn a_truncated_or_extended_entry_is_refused() {
         let model = tiny_model(6);
@@ -431,8 +433,14 @@ mod tests {
         for len in [0, 7, 8, 100, bytes.len() / 2, bytes.len() - 1] {
             assert!(super::decode(&bytes[..len]).is_err(), "a {len}-byte prefix was accepted");
         }
+        assert!(super::decode(&bytes[1..]).is_err(), "the entry without its first byte was accepted");
         let mut longer = bytes.clone();
         longer.push(0);
         assert!(super::decode(&longer).is_err());
+        // A targets length past the entry.
+        let mut lying = bytes.clone();
+        let at = lying.len() - 8;
+        lying[at..].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(super::decode(&lying).is_err());
     }
 }
