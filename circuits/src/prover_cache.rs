@@ -122,31 +122,52 @@ fn cache_key(model_id: [u8; 32], privacy: Privacy, which: &TaskCircuitKey<'_>) -
     }
 }
 
-/// The segment circuit `which` of `model_id`'s tasks of mode `privacy`: from `cache` if it
-/// holds an intact entry, else from `build` (stored on the way).
-pub(crate) fn fetch_or_build(
-    cache: Option<&CircuitCache>,
-    model_id: [u8; 32],
-    privacy: Privacy,
-    which: TaskCircuitKey<'_>,
-    build: impl FnOnce() -> Result<SegmentCircuit>,
-) -> Result<SegmentCircuit> {
-    let Some(cache) = cache else { return build() };
-    let kind = format!("task circuit {}", std::any::type_name::<C>());
-    Ok(cache.try_fetch_or_make(&kind, &cache_key(model_id, privacy, &which), decode, build, encode)?.0)
+/// A circuit kept in the cache with the targets its prover fills.
+pub(crate) trait TaskCircuitEntry: Sized {
+    /// What the entry holds, for the cache's keying and logs.
+    const KIND: &'static str;
+    /// The entry's bytes.
+    fn encode(&self) -> Result<Vec<u8>, String>;
+    /// The circuit and targets of an entry's bytes.
+    fn decode(bytes: &[u8]) -> Result<Self, String>;
 }
 
-/// The join circuit `which` (a [`TaskCircuitKey::Join`]), as [`fetch_or_build`].
-pub(crate) fn fetch_or_build_join(
+impl TaskCircuitEntry for SegmentCircuit {
+    const KIND: &'static str = "task circuit";
+
+    fn encode(&self) -> Result<Vec<u8>, String> {
+        encode(self)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, String> {
+        decode(bytes)
+    }
+}
+
+impl TaskCircuitEntry for JoinCircuit {
+    const KIND: &'static str = "task join circuit";
+
+    fn encode(&self) -> Result<Vec<u8>, String> {
+        encode_join(self)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, String> {
+        decode_join(bytes)
+    }
+}
+
+/// The circuit `which` of `model_id`'s tasks of mode `privacy`: from `cache` if it holds an
+/// intact entry, else from `build` (stored on the way).
+pub(crate) fn fetch_or_build<T: TaskCircuitEntry>(
     cache: Option<&CircuitCache>,
     model_id: [u8; 32],
     privacy: Privacy,
     which: TaskCircuitKey<'_>,
-    build: impl FnOnce() -> Result<JoinCircuit>,
-) -> Result<JoinCircuit> {
+    build: impl FnOnce() -> Result<T>,
+) -> Result<T> {
     let Some(cache) = cache else { return build() };
-    let kind = format!("task join circuit {}", std::any::type_name::<C>());
-    Ok(cache.try_fetch_or_make(&kind, &cache_key(model_id, privacy, &which), decode_join, build, encode_join)?.0)
+    let kind = format!("{} {}", T::KIND, std::any::type_name::<C>());
+    Ok(cache.try_fetch_or_make(&kind, &cache_key(model_id, privacy, &which), T::decode, build, T::encode)?.0)
 }
 
 fn io(e: IoError) -> String {
@@ -277,29 +298,13 @@ fn decode(bytes: &[u8]) -> Result<SegmentCircuit, String> {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::MetadataExt;
-    use std::path::PathBuf;
-
     use tgrid_circuit_cache::CircuitCache;
 
     use crate::commit::Salt;
     use crate::privacy::Privacy;
     use crate::testing::{language_model, tiny_model};
-    use crate::tests::{PROVIDER, TASK};
+    use crate::tests::{cache_entries as entries, PROVIDER, TASK};
     use crate::{infer, SegmentPlan, TaskProver, TaskVerifier};
-
-    /// The entries' paths and inode numbers (a rewritten entry is a new file, renamed in place).
-    fn entries(cache: &CircuitCache) -> Vec<(PathBuf, u64)> {
-        let mut files: Vec<(PathBuf, u64)> = std::fs::read_dir(cache.dir())
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                (e.path(), e.metadata().unwrap().ino())
-            })
-            .collect();
-        files.sort();
-        files
-    }
 
     /// A prover with its circuit from the cache proves what a freshly built one proves: the
     /// same circuit (digest, targets, every generator of the lookups, the attention's hints and

@@ -22,7 +22,7 @@ use crate::files::TaskProof;
 use crate::infer::{self, Trace};
 use crate::model::QuantModel;
 use crate::privacy::Privacy;
-use crate::prover_cache::{fetch_or_build, fetch_or_build_join, TaskCircuitKey};
+use crate::prover_cache::{fetch_or_build, TaskCircuitKey};
 use crate::verifier_cache::{self, BuiltVerifier};
 use crate::{C, D, F};
 
@@ -389,7 +389,7 @@ impl TaskProver {
                         last,
                     };
                     let build = || JoinCircuit::build(&self.model, &prev.verifier, &seg.verifier, last, self.privacy);
-                    let join = fetch_or_build_join(cache, self.model_id, self.privacy, which, build)?;
+                    let join = fetch_or_build(cache, self.model_id, self.privacy, which, build)?;
                     stats.build_seconds += start.elapsed().as_secs_f64();
                     let start = Instant::now();
                     let proven = join.prove(&prev, &seg, last.then_some((&task_id, &provider)))?;

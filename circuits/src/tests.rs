@@ -19,6 +19,21 @@ pub(crate) fn random_input(rng: &mut StdRng, n: usize) -> Vec<i8> {
 pub(crate) const TASK: [u8; 32] = [0x11; 32];
 pub(crate) const PROVIDER: [u8; 20] = [0x22; 20];
 
+/// A circuit cache's entries: paths and inode numbers (a rewritten entry is a new file, renamed
+/// in place), sorted.
+pub(crate) fn cache_entries(cache: &tgrid_circuit_cache::CircuitCache) -> Vec<(std::path::PathBuf, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut files: Vec<_> = std::fs::read_dir(cache.dir())
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.path(), e.metadata().unwrap().ino())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 #[test]
 fn requantize_rounds_half_up_and_clamps() {
     let unit = crate::Requant { multiplier: 1, shift: 8 };

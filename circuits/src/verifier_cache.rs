@@ -89,30 +89,14 @@ fn decode(bytes: &[u8]) -> Result<BuiltVerifier, String> {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::MetadataExt;
-    use std::path::PathBuf;
-
     use rand::rngs::StdRng;
     use rand::SeedableRng;
     use tgrid_circuit_cache::CircuitCache;
 
     use crate::privacy::Privacy;
     use crate::testing::tiny_model;
-    use crate::tests::{random_input, PROVIDER, TASK};
+    use crate::tests::{cache_entries as entries, random_input, PROVIDER, TASK};
     use crate::{SegmentPlan, TaskProver, TaskVerifier};
-
-    /// The entries' paths and inode numbers (a rewritten entry is a new file, renamed in place).
-    fn entries(cache: &CircuitCache) -> Vec<(PathBuf, u64)> {
-        let mut files: Vec<(PathBuf, u64)> = std::fs::read_dir(cache.dir())
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                (e.path(), e.metadata().unwrap().ino())
-            })
-            .collect();
-        files.sort();
-        files
-    }
 
     #[test]
     fn a_cached_task_verifier_is_the_rebuilt_one_and_checks_proofs_alike() {
