@@ -197,8 +197,7 @@ impl TaskProver {
         let start = Instant::now();
         let model_id = privacy.task_model_id(model.model_id());
         let single = if plan.cuts.is_empty() {
-            let segment = Segment::new(&model, 0..model.nodes.len());
-            let build = || SegmentCircuit::build(&model, segment, BuildOptions::binding(true, privacy));
+            let build = || whole_model_circuit(&model, privacy);
             Some(fetch_or_build(cache, model_id, privacy, TaskCircuitKey::Whole, build)?)
         } else {
             None
@@ -318,8 +317,7 @@ impl TaskProver {
                 let built;
                 let circuit = if fresh {
                     let start = Instant::now();
-                    let segment = Segment::new(&self.model, 0..self.model.nodes.len());
-                    built = SegmentCircuit::build(&self.model, segment, BuildOptions::binding(true, self.privacy))?;
+                    built = whole_model_circuit(&self.model, self.privacy)?;
                     stats.build_seconds = start.elapsed().as_secs_f64();
                     &built
                 } else {
@@ -572,6 +570,12 @@ impl TaskProver {
         let joined = join.prove(first, second, Some((&[1; 32], &[2; 20])))?;
         Ok(TaskProof::new(self.model_id, joined.proof.to_bytes()))
     }
+}
+
+/// The circuit of a one-segment model, bound to the task.
+fn whole_model_circuit(model: &QuantModel, privacy: Privacy) -> Result<SegmentCircuit> {
+    let segment = Segment::new(model, 0..model.nodes.len());
+    SegmentCircuit::build(model, segment, BuildOptions::binding(true, privacy))
 }
 
 /// A join step of the chain.
