@@ -43,7 +43,8 @@ bench:
 ## with 32 characters of context), release profile, one JSON line each.
 bench-transformers:
 	$(CARGO) build --release --locked -p tgrid-prover
-	target/release/tgrid-prover bench fixtures/mixer fixtures/vit fixtures/gpt
+	target/release/tgrid-prover bench fixtures/mixer fixtures/vit
+	target/release/tgrid-prover bench --wide-attention-scores fixtures/gpt
 
 ## Aggregation benchmark: leaf, chunk and merge proofs alone, then a 64-task batch
 ## end to end (about 13 minutes on 2 cores, release build). One JSON object.

@@ -19,7 +19,7 @@ use crate::commit::{Commitment, OutputKey, Salt};
 use crate::error::{Error, Result};
 use crate::gadgets::{commit_bytes, commit_encrypted_bytes, field_of, output_key, ByteTarget, Gadgets, MacLayout};
 use crate::gates::WeightedSumGate;
-use crate::lower::{affine_layout, for_each_element, layer_norm_layout, product_layout, Element};
+use crate::lower::{affine_layout, for_each_element, layer_norm_layout, product_layout, Element, Width};
 use crate::model::{numel, QuantModel};
 use crate::privacy::Privacy;
 use crate::zero_knowledge;
@@ -409,13 +409,36 @@ impl SegmentCircuit {
                     Element::Softmax { at: None, .. } => ByteTarget(builder.zero()),
                     Element::Softmax { tensor, kept, at: Some(p), exp } => {
                         if softmax_row.as_ref().map(|r| r.0) != Some(kept[0]) {
-                            let cells: Vec<ByteTarget> = kept.iter().map(|&k| values[&tensor][k]).collect();
+                            let cells: Vec<Target> = kept.iter().map(|&k| values[&tensor][k].0).collect();
                             softmax_row = Some((kept[0], gadgets.softmax_row(&mut builder, &cells, exp)));
                         }
                         softmax_row.as_ref().expect("just built").1[p]
                     }
+                    Element::ScoresSoftmax { at: None, .. } => ByteTarget(builder.zero()),
+                    Element::ScoresSoftmax { a, b, offsets, pairs, k, at: Some(p), requant, zero_point, exp, row } => {
+                        if softmax_row.as_ref().map(|r| r.0) != Some(row) {
+                            let layout = match product_layout(k, requant, Width::Int16) {
+                                Ok(l) => l,
+                                Err(why) => {
+                                    failure.get_or_insert(why);
+                                    return;
+                                }
+                            };
+                            let scores: Vec<Target> = pairs
+                                .chunks(k)
+                                .map(|cell| {
+                                    let factors: Vec<(Target, Target)> =
+                                        cell.iter().map(|&(i, j)| (values[&a][i].0, values[&b][j].0)).collect();
+                                    let acc = gadgets.product_sum(&mut builder, &factors, offsets);
+                                    gadgets.requantize_score(&mut builder, acc, requant, zero_point, layout)
+                                })
+                                .collect();
+                            softmax_row = Some((row, gadgets.softmax_row(&mut builder, &scores, exp)));
+                        }
+                        softmax_row.as_ref().expect("just built").1[p]
+                    }
                     Element::Product { a, b, offsets, pairs, requant, zero_point } => {
-                        let layout = match product_layout(pairs.len(), requant) {
+                        let layout = match product_layout(pairs.len(), requant, Width::Int8) {
                             Ok(l) => l,
                             Err(why) => {
                                 failure.get_or_insert(why);

@@ -20,15 +20,25 @@ impl Trace {
 
 /// `clamp(zp + floor((acc·M + 2^(s-1)) / 2^s), lo, 127)`, exactly.
 pub fn requantize(acc: i64, requant: Requant, zero_point: i8, lo: i8) -> i8 {
+    requantize_to(acc, requant, zero_point.into(), lo.into(), 127) as i8
+}
+
+/// `clamp(zp + floor((acc·M + 2^(s-1)) / 2^s), −32768, 32767)`, exactly: a 16-bit score of an
+/// [`crate::Op::ScoresSoftmax`].
+pub fn requantize_score(acc: i64, requant: Requant, zero_point: i16) -> i16 {
+    requantize_to(acc, requant, zero_point.into(), i16::MIN.into(), i16::MAX.into()) as i16
+}
+
+fn requantize_to(acc: i64, requant: Requant, zero_point: i128, lo: i128, top: i128) -> i128 {
     let s = u32::from(requant.shift);
     let v = i128::from(acc) * i128::from(requant.multiplier) + if s == 0 { 0 } else { 1i128 << (s - 1) };
     let z = v >> s; // arithmetic shift = floor division by 2^s
-    (i128::from(zero_point) + z).clamp(i128::from(lo), 127) as i8
+    (zero_point + z).clamp(lo, top)
 }
 
-/// The outputs (offset form) of a softmax row's kept cells `u` (offset form):
+/// The outputs (offset form) of a softmax row's kept cells `u` (offset form, 8 or 16 bits):
 /// `q_j = floor((510·e_j + S) / 2S)` with `e_j = exp[max − u_j]`, `S = Σ e_j`.
-pub(crate) fn softmax_row(u: &[u8], exp: &[u16]) -> Vec<u8> {
+pub(crate) fn softmax_row(u: &[u16], exp: &[u16]) -> Vec<u8> {
     let m = *u.iter().max().expect("a row keeps a cell");
     let e: Vec<u64> = u.iter().map(|&x| u64::from(exp[usize::from(m - x)])).collect();
     let s: u64 = e.iter().sum::<u64>().max(1);
@@ -113,8 +123,35 @@ pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
                 Element::Softmax { at: None, .. } => 0,
                 Element::Softmax { tensor, kept, at: Some(p), exp } => {
                     if row.as_ref().map(|r| r.0) != Some(kept[0]) {
-                        let cells: Vec<u8> = kept.iter().map(|&k| u[tensor][k]).collect();
+                        let cells: Vec<u16> = kept.iter().map(|&k| u16::from(u[tensor][k])).collect();
                         row = Some((kept[0], softmax_row(&cells, exp)));
+                    }
+                    row.as_ref().expect("just computed").1[p]
+                }
+                Element::ScoresSoftmax { at: None, .. } => 0,
+                Element::ScoresSoftmax {
+                    a,
+                    b,
+                    offsets,
+                    pairs,
+                    k,
+                    at: Some(p),
+                    requant,
+                    zero_point,
+                    exp,
+                    row: start,
+                } => {
+                    if row.as_ref().map(|r| r.0) != Some(start) {
+                        let scores: Vec<u16> = pairs
+                            .chunks(k)
+                            .map(|cell| {
+                                let acc = cell.iter().fold(0i64, |acc, &(i, j)| {
+                                    acc + (i64::from(u[a][i]) - offsets[0]) * (i64::from(u[b][j]) - offsets[1])
+                                });
+                                (requantize_score(acc, requant, zero_point) as u16) ^ 0x8000
+                            })
+                            .collect();
+                        row = Some((start, softmax_row(&scores, exp)));
                     }
                     row.as_ref().expect("just computed").1[p]
                 }

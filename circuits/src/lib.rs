@@ -41,10 +41,10 @@ pub use error::{Error, Result};
 pub use files::{check_header, decode_plonky2_proof, hash_to_bytes, ModelFile, TaskProof, MODEL_MAGIC, PROOF_MAGIC};
 pub use gates::{LowDegreeRow, PoseidonHeadGate, PoseidonLowDegreeGate, PoseidonTailGate};
 pub use hash::{verify_proof_parallel, TgridPoseidonConfig, TgridPoseidonHash};
-pub use lower::{check_layer_norm, requant_for, window_indices};
+pub use lower::{check_layer_norm, requant_for, requant_for_scores, window_indices};
 pub use model::{
     numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, INV_SQRT_BITS, MAX_CONCAT_INPUTS,
-    MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW, MAX_MACS, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q,
+    MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW, MAX_MACS, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q, WIDE_TABLE_LEN,
 };
 pub use privacy::Privacy;
 pub use task::{prove_circuit, CircuitStats, SegmentPlan, TaskProver, TaskVerifier};

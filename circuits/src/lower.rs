@@ -33,6 +33,22 @@ pub(crate) enum Element<'a> {
     /// this output's position among them (`None`: masked, output 0 in offset form), and the
     /// exponential table.
     Softmax { tensor: usize, kept: &'a [usize], at: Option<usize>, exp: &'a [u16] },
+    /// One output of a softmax row over 16-bit scores ([`Op::ScoresSoftmax`]): the row's kept
+    /// cells are sums of products of `a` and `b`, `k` pairs each (`pairs` holds them cell after
+    /// cell), each requantized to 16 bits around `zero_point`; this output's position among them
+    /// (`None`: masked, output 0 in offset form); `row` is the row's first output index.
+    ScoresSoftmax {
+        a: usize,
+        b: usize,
+        offsets: [i64; 2],
+        pairs: &'a [(usize, usize)],
+        k: usize,
+        at: Option<usize>,
+        requant: Requant,
+        zero_point: i16,
+        exp: &'a [u16],
+        row: usize,
+    },
     /// One output of a LayerNorm row: the row's cells `row` of `tensor` (flat indices), centered
     /// by `offset`; this output's position `at` in it, its channel's `gamma` and `beta`.
     LayerNorm {
@@ -215,6 +231,44 @@ pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: imp
                 }
             }
         }
+        Op::ScoresSoftmax { requant, score_zero_point, exp, keep } => {
+            let b = node.inputs[1];
+            let [batch, m, k, n] = matmul_dims(in_shape, model.tensor_shape(b)).expect("validated");
+            let offsets = [offset, i64::from(model.tensor_q(b).zero_point) + 128];
+            let pattern = if keep.is_empty() { n } else { keep.len() };
+            let mut pairs = Vec::with_capacity(n * k);
+            for g in 0..batch {
+                for row in 0..m {
+                    let row_start = (g * m + row) * n;
+                    let mask_row: &[bool] = keep.get(row_start % pattern..row_start % pattern + n).unwrap_or(&[]);
+                    let keeps = |j: usize| mask_row.is_empty() || mask_row[j];
+                    pairs.clear();
+                    for col in (0..n).filter(|&j| keeps(j)) {
+                        pairs.extend((0..k).map(|j| ((g * m + row) * k + j, (g * k + j) * n + col)));
+                    }
+                    let mut position = 0;
+                    for col in 0..n {
+                        let at = keeps(col).then(|| {
+                            position += 1;
+                            position - 1
+                        });
+                        let element = Element::ScoresSoftmax {
+                            a: input,
+                            b,
+                            offsets,
+                            pairs: &pairs,
+                            k,
+                            at,
+                            requant: *requant,
+                            zero_point: *score_zero_point,
+                            exp,
+                            row: row_start,
+                        };
+                        f(row_start + col, element);
+                    }
+                }
+            }
+        }
         Op::Embedding { table, dim } => {
             for index in 0..numel(in_shape) {
                 for channel in 0..*dim {
@@ -339,11 +393,17 @@ const LIMIT: u128 = 1 << 62;
 
 /// Checks that one affine element cannot wrap around the field and returns its layout.
 pub(crate) fn affine_layout(constant: i64, terms: &[Term], requant: Requant) -> Result<AffineLayout, String> {
+    affine_layout_of(constant, terms, requant, Width::Int8)
+}
+
+/// [`affine_layout`] of an element requantized to `width`.
+fn affine_layout_of(constant: i64, terms: &[Term], requant: Requant, width: Width) -> Result<AffineLayout, String> {
     let acc_max: u128 =
         constant.unsigned_abs() as u128 + terms.iter().map(|t| t.weight.unsigned_abs() as u128 * 255).sum::<u128>();
     let s = u32::from(requant.shift);
-    // w = acc·M + 2^(s-1) + (zp - lo)·2^s, with 0 <= zp - lo <= 255.
-    let w_max = acc_max * u128::from(requant.multiplier) + (256u128 << s);
+    // w = acc·M + 2^(s-1) + (zp - lo)·2^s, with 0 <= zp - lo < span.
+    let span = width.span();
+    let w_max = acc_max * u128::from(requant.multiplier) + (span << s);
     if w_max >= LIMIT {
         return Err(format!(
             "accumulator bound {acc_max} times multiplier {} exceeds 2^62; lower the multiplier precision",
@@ -353,16 +413,48 @@ pub(crate) fn affine_layout(constant: i64, terms: &[Term], requant: Requant) -> 
     let z_max = (w_max >> s) + 2;
     let bits = 128 - z_max.leading_zeros();
     let excess_bytes = bits.div_ceil(8).max(1) as usize;
-    if ((1u128 << (8 * excess_bytes)) + 257) << s >= LIMIT {
+    if ((1u128 << (8 * excess_bytes)) + span + 1) << s >= LIMIT {
         return Err(format!("clamp excess of {bits} bits with shift {s} exceeds 2^62"));
     }
     Ok(AffineLayout { remainder_bytes: (s / 8) as usize, excess_bytes })
 }
 
-/// The layout of a product element of `k` pairs: each centered factor is in `[−255, 255]`.
-pub(crate) fn product_layout(k: usize, requant: Requant) -> Result<AffineLayout, String> {
+/// The layout of a product element of `k` pairs requantized to `width`: each centered factor
+/// is in `[−255, 255]`.
+pub(crate) fn product_layout(k: usize, requant: Requant, width: Width) -> Result<AffineLayout, String> {
     let bound = i64::try_from(k as u128 * 255 * 255).map_err(|_| "too many products".to_string())?;
-    affine_layout(bound, &[], requant)
+    affine_layout_of(bound, &[], requant, width)
+}
+
+/// How many bits a requantized value keeps: every tensor is int8; the scores inside an
+/// [`Op::ScoresSoftmax`] are int16.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Width {
+    Int8,
+    Int16,
+}
+
+impl Width {
+    /// Number of values: `2^bits`.
+    pub(crate) fn span(self) -> u128 {
+        match self {
+            Self::Int8 => 1 << 8,
+            Self::Int16 => 1 << 16,
+        }
+    }
+
+    /// Bits of a value.
+    pub(crate) fn bits(self) -> usize {
+        match self {
+            Self::Int8 => 8,
+            Self::Int16 => 16,
+        }
+    }
+
+    /// Largest value: 127 or 32767.
+    pub(crate) fn top(self) -> i64 {
+        (self.span() / 2) as i64 - 1
+    }
 }
 
 /// The layout of a LayerNorm element: `|D_i · R| ≤ 2^31` (`D_i² ≤ V`, so `|D_i| ≤ isqrt(V) = s`,
@@ -395,7 +487,10 @@ pub(crate) fn check_bounds(model: &QuantModel) -> crate::error::Result<()> {
                 Element::Affine { constant, terms, requant, .. } => {
                     failure = affine_layout(constant, terms, requant).err()
                 }
-                Element::Product { pairs, requant, .. } => failure = product_layout(pairs.len(), requant).err(),
+                Element::Product { pairs, requant, .. } => {
+                    failure = product_layout(pairs.len(), requant, Width::Int8).err()
+                }
+                Element::ScoresSoftmax { k, requant, .. } => failure = product_layout(k, requant, Width::Int16).err(),
                 Element::LayerNorm { gamma, beta, requant, .. } => {
                     failure = layer_norm_layout(gamma, beta, requant).err()
                 }
@@ -418,6 +513,15 @@ const PRECISE_MULTIPLIER: f64 = (1u64 << 15) as f64;
 /// a remainder byte the circuit range checks per output; failing that, the largest shift with
 /// `1 ≤ M < 2^31`.
 pub fn requant_for(multiplier: f64, acc_bound: u128) -> Result<Requant, String> {
+    requant_for_width(multiplier, acc_bound, Width::Int8)
+}
+
+/// [`requant_for`] of a product sum requantized to 16 bits ([`Op::ScoresSoftmax`]'s scores).
+pub fn requant_for_scores(multiplier: f64, acc_bound: u128) -> Result<Requant, String> {
+    requant_for_width(multiplier, acc_bound, Width::Int16)
+}
+
+fn requant_for_width(multiplier: f64, acc_bound: u128, width: Width) -> Result<Requant, String> {
     if !(multiplier.is_finite() && multiplier > 0.0) {
         return Err(format!("invalid real multiplier {multiplier}"));
     }
@@ -433,7 +537,7 @@ pub fn requant_for(multiplier: f64, acc_bound: u128) -> Result<Requant, String> 
         // A single term of weight 1 spans 255; fold the rest of the bound into the constant.
         let constant =
             i64::try_from(acc_bound.saturating_sub(255)).map_err(|_| "accumulator bound too large".to_string())?;
-        if affine_layout(constant, &probe, requant).is_ok() {
+        if affine_layout_of(constant, &probe, requant, width).is_ok() {
             return Ok(requant);
         }
     }

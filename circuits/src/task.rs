@@ -48,13 +48,16 @@ fn estimated_rows(model: &QuantModel, node: usize) -> usize {
         Op::Conv { weights, c_out, .. } => out / c_out * weights.len() / 64 + requantized,
         Op::AvgPool { kernel, .. } => out * kernel[0] * kernel[1] / 64 + requantized,
         Op::MaxPool { kernel, .. } => out * kernel[0] * kernel[1] / 20 + out,
-        Op::MatMul { .. } => {
+        Op::MatMul { .. } | Op::ScoresSoftmax { .. } => {
             let k = model.tensor_shape(n.inputs[0]).last().copied().unwrap_or(1);
             let (_, rows_per_sum) = crate::gates::DotProductGate::for_len(
                 k,
                 crate::segment_config(0, crate::Privacy::Public).num_routed_wires,
             );
-            (out as f64 * rows_per_sum).ceil() as usize + requantized
+            let products = (out as f64 * rows_per_sum).ceil() as usize + requantized;
+            // The Softmax, and its table of 65,536 distances (27 entries per lookup-table row).
+            let softmax = if matches!(n.op, Op::ScoresSoftmax { .. }) { out / 2 + (1 << 16) / 27 } else { 0 };
+            products + softmax
         }
         Op::LayerNorm { .. } | Op::Softmax { .. } => out / 2 + requantized,
         Op::Add { .. } | Op::AddConst { .. } | Op::Relu => out / 10 + requantized,

@@ -312,6 +312,33 @@ pub fn attention_model(seed: u64, causal: bool) -> QuantModel {
     model
 }
 
+/// [`attention_model`] with its scores and Softmax as one [`Op::ScoresSoftmax`]: the scores
+/// `q·kᵀ` at 16 bits (the 8-bit model's range, 256 times finer), then the Softmax over them.
+pub fn scores_attention_model(seed: u64, causal: bool) -> QuantModel {
+    let mut model = attention_model(seed, causal);
+    let score_scale = 0.3 / 256.0;
+    let Op::Softmax { keep, .. } = model.nodes[4].op.clone() else { unreachable!("node 4 is the softmax") };
+    model.nodes[3] = Node {
+        name: "scores_softmax".into(),
+        op: Op::ScoresSoftmax {
+            requant: crate::requant_for_scores(0.05 * 0.04 / score_scale, 4 * 65025).expect("multiplier fits"),
+            score_zero_point: -2560,
+            exp: (0..1 << 16).map(|d| (65535.0 * (-score_scale * f64::from(d)).exp()).round() as u16).collect(),
+            keep,
+        },
+        inputs: vec![1, 3],
+        shape: vec![4, 4],
+        q: crate::SOFTMAX_Q,
+    };
+    model.nodes.remove(4);
+    // Tensors after the removed Softmax move down by one.
+    for node in &mut model.nodes[4..] {
+        node.inputs.iter_mut().filter(|t| **t >= 5).for_each(|t| *t -= 1);
+    }
+    model.validate().expect("scores attention model is valid");
+    model
+}
+
 /// LayerNorm parameters for `n` channels with output scale `s_out`, the integer form of
 /// `γ_i = 1 + 0.1·i`, `β_i = 0.05·i − 0.1` (requantization multiplier 1, shift 40).
 pub fn layer_norm_op(n: usize, input: QParams, s_out: f64) -> Op {

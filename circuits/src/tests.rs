@@ -173,14 +173,17 @@ fn hinted_indices(model: &QuantModel, node: usize) -> std::ops::Range<usize> {
     for i in 0..=node {
         let mut c = 0;
         for_each_element(model, i, |_, e| {
-            c += usize::from(!matches!(
-                e,
+            c += match e {
                 Element::Copy { .. }
-                    | Element::Constant { .. }
-                    | Element::Table { .. }
-                    | Element::Embedding { .. }
-                    | Element::Softmax { at: None, .. }
-            ))
+                | Element::Constant { .. }
+                | Element::Table { .. }
+                | Element::Embedding { .. }
+                | Element::Softmax { at: None, .. }
+                | Element::ScoresSoftmax { at: None, .. } => 0,
+                // A kept score: its requantization, then its probability's quotient.
+                Element::ScoresSoftmax { .. } => 2,
+                _ => 1,
+            }
         });
         if i < node {
             start += c;

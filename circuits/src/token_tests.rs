@@ -197,6 +197,92 @@ fn softmax_constraints_reject_a_wrong_maximum_or_quotient() {
 }
 
 #[test]
+fn sixteen_bit_scores_are_proven_exactly() {
+    for causal in [false, true] {
+        let model = crate::testing::scores_attention_model(31, causal);
+        let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
+        let mut rng = StdRng::seed_from_u64(32);
+        let mut inputs: Vec<Vec<i8>> = (0..3).map(|_| random_input(&mut rng, model.input_len())).collect();
+        inputs.extend([i8::MIN, i8::MAX].map(|v| vec![v; model.input_len()]));
+        for x in &inputs {
+            let trace = infer::run(&model, x).unwrap();
+            assert_eq!(prover.circuit_trace(x).unwrap(), trace);
+            for (r, row) in trace.tensors[4].chunks(4).enumerate() {
+                let total: i32 = row.iter().map(|&y| i32::from(y) + 128).sum();
+                assert!((total - 255).abs() <= 2, "row {r} sums to {total}/255");
+                if causal {
+                    assert!(row[r + 1..].iter().all(|&y| y == -128), "row {r} sees the future: {row:?}");
+                }
+            }
+        }
+        let (proof, trace, _) = prover.prove(&inputs[0], TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+        let publics = TaskVerifier::new(&model, &SegmentPlan::default()).unwrap().verify(&proof).unwrap();
+        assert_eq!(publics.output_commitment, commit(trace.output()));
+    }
+}
+
+#[test]
+fn sixteen_bit_scores_follow_the_integer_semantics() {
+    // The fused op computes what a 16-bit MatMul then a Softmax over it would: checked against
+    // a direct evaluation of its definition on one row.
+    let model = crate::testing::scores_attention_model(33, false);
+    let x = random_input(&mut StdRng::seed_from_u64(34), model.input_len());
+    let trace = infer::run(&model, &x).unwrap();
+    let Op::ScoresSoftmax { requant, score_zero_point, exp, .. } = &model.nodes[3].op else { unreachable!() };
+    let (q, kt) = (&trace.tensors[1], &trace.tensors[3]);
+    let (zq, zk) = (i64::from(model.tensor_q(1).zero_point), i64::from(model.tensor_q(3).zero_point));
+    for row in 0..4 {
+        let scores: Vec<i64> = (0..4)
+            .map(|col| {
+                let acc = (0..4).map(|j| (i64::from(q[row * 4 + j]) - zq) * (i64::from(kt[j * 4 + col]) - zk)).sum();
+                i64::from(infer::requantize_score(acc, *requant, *score_zero_point))
+            })
+            .collect();
+        let m = *scores.iter().max().unwrap();
+        let e: Vec<i64> = scores.iter().map(|&s| i64::from(exp[(m - s) as usize])).collect();
+        let sum: i64 = e.iter().sum();
+        let expected: Vec<i8> = e.iter().map(|&e| ((510 * e + sum) / (2 * sum) - 128) as i8).collect();
+        assert_eq!(&trace.tensors[4][row * 4..row * 4 + 4], &expected[..], "row {row}");
+    }
+}
+
+#[test]
+fn sixteen_bit_score_constraints_reject_wrong_witnesses() {
+    let model = crate::testing::scores_attention_model(35, true);
+    // Node 3 is the fused op. Per row of K kept cells (1, 2, 3, 4 with the causal mask) its
+    // hinted elements are the K score requantizations, then the K probabilities (the first also
+    // carries the row maximum).
+    for (start, kept) in [(2, 2), (12, 4)] {
+        assert_fault_rejected(&model, 3, start + kept, Fault::MaxTooLarge);
+        assert_fault_rejected(&model, 3, start + kept, Fault::MaxTooSmall);
+        assert_fault_rejected(&model, 3, start + kept + 1, Fault::SoftmaxQuotientHigh);
+        assert_fault_rejected(&model, 3, start + kept - 1, Fault::ProductSumOffByOne);
+        assert_fault_rejected(&model, 3, start, Fault::ClampOffByOne);
+        assert_fault_rejected(&model, 3, start, Fault::WrongOutput);
+        // A score of 32768: outside 16 bits (the range check's two bytes reject it).
+        assert_fault_rejected(&model, 3, start + 1, Fault::OutputOutOfRange);
+    }
+    assert_fault_rejected(&model, 3, 0, Fault::RemainderOverflow);
+    assert_fault_rejected(&model, 3, 0, Fault::DotProductOffByOne);
+    assert_fault_rejected(&model, 3, 5, Fault::SoftmaxQuotientLow);
+}
+
+#[test]
+fn a_sixteen_bit_score_model_round_trips_and_rejects_a_short_table() {
+    let model = crate::testing::scores_attention_model(36, true);
+    assert_eq!(QuantModel::from_canonical_bytes(&model.to_canonical_bytes()).unwrap(), model);
+    let mut short = model.clone();
+    let Op::ScoresSoftmax { exp, .. } = &mut short.nodes[3].op else { unreachable!() };
+    exp.truncate(256);
+    let why = short.validate().unwrap_err().to_string();
+    assert!(why.contains("65536 exponentials"), "{why}");
+    let bytes = model.to_canonical_bytes();
+    for cut in [bytes.len() / 2, bytes.len() - 1] {
+        assert!(QuantModel::from_canonical_bytes(&bytes[..cut]).is_err());
+    }
+}
+
+#[test]
 fn a_wrong_sum_of_products_is_rejected_by_the_verifier() {
     let model = crate::testing::attention_model(13, false);
     // Node 3 is q·kᵀ, node 6 softmax·v.

@@ -8,17 +8,23 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use tgrid_circuits::{commit, commit_salted, Privacy, Salt, SegmentPlan, TaskProof, TaskProver, TaskVerifier};
-use tgrid_onnx::{import_onnx, quantize_model, InputData};
+use tgrid_onnx::{import_onnx, quantize_model_with, InputData, QuantizeOptions};
 
 use tgrid_cli::{bad_input, peak_rss_mib};
 
 /// Verifications timed per fixture; the median is reported.
 const VERIFY_RUNS: usize = 7;
 
-pub(crate) fn run(fixtures: &[String], max_segment_rows: usize, privacy: Privacy, in_process: bool) -> Result<()> {
+pub(crate) fn run(
+    fixtures: &[String],
+    max_segment_rows: usize,
+    privacy: Privacy,
+    options: QuantizeOptions,
+    in_process: bool,
+) -> Result<()> {
     if in_process {
         let [dir] = fixtures else { bail!("--in-process takes exactly one fixture") };
-        let line = one(Path::new(dir), max_segment_rows, privacy)?;
+        let line = one(Path::new(dir), max_segment_rows, privacy, options)?;
         return tgrid_cli::print_stdout(&line);
     }
     let exe = std::env::current_exe().context("cannot locate tgrid-prover")?;
@@ -26,6 +32,9 @@ pub(crate) fn run(fixtures: &[String], max_segment_rows: usize, privacy: Privacy
         let mut args = vec!["bench", "--in-process"];
         if privacy == Privacy::Private {
             args.push("--private");
+        }
+        if options.wide_attention_scores {
+            args.push("--wide-attention-scores");
         }
         let output = Command::new(&exe)
             .args(args)
@@ -40,10 +49,10 @@ pub(crate) fn run(fixtures: &[String], max_segment_rows: usize, privacy: Privacy
     Ok(())
 }
 
-fn one(dir: &Path, max_segment_rows: usize, privacy: Privacy) -> Result<String> {
+fn one(dir: &Path, max_segment_rows: usize, privacy: Privacy, options: QuantizeOptions) -> Result<String> {
     let (graph, _) = import_onnx(&dir.join("model.onnx")).map_err(bad_input)?;
     let cal = InputData::from_path(&dir.join("calibration.json")).map_err(bad_input)?;
-    let model = quantize_model(&graph, &cal.input_data)?;
+    let model = quantize_model_with(&graph, &cal.input_data, options)?;
     let input = crate::quantized_input(&model, &dir.join("input.json"))?;
     let plan = SegmentPlan::auto(&model, max_segment_rows);
 

@@ -17,7 +17,7 @@ use tgrid_circuits::{
     commit, commit_salted, infer, EncryptedTensor, ModelFile, OutputKey, Privacy, Salt, SegmentPlan, TaskProver,
     TaskVerifier,
 };
-use tgrid_onnx::{import_onnx, quantize_model, tract_reference, CalibrationReport, InputData};
+use tgrid_onnx::{import_onnx, quantize_model_with, tract_reference, CalibrationReport, InputData, QuantizeOptions};
 
 use tgrid_cli::{bad_input, parse_hex, Output};
 
@@ -58,6 +58,12 @@ enum Command {
         /// segment's circuit has the next power of two of its rows (2^16 rows: about 2.4 GB).
         #[arg(long, default_value_t = 1 << 16)]
         max_segment_rows: usize,
+        /// Keep attention scores (a MatMul of two activations read only by a Softmax) at 16
+        /// bits instead of 8: the Softmax sees its logits 256 times finer, at about 2,400 more
+        /// rows per distinct score scale. The character GPT agrees with its float model on
+        /// 95.2 % of next characters with it, 94.6 % without (docs/quantization.md).
+        #[arg(long)]
+        wide_attention_scores: bool,
     },
     /// Run the exact int8 inference on an input.
     Infer {
@@ -187,6 +193,9 @@ enum Command {
         /// Benchmark private tasks (zero-knowledge, salted commitments) instead of public ones.
         #[arg(long)]
         private: bool,
+        /// Compile with 16-bit attention scores (as for compile).
+        #[arg(long)]
+        wide_attention_scores: bool,
         /// Run one fixture in this process (used internally to measure each one's peak memory).
         #[arg(long, hide = true)]
         in_process: bool,
@@ -233,14 +242,22 @@ fn output_json(file: &ModelFile, output: &[i8]) -> serde_json::Value {
 
 fn run(command: Command, out: &Output) -> Result<()> {
     match command {
-        Command::Compile { model, calibration, out: out_path, max_segment_rows } => {
+        Command::Compile { model, calibration, out: out_path, max_segment_rows, wide_attention_scores } => {
             let started = Instant::now();
             let (graph, warnings) = import_onnx(&model).map_err(bad_input)?;
             for w in &warnings {
                 tracing::warn!("{w}");
             }
             let cal = InputData::from_path(&calibration).map_err(bad_input)?;
-            let quant = quantize_model(&graph, &cal.input_data).map_err(bad_input)?;
+            let options = QuantizeOptions { wide_attention_scores };
+            let quant = quantize_model_with(&graph, &cal.input_data, options).map_err(bad_input)?;
+            let eight_bit_scores = quant.nodes.iter().filter(|n| n.op.kind() == "Softmax").count();
+            if !wide_attention_scores && eight_bit_scores > 0 {
+                tracing::info!(
+                    "{eight_bit_scores} Softmax(es) over 8-bit inputs; --wide-attention-scores keeps attention \
+                     scores at 16 bits (more accurate, ~2,400 rows per score scale)"
+                );
+            }
             let reference = tract_reference(&model, &graph, &cal.input_data)?;
             let report = CalibrationReport::compare(&quant, &cal.input_data, &reference)?;
             let plan = SegmentPlan::auto(&quant, max_segment_rows);
@@ -454,8 +471,9 @@ fn run(command: Command, out: &Output) -> Result<()> {
             }
             daemon::run(settings, *out)
         }
-        Command::Bench { fixtures, max_segment_rows, private, in_process } => {
-            bench::run(&fixtures, max_segment_rows, privacy(private), in_process)
+        Command::Bench { fixtures, max_segment_rows, private, wide_attention_scores, in_process } => {
+            let options = tgrid_onnx::QuantizeOptions { wide_attention_scores };
+            bench::run(&fixtures, max_segment_rows, privacy(private), options, in_process)
         }
     }
 }

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use tgrid_circuits::{infer, QuantModel, SegmentPlan, TaskProver};
 use tgrid_onnx::{
-    argmax, import_onnx, quantize_model, quantize_model_adjusted, tract_reference, Error, FloatOp, InputData,
+    argmax, import_onnx, quantize_model, quantize_model_with, tract_reference, Error, InputData, QuantizeOptions,
 };
 
 fn fixture(name: &str) -> PathBuf {
@@ -160,10 +160,7 @@ fn perplexity(logits: &[Vec<f32>], labels: &[usize]) -> f64 {
 /// within 5 % of the float model's, and its next-character prediction agrees with float's.
 #[test]
 fn gpt_int8_predictions_agree_with_float_and_keep_the_perplexity() {
-    // The TorchScript graph is kept: the band below compiles it again with adjusted ranges.
-    let (graph, _) = import_onnx(&fixture("gpt").join(EXPORT_FORMS[0])).unwrap();
-    let cal = InputData::from_path(&fixture("gpt").join("calibration.json")).unwrap();
-    let torchscript = quantize_model(&graph, &cal.input_data).unwrap();
+    let torchscript = compile_file("gpt", EXPORT_FORMS[0]);
     let dynamo = compile_file("gpt", EXPORT_FORMS[1]);
     let kinds = |m: &QuantModel| m.nodes.iter().map(|n| n.op.kind()).collect::<Vec<_>>();
     assert_eq!(kinds(&torchscript), kinds(&dynamo));
@@ -185,30 +182,23 @@ fn gpt_int8_predictions_agree_with_float_and_keep_the_perplexity() {
     let (float_ppl, int8_ppl) = (perplexity(&set.float_outputs, &set.labels), perplexity(&int8, &set.labels));
     eprintln!("gpt: argmax agreement {:.2}%, perplexity float {float_ppl:.3} int8 {int8_ppl:.3}", 100.0 * agree);
     assert!((float_ppl - set.float_perplexity).abs() < 1e-3, "the test set's float perplexity");
-    // Issue 26 asks for 95 %: measured 96.75 % since the attention scores are calibrated on their
-    // kept cells only (92.25 % before). The figure is chaotic in the calibration: scaling the
-    // first block's score range by 0.97–1.10 gives 92.75–96.75 % (mean 94.4 %), since each scale
-    // is another draw of int8 rounding noise; the integer ops themselves are exact to the
-    // rounding. Only wider activations lift the whole band above 95 % (docs/quantization.md), so
-    // this guards the figure's floor and, below, the band's mean (94.1 % for 0.97–1.03).
-    assert!(agree >= 0.92, "int8 agrees with float on {agree} of the windows");
-    // The band: the first attention scores' range scaled by 1–3 % either way.
-    let scores = graph.nodes.iter().find(|n| matches!(n.op, FloatOp::Softmax { .. })).unwrap().inputs[0];
-    let band: Vec<f64> = [0.97f32, 0.98, 0.99, 1.01, 1.02, 1.03]
-        .into_par_iter()
-        .map(|f| {
-            let scaled = |t: usize, lo: &mut f32, hi: &mut f32| {
-                if t == scores {
-                    (*lo, *hi) = (*lo * f, *hi * f);
-                }
-            };
-            agreement(&quantize_model_adjusted(&graph, &cal.input_data, scaled).unwrap(), &set).0
-        })
-        .collect();
-    let mean = band.iter().sum::<f64>() / band.len() as f64;
-    eprintln!("gpt: agreement with the scores' range scaled by 0.97..1.03: {band:?}, mean {mean:.4}");
-    assert!(mean >= 0.93, "the agreement band {band:?} sank");
+    // Every tensor at 8 bits: 94.6 % on these 4,000 held-out windows (standard error ~0.35
+    // points). The 400-window set read 96.75 %, and compiles 1 % apart read 92.75–96.75 %:
+    // that was the small sample's noise (docs/quantization.md).
+    assert!(agree >= 0.935, "int8 agrees with float on {agree} of the windows");
     assert!(int8_ppl <= float_ppl * 1.05, "int8 perplexity {int8_ppl} vs float {float_ppl}");
+    // Issue 26 asks for 95 %: the attention scores at 16 bits (`ScoresSoftmax`) lift it there.
+    let (graph, _) = import_onnx(&fixture("gpt").join(EXPORT_FORMS[0])).unwrap();
+    let cal = InputData::from_path(&fixture("gpt").join("calibration.json")).unwrap();
+    let options = QuantizeOptions { wide_attention_scores: true };
+    let wide = quantize_model_with(&graph, &cal.input_data, options).unwrap();
+    assert_eq!(kinds(&wide).iter().filter(|&&k| k == "ScoresSoftmax").count(), 2, "{:?}", kinds(&wide));
+    assert!(!kinds(&wide).contains(&"Softmax") && wide.nodes.len() == torchscript.nodes.len() - 2);
+    let (wide_agree, wide_int8) = agreement(&wide, &set);
+    let wide_ppl = perplexity(&wide_int8, &set.labels);
+    eprintln!("gpt, 16-bit attention scores: argmax agreement {:.2}%, perplexity {wide_ppl:.3}", 100.0 * wide_agree);
+    assert!(wide_agree >= 0.95, "with 16-bit scores int8 agrees with float on {wide_agree} of the windows");
+    assert!(wide_ppl <= float_ppl * 1.05, "int8 perplexity {wide_ppl} vs float {float_ppl}");
     for x in set.inputs.iter().take(20) {
         let run = |m: &QuantModel| infer::run(m, &infer::quantize_input(m, x).unwrap()).unwrap().output().to_vec();
         assert_eq!(run(&torchscript), run(&dynamo), "the two exports compute different int8 outputs");
@@ -220,7 +210,7 @@ fn agreement(model: &QuantModel, set: &TextTestSet) -> (f64, Vec<Vec<f32>>) {
     let q = model.tensor_q(model.output_tensor());
     let int8: Vec<Vec<f32>> = set
         .inputs
-        .iter()
+        .par_iter()
         .map(|x| infer::dequantize(infer::run(model, &infer::quantize_input(model, x).unwrap()).unwrap().output(), q))
         .collect();
     let agree = int8.iter().zip(&set.float_outputs).filter(|(a, f)| argmax(a) == argmax(f)).count();

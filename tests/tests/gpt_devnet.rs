@@ -31,7 +31,15 @@ async fn a_gpt_order_is_proven_settled_and_decoded_on_anvil() {
     // Model owner: compile the PyTorch export and list it in a registry.
     let compiled = json(
         "tgrid-prover",
-        &["compile", &fixture("model.onnx"), "--calibration", &fixture("calibration.json"), "--out", &w("gpt.tgm")],
+        &[
+            "compile",
+            &fixture("model.onnx"),
+            "--calibration",
+            &fixture("calibration.json"),
+            "--wide-attention-scores",
+            "--out",
+            &w("gpt.tgm"),
+        ],
         &[],
     );
     let model_id = compiled["model_id"].as_str().unwrap().to_lowercase();

@@ -23,7 +23,9 @@ pub use elementwise::{Binary, Expr, Unary};
 pub use float::{FloatGraph, FloatNode, FloatOp};
 pub use import::import_onnx;
 pub use prune::prune_rows;
-pub use quantize::{argmax, quantize_model, quantize_model_adjusted, CalibrationReport};
+pub use quantize::{
+    argmax, quantize_model, quantize_model_adjusted, quantize_model_with, CalibrationReport, QuantizeOptions,
+};
 
 use std::path::Path;
 

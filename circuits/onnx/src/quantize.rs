@@ -227,17 +227,39 @@ fn masked_cells(graph: &FloatGraph, t: usize) -> Option<&[bool]> {
     mask
 }
 
-/// Quantizes `graph` with ranges observed on the calibration samples.
-pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<QuantModel> {
-    quantize_model_adjusted(graph, calibration, |_, _, _| {})
+/// Choices the compiler leaves to the model's owner.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QuantizeOptions {
+    /// Keep attention scores at 16 bits: a MatMul of two computed tensors whose only reader is
+    /// a Softmax becomes one [`Op::ScoresSoftmax`] with the product requantized to 16 bits, so
+    /// the Softmax sees its logits 256 times finer. It costs a 65,536-entry exponential table
+    /// per distinct score scale (about 2,400 rows each) and two byte lookups per score; the
+    /// character GPT needs it to agree with its float model on 95 % of next characters
+    /// (docs/quantization.md).
+    pub wide_attention_scores: bool,
 }
 
-/// [`quantize_model`] with each tensor's calibrated range `[lo, hi]` passed through
+/// Quantizes `graph` with ranges observed on the calibration samples.
+pub fn quantize_model(graph: &FloatGraph, calibration: &[Vec<f32>]) -> Result<QuantModel> {
+    quantize_model_with(graph, calibration, QuantizeOptions::default())
+}
+
+/// [`quantize_model`] with `options`.
+pub fn quantize_model_with(
+    graph: &FloatGraph,
+    calibration: &[Vec<f32>],
+    options: QuantizeOptions,
+) -> Result<QuantModel> {
+    quantize_model_adjusted(graph, calibration, options, |_, _, _| {})
+}
+
+/// [`quantize_model_with`] with each tensor's calibrated range `[lo, hi]` passed through
 /// `adjust(tensor, lo, hi)` before it is quantized: a quantization study (how much does the int8
 /// model's accuracy depend on one tensor's scale?).
 pub fn quantize_model_adjusted(
     graph: &FloatGraph,
     calibration: &[Vec<f32>],
+    options: QuantizeOptions,
     adjust: impl Fn(usize, &mut f32, &mut f32),
 ) -> Result<QuantModel> {
     let input_len: usize = graph.input_shape.iter().product();
@@ -372,12 +394,20 @@ pub fn quantize_model_adjusted(
                 })?;
                 (op, observed)
             }
-            FloatOp::Softmax { keep } => {
-                let exp = (0..256)
-                    .map(|d| (65535.0 * (-f64::from(in_q.scale) * f64::from(d)).exp()).round() as u16)
-                    .collect();
-                (Op::Softmax { exp, keep: keep.clone() }, tgrid_circuits::SOFTMAX_Q)
-            }
+            FloatOp::Softmax { keep } => match wide_scores_of(graph, options, n.inputs[0]) {
+                Some(scores) => {
+                    let (op, inputs) = scores_softmax(graph, scores, &qs, lo[n.inputs[0]], hi[n.inputs[0]], keep)?;
+                    qs.push(tgrid_circuits::SOFTMAX_Q);
+                    nodes.push(Node { name: n.name.clone(), op, inputs, shape: n.shape.clone(), q: qs[i + 1] });
+                    continue;
+                }
+                None => {
+                    let exp = (0..256)
+                        .map(|d| (65535.0 * (-f64::from(in_q.scale) * f64::from(d)).exp()).round() as u16)
+                        .collect();
+                    (Op::Softmax { exp, keep: keep.clone() }, tgrid_circuits::SOFTMAX_Q)
+                }
+            },
             FloatOp::MatMul { alpha } => {
                 let qb = qs[n.inputs[1]];
                 let a_shape = graph.shape(n.inputs[0]);
@@ -431,8 +461,65 @@ pub fn quantize_model_adjusted(
         nodes.push(Node { name: n.name.clone(), op, inputs: n.inputs.clone(), shape: n.shape.clone(), q });
     }
     let model = QuantModel { name: graph.name.clone(), input_shape: graph.input_shape.clone(), input_q: qs[0], nodes };
+    let model = without_unread_nodes(model);
     model.validate()?;
     Ok(model)
+}
+
+/// The node producing tensor `t` if `options` keeps its scores at 16 bits: a MatMul read by
+/// one Softmax only (the caller's), not the model's output.
+fn wide_scores_of(graph: &FloatGraph, options: QuantizeOptions, t: usize) -> Option<usize> {
+    let producer = t.checked_sub(1)?;
+    let is_matmul = matches!(graph.nodes[producer].op, FloatOp::MatMul { .. });
+    let readers = graph.nodes.iter().filter(|m| m.inputs.contains(&t)).count();
+    (options.wide_attention_scores && is_matmul && readers == 1 && t != graph.nodes.len()).then_some(producer)
+}
+
+/// The [`Op::ScoresSoftmax`] of the MatMul node `scores` (calibrated to `[lo, hi]`) and the
+/// Softmax over it, and its inputs (the MatMul's).
+fn scores_softmax(
+    graph: &FloatGraph,
+    scores: usize,
+    qs: &[QParams],
+    lo: f32,
+    hi: f32,
+    keep: &[bool],
+) -> Result<(Op, Vec<usize>)> {
+    let n = &graph.nodes[scores];
+    let FloatOp::MatMul { alpha } = n.op else { unreachable!("wide_scores_of picks MatMul nodes") };
+    let invalid = |reason: String| Error::InvalidNode { op: "MatMul".into(), node: n.name.clone(), reason };
+    // The 16-bit grid over twice the calibrated range, holding 0 (as `qparams` does for 8
+    // bits): held-out scores beyond the calibration's are then rarely clamped, at a step still
+    // 128 times finer than 8 bits over the bare range (docs/quantization.md).
+    let (lo, hi) = (2.0 * f64::from(lo.min(0.0)), 2.0 * f64::from(hi.max(0.0)));
+    let score_scale = ((hi - lo) / 65535.0).max(1e-12);
+    let score_zero_point = (-32768.0 - lo / score_scale).round().clamp(-32768.0, 32767.0) as i16;
+    let (qa, qb) = (qs[n.inputs[0]], qs[n.inputs[1]]);
+    let a_shape = graph.shape(n.inputs[0]);
+    let k = a_shape[a_shape.len() - 1] as u128;
+    let m = f64::from(qa.scale) * f64::from(qb.scale) * f64::from(alpha) / score_scale;
+    if !(m.is_finite() && m > 0.0) {
+        return Err(invalid(format!("scaling by {alpha} is not a positive finite factor")));
+    }
+    let requant = tgrid_circuits::requant_for_scores(m, k * 255 * 255).map_err(invalid)?;
+    let exp = (0..tgrid_circuits::WIDE_TABLE_LEN)
+        .map(|d| (65535.0 * (-score_scale * d as f64).exp()).round() as u16)
+        .collect();
+    Ok((Op::ScoresSoftmax { requant, score_zero_point, exp, keep: keep.to_vec() }, n.inputs.clone()))
+}
+
+/// `model` without the nodes nothing reads (a MatMul whose scores a `ScoresSoftmax` took over),
+/// tensors renumbered. The output node always stays.
+fn without_unread_nodes(mut model: QuantModel) -> QuantModel {
+    loop {
+        let last = model.nodes.len();
+        let read = |t: usize| t == last || model.nodes.iter().any(|m| m.inputs.contains(&t));
+        let Some(dead) = (0..last).find(|&i| !read(i + 1)) else { return model };
+        model.nodes.remove(dead);
+        for node in &mut model.nodes[dead..] {
+            node.inputs.iter_mut().filter(|t| **t > dead + 1).for_each(|t| *t -= 1);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -459,5 +546,61 @@ mod tests {
         // Read by another node as well, every cell counts.
         let also_read = quantize_model(&graph(true), &sample).unwrap();
         assert!((also_read.input_q.scale - 101.0 / 255.0).abs() < 1e-5, "{:?}", also_read.input_q);
+    }
+
+    /// `x·xᵀ` ([2, 3] by its transpose) then a causal Softmax; if `reread`, a Relu of the scores
+    /// as well, added to the Softmax.
+    fn attention(reread: bool) -> FloatGraph {
+        let transpose = FloatNode {
+            name: "xT".into(),
+            op: FloatOp::Gather { source: vec![0, 3, 1, 4, 2, 5] },
+            inputs: vec![0],
+            shape: vec![3, 2],
+        };
+        let scores = FloatNode {
+            name: "scores".into(),
+            op: FloatOp::MatMul { alpha: 0.5 },
+            inputs: vec![0, 1],
+            shape: vec![2, 2],
+        };
+        let softmax = FloatNode {
+            name: "softmax".into(),
+            op: FloatOp::Softmax { keep: vec![true, false, true, true] },
+            inputs: vec![2],
+            shape: vec![2, 2],
+        };
+        let mut nodes = vec![transpose, scores, softmax];
+        if reread {
+            nodes.push(FloatNode { name: "relu".into(), op: FloatOp::Relu, inputs: vec![2], shape: vec![2, 2] });
+            let add = FloatOp::Add { relu: false };
+            nodes.push(FloatNode { name: "add".into(), op: add, inputs: vec![3, 4], shape: vec![2, 2] });
+        }
+        FloatGraph { name: "attention".into(), input_shape: vec![2, 3], tokens: false, nodes }
+    }
+
+    #[test]
+    fn wide_scores_fuse_a_matmul_read_only_by_a_softmax() {
+        let samples = vec![vec![0.5, -1.0, 2.0, 1.5, 0.25, -0.75], vec![-2.0, 1.0, 0.0, 0.5, 3.0, -1.5]];
+        let wide = QuantizeOptions { wide_attention_scores: true };
+        let kinds = |m: &QuantModel| m.nodes.iter().map(|n| n.op.kind()).collect::<Vec<_>>();
+        let fused = quantize_model_with(&attention(false), &samples, wide).unwrap();
+        assert_eq!(kinds(&fused), ["Gather", "ScoresSoftmax"]);
+        assert_eq!(fused.nodes[1].inputs, [0, 1]);
+        assert_eq!(kinds(&quantize_model(&attention(false), &samples).unwrap()), ["Gather", "MatMul", "Softmax"]);
+        // Scores another node reads too stay a tensor (at 8 bits).
+        let reread = quantize_model_with(&attention(true), &samples, wide).unwrap();
+        assert_eq!(kinds(&reread), ["Gather", "MatMul", "Softmax", "Relu", "Add"]);
+        // The fused op computes the float softmax to within a step of 1/255 (plus the table's
+        // rounding) on the kept cells, and 0 on the masked one.
+        let graph = attention(false);
+        for x in &samples {
+            let float = graph.run(x).pop().unwrap();
+            let y = infer::run(&fused, &infer::quantize_input(&fused, x).unwrap()).unwrap();
+            let probabilities = infer::dequantize(y.output(), fused.tensor_q(2));
+            for (p, f) in probabilities.iter().zip(&float) {
+                assert!((p - f).abs() <= 1.5 / 255.0 + 0.02, "{probabilities:?} against {float:?}");
+            }
+            assert_eq!(probabilities[1], 0.0);
+        }
     }
 }

@@ -80,7 +80,7 @@ impl Gadgets {
 
     /// Proves `v ∈ [0, 2^bits)` (`bits ≤ 62`): bytes that pack to `v`, the top one scaled so
     /// that it is a byte only below its bit budget.
-    fn range_check_bits(&mut self, builder: &mut CircuitBuilder<F, D>, v: Target, bits: usize) {
+    pub(crate) fn range_check_bits(&mut self, builder: &mut CircuitBuilder<F, D>, v: Target, bits: usize) {
         let count = bits.div_ceil(8);
         let bytes = builder.add_virtual_targets(count);
         builder.add_simple_generator(BytesHint { value: v, bytes: bytes.clone() });

@@ -21,7 +21,7 @@ use plonky2::util::serialization::{Buffer, IoResult, Read, Write};
 
 use crate::commit::BYTES_PER_ELEMENT;
 use crate::gates::{DotProductGate, RequantizeGate, WeightedSumGate};
-use crate::lower::AffineLayout;
+use crate::lower::{AffineLayout, Width};
 use crate::model::Requant;
 use crate::{TgridPoseidonHash, D, F};
 
@@ -112,7 +112,36 @@ pub(crate) struct Gadgets {
 }
 
 /// A [`RequantizeGate`] row's gate, parameters and used operations.
-type RequantizeRow = (RequantizeGate, Requant, i8, i8, AffineLayout, usize);
+type RequantizeRow = (RequantizeGate, Requant, Clamp, AffineLayout, usize);
+
+/// The clamp of a requantization: `y = clamp(zp + z, lo, top)` with `top` 127 (int8 tensors) or
+/// 32767 (the 16-bit scores of a `ScoresSoftmax`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Clamp {
+    zero_point: i64,
+    lo: i64,
+    width: Width,
+}
+
+impl Clamp {
+    fn int8(zero_point: i8, lo: i8) -> Self {
+        Self { zero_point: zero_point.into(), lo: lo.into(), width: Width::Int8 }
+    }
+
+    fn int16(zero_point: i16) -> Self {
+        Self { zero_point: zero_point.into(), lo: i16::MIN.into(), width: Width::Int16 }
+    }
+
+    /// `top − lo`: the largest `y'`.
+    fn high(self) -> i64 {
+        self.width.top() - self.lo
+    }
+
+    /// `lo + 2^(bits−1)`: `u = y' + lo_offset` is the output in offset form.
+    fn lo_offset(self) -> i64 {
+        self.lo + self.width.top() + 1
+    }
+}
 
 impl Gadgets {
     pub(crate) fn new(builder: &mut CircuitBuilder<F, D>) -> Self {
@@ -243,25 +272,50 @@ impl Gadgets {
         lo: i8,
         layout: AffineLayout,
     ) -> ByteTarget {
+        ByteTarget(self.requantize_to(builder, acc, requant, Clamp::int8(zero_point, lo), layout))
+    }
+
+    /// [`Self::requantize`] to a 16-bit score `y ∈ [−32768, 32767]` around `zero_point`:
+    /// returns `u = y + 32768`, range checked as two bytes.
+    pub(crate) fn requantize_score(
+        &mut self,
+        builder: &mut CircuitBuilder<F, D>,
+        acc: Target,
+        requant: Requant,
+        zero_point: i16,
+        layout: AffineLayout,
+    ) -> Target {
+        self.requantize_to(builder, acc, requant, Clamp::int16(zero_point), layout)
+    }
+
+    fn requantize_to(
+        &mut self,
+        builder: &mut CircuitBuilder<F, D>,
+        acc: Target,
+        requant: Requant,
+        clamp: Clamp,
+        layout: AffineLayout,
+    ) -> Target {
         let fault = self.take_fault();
-        let (gate, op, row) = self.requantize_slot(builder, requant, zero_point, lo, layout);
+        let (gate, op, row) = self.requantize_slot(builder, requant, clamp, layout);
         let wire = |w: usize| Target::wire(row, w);
         builder.connect(wire(gate.wire_acc(op)), acc);
         let y_prime = wire(gate.wire_y_prime(op));
         let a_bytes: Vec<Target> = (0..gate.excess_bytes).map(|j| wire(gate.wire_excess(op, j))).collect();
         let r_bytes: Vec<Target> = (0..gate.remainder_bytes).map(|j| wire(gate.wire_remainder(op, j))).collect();
-        // Without a folded ReLU (`lo = −128`) the gate makes `u = y'`, so the byte check of `u`
-        // below is also that of `y'`: one lookup per output fewer.
-        let y_prime_check = (lo != i8::MIN).then_some(y_prime);
-        for &t in y_prime_check.iter().chain(&a_bytes).chain(&r_bytes) {
+        // Without a folded ReLU (`lo` the width's minimum) the gate makes `u = y'`, so the range
+        // check of `u` below is also that of `y'`: one check per output fewer.
+        if clamp.lo_offset() != 0 {
+            self.range_check_width(builder, y_prime, clamp.width);
+        }
+        for &t in a_bytes.iter().chain(&r_bytes) {
             self.range_check_byte(builder, t);
         }
         builder.add_simple_generator(RequantHint {
             acc,
             multiplier: requant.multiplier,
             shift: requant.shift,
-            zero_point,
-            lo,
+            clamp,
             y_prime,
             sigma: wire(gate.wire_sigma(op)),
             a_bytes,
@@ -270,8 +324,20 @@ impl Gadgets {
             fault,
         });
         let _ = fault;
-        // u = y' + lo + 128 must be a byte too: y = y' + lo ≤ 127.
-        self.range_check_byte(builder, wire(gate.wire_output(op)))
+        // u = y' + lo + 2^(bits-1) must be in range too: y = y' + lo ≤ top.
+        let u = wire(gate.wire_output(op));
+        self.range_check_width(builder, u, clamp.width);
+        u
+    }
+
+    /// Proves `t ∈ [0, 2^bits)` for a value of `width`.
+    fn range_check_width(&mut self, builder: &mut CircuitBuilder<F, D>, t: Target, width: Width) {
+        match width {
+            Width::Int8 => {
+                self.range_check_byte(builder, t);
+            }
+            Width::Int16 => self.range_check_bits(builder, t, width.bits()),
+        }
     }
 
     /// The next free operation of a [`RequantizeGate`] row with these parameters:
@@ -280,24 +346,23 @@ impl Gadgets {
         &mut self,
         builder: &mut CircuitBuilder<F, D>,
         requant: Requant,
-        zero_point: i8,
-        lo: i8,
+        clamp: Clamp,
         layout: AffineLayout,
     ) -> (RequantizeGate, usize, usize) {
         let gate = RequantizeGate::new(layout.excess_bytes, layout.remainder_bytes, builder.config.num_routed_wires);
         let s = u32::from(requant.shift);
         let rounding = if s == 0 { 0 } else { 1i64 << (s - 1) };
-        let offset = rounding + (i64::from(zero_point) - i64::from(lo)) * (1i64 << s);
+        let offset = rounding + (clamp.zero_point - clamp.lo) * (1i64 << s);
         let constants = [
             F::from_canonical_u32(requant.multiplier),
             field_of(offset),
             F::from_canonical_u64(1u64 << s),
-            field_of(127 - i64::from(lo)),
-            field_of(i64::from(lo) + 128),
+            field_of(clamp.high()),
+            field_of(clamp.lo_offset()),
         ];
         let (row, op) = builder.find_slot(gate, &constants, &constants);
-        let used = self.requantize_rows.entry(row).or_insert((gate, requant, zero_point, lo, layout, 0));
-        used.5 += 1;
+        let used = self.requantize_rows.entry(row).or_insert((gate, requant, clamp, layout, 0));
+        used.4 += 1;
         (gate, op, row)
     }
 
@@ -315,23 +380,17 @@ impl Gadgets {
                 self.dot_product_op(builder, gate, offsets, &[], zero);
             }
         }
-        let partial: Vec<_> = self
-            .requantize_rows
-            .values()
-            .filter(|r| r.5 < r.0.num_ops)
-            .map(|&(g, rq, zp, lo, l, used)| (g, rq, zp, lo, l, used))
-            .collect();
-        for (gate, requant, zero_point, lo, layout, used) in partial {
+        let partial: Vec<_> = self.requantize_rows.values().filter(|r| r.4 < r.0.num_ops).copied().collect();
+        for (gate, requant, clamp, layout, used) in partial {
             for _ in used..gate.num_ops {
-                let (gate, op, row) = self.requantize_slot(builder, requant, zero_point, lo, layout);
+                let (gate, op, row) = self.requantize_slot(builder, requant, clamp, layout);
                 let wire = |w: usize| Target::wire(row, w);
                 builder.connect(wire(gate.wire_acc(op)), zero);
                 builder.add_simple_generator(RequantHint {
                     acc: zero,
                     multiplier: requant.multiplier,
                     shift: requant.shift,
-                    zero_point,
-                    lo,
+                    clamp,
                     y_prime: wire(gate.wire_y_prime(op)),
                     sigma: wire(gate.wire_sigma(op)),
                     a_bytes: (0..gate.excess_bytes).map(|j| wire(gate.wire_excess(op, j))).collect(),
@@ -533,8 +592,7 @@ struct RequantHint {
     acc: Target,
     multiplier: u32,
     shift: u8,
-    zero_point: i8,
-    lo: i8,
+    clamp: Clamp,
     y_prime: Target,
     sigma: Target,
     a_bytes: Vec<Target>,
@@ -558,12 +616,12 @@ impl SimpleGenerator<F, D> for RequantHint {
         let rounding = if s == 0 { 0 } else { 1i128 << (s - 1) };
         let w = acc * i128::from(self.multiplier)
             + rounding
-            + (i128::from(self.zero_point) - i128::from(self.lo)) * (1i128 << s);
+            + i128::from(self.clamp.zero_point - self.clamp.lo) * (1i128 << s);
         #[allow(unused_mut)]
         let mut z = w >> s;
         #[allow(unused_mut)]
         let mut r = w - (z << s);
-        let high = 127 - i128::from(self.lo);
+        let high = i128::from(self.clamp.high());
         #[allow(unused_mut)]
         let mut y_prime = z.clamp(0, high);
         #[cfg(test)]
@@ -592,8 +650,9 @@ impl SimpleGenerator<F, D> for RequantHint {
         dst.write_target(self.acc)?;
         dst.write_u32(self.multiplier)?;
         dst.write_u8(self.shift)?;
-        dst.write_u8(self.zero_point as u8)?;
-        dst.write_u8(self.lo as u8)?;
+        dst.write_u32(self.clamp.zero_point as i32 as u32)?;
+        dst.write_u32(self.clamp.lo as i32 as u32)?;
+        dst.write_bool(self.clamp.width == Width::Int16)?;
         dst.write_target(self.y_prime)?;
         dst.write_target(self.sigma)?;
         dst.write_target_vec(&self.a_bytes)?;
@@ -605,8 +664,11 @@ impl SimpleGenerator<F, D> for RequantHint {
             acc: src.read_target()?,
             multiplier: src.read_u32()?,
             shift: src.read_u8()?,
-            zero_point: src.read_u8()? as i8,
-            lo: src.read_u8()? as i8,
+            clamp: Clamp {
+                zero_point: i64::from(src.read_u32()? as i32),
+                lo: i64::from(src.read_u32()? as i32),
+                width: if src.read_bool()? { Width::Int16 } else { Width::Int8 },
+            },
             y_prime: src.read_target()?,
             sigma: src.read_target()?,
             a_bytes: src.read_target_vec()?,

@@ -18,9 +18,11 @@ use super::{field_of, pack_bytes, write_bytes, ByteTarget, Gadgets};
 use crate::{D, F};
 
 impl Gadgets {
-    /// The outputs (offset-form probabilities) of a softmax row over the bytes `u`:
+    /// The outputs (offset-form probabilities) of a softmax row over the range-checked values
+    /// `u` (bytes, or the 16-bit scores of a `ScoresSoftmax`, with a table over every distance
+    /// of that width):
     /// - a witnessed maximum `m` with `d_j = m − u_j` a row of the exponential table (so
-    ///   `d_j ∈ [0, 255]`, `m ≥ u_j`) and `Π d_j = 0` (`m` is one of the `u_j`);
+    ///   `d_j ∈ [0, exp.len())`, `m ≥ u_j`) and `Π d_j = 0` (`m` is one of the `u_j`);
     /// - `e_j = exp[d_j]` by that lookup, `S = Σ e_j`;
     /// - per cell a witnessed `q_j` (a byte) and remainder `r_j` with
     ///   `510·e_j + S = 2S·q_j + r_j` and `r_j`, `2S − 1 − r_j` both in the bytes that
@@ -29,11 +31,11 @@ impl Gadgets {
     pub(crate) fn softmax_row(
         &mut self,
         builder: &mut CircuitBuilder<F, D>,
-        u: &[ByteTarget],
+        u: &[Target],
         exp: &[u16],
     ) -> Vec<ByteTarget> {
         let table = *self.exp_tables.entry(exp.to_vec()).or_insert_with(|| {
-            let pairs: Vec<(u16, u16)> = (0..256u16).map(|d| (d, exp[usize::from(d)])).collect();
+            let pairs: Vec<(u16, u16)> = exp.iter().enumerate().map(|(d, &e)| (d as u16, e)).collect();
             builder.add_lookup_table_from_pairs(Arc::new(pairs))
         });
         // A fault aimed at the row's first cell may also hit the maximum.
@@ -44,7 +46,7 @@ impl Gadgets {
         #[cfg(not(test))]
         let row_cut = false;
         let m = builder.add_virtual_target();
-        let inputs: Vec<Target> = u.iter().map(|b| b.0).collect();
+        let inputs: Vec<Target> = u.to_vec();
         builder.add_simple_generator(MaxHint {
             inputs: inputs.clone(),
             output: m,

@@ -3,7 +3,7 @@
 
 use super::{
     Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_ROW, MAX_NAME_LEN,
-    MAX_NODES, MAX_RANK, MAX_TENSOR_LEN, TABLE_LEN,
+    MAX_NODES, MAX_RANK, MAX_TENSOR_LEN, TABLE_LEN, WIDE_TABLE_LEN,
 };
 use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result};
@@ -91,6 +91,13 @@ impl QuantModel {
                     exp.iter().for_each(|&e| w.u16(e));
                     w.bytes(&keep.iter().map(|&k| u8::from(k)).collect::<Vec<_>>());
                 }
+                Op::ScoresSoftmax { requant, score_zero_point, exp, keep } => {
+                    w.u8(15);
+                    put_requant(&mut w, *requant);
+                    w.u16(*score_zero_point as u16);
+                    exp.iter().for_each(|&e| w.u16(e));
+                    w.bytes(&keep.iter().map(|&k| u8::from(k)).collect::<Vec<_>>());
+                }
                 Op::AddConst { ka, constants, requant } => {
                     w.u8(9);
                     w.i32(*ka);
@@ -174,15 +181,13 @@ impl QuantModel {
                 10 => Op::MatMul { requant: get_requant(&mut r)? },
                 11 => {
                     let exp = (0..TABLE_LEN).map(|_| r.u16()).collect::<Result<_>>()?;
-                    let keep = r
-                        .bytes(MAX_TENSOR_LEN)?
-                        .iter()
-                        .map(|&b| match b {
-                            0 | 1 => Ok(b == 1),
-                            _ => Err(Error::Format(format!("mask byte {b} is not 0 or 1"))),
-                        })
-                        .collect::<Result<_>>()?;
-                    Op::Softmax { exp, keep }
+                    Op::Softmax { exp, keep: get_mask(&mut r)? }
+                }
+                15 => {
+                    let requant = get_requant(&mut r)?;
+                    let score_zero_point = r.u16()? as i16;
+                    let exp = (0..WIDE_TABLE_LEN).map(|_| r.u16()).collect::<Result<_>>()?;
+                    Op::ScoresSoftmax { requant, score_zero_point, exp, keep: get_mask(&mut r)? }
                 }
                 13 => {
                     let dim = r.u32()? as usize;
@@ -224,6 +229,17 @@ fn put_requant(w: &mut Writer, q: Requant) {
 
 fn get_requant(r: &mut Reader<'_>) -> Result<Requant> {
     Ok(Requant { multiplier: r.u32()?, shift: r.u8()? })
+}
+
+/// A Softmax mask: one byte per cell, 0 or 1.
+fn get_mask(r: &mut Reader<'_>) -> Result<Vec<bool>> {
+    r.bytes(MAX_TENSOR_LEN)?
+        .iter()
+        .map(|&b| match b {
+            0 | 1 => Ok(b == 1),
+            _ => Err(Error::Format(format!("mask byte {b} is not 0 or 1"))),
+        })
+        .collect()
 }
 
 fn put_window(w: &mut Writer, kernel: &[usize; 2], stride: &[usize; 2], pads: &[usize; 4]) {

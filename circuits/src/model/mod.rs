@@ -166,6 +166,24 @@ pub enum Op {
         /// every leading index; empty for all.
         keep: Vec<bool>,
     },
+    /// Softmax over the last axis of the product of two computed tensors, the product kept at 16
+    /// bits: attention scores `Q·Kᵀ` and their Softmax in one op, so that the wide scores never
+    /// become a tensor (every tensor stays int8). Per kept cell of a row (masked cells are not
+    /// computed), `s = requant16(Σ_k (a[.., m, k] − zp_a) · (b[.., k, n] − zp_b))`, the
+    /// requantization of [`Requant`] clamped to `[−32768, 32767]` around `score_zero_point`;
+    /// then as [`Op::Softmax`] over the 16-bit scores, with a table over their 65,536
+    /// distances. Eight-bit scores step by 1/255 of their range (0.3 in the exponent for a
+    /// typical attention layer); sixteen-bit ones by 1/65535 (docs/quantization.md).
+    ScoresSoftmax {
+        /// Requantization of every score to 16 bits.
+        requant: Requant,
+        /// Zero point of the 16-bit scores.
+        score_zero_point: i16,
+        /// `exp[d] ≈ 65535 · e^(−s_score · d)` for the 65,536 distances `d` to the row maximum.
+        exp: Vec<u16>,
+        /// As [`Op::Softmax`]'s mask.
+        keep: Vec<bool>,
+    },
     /// LayerNorm over the last axis, exact in integers (docs/quantization.md): per row of `n`
     /// centered values `c_i`, `D_i = n·c_i − Σc`, `V = Σ D_i² + eps`, the proven inverse square
     /// root `R = floor(2^31 / isqrt(V))`, and `y_i = requant(D_i · R · gamma[i] + beta[i])`.
@@ -199,6 +217,9 @@ pub enum Op {
 /// Most inputs of an [`Op::Concat`].
 pub const MAX_CONCAT_INPUTS: usize = 64;
 
+/// Entries of an [`Op::ScoresSoftmax`] exponential table: one per 16-bit distance.
+pub const WIDE_TABLE_LEN: usize = 1 << 16;
+
 /// Entries of an [`Op::Table`]: one per int8 input value.
 pub const TABLE_LEN: usize = 256;
 
@@ -231,6 +252,7 @@ impl Op {
             Op::Concat { .. } => "Concat",
             Op::MatMul { .. } => "MatMul",
             Op::Softmax { .. } => "Softmax",
+            Op::ScoresSoftmax { .. } => "ScoresSoftmax",
             Op::Embedding { .. } => "Embedding",
             Op::LayerNorm { .. } => "LayerNorm",
             Op::Table { .. } => "Table",
@@ -312,7 +334,7 @@ impl QuantModel {
             .map(|n| match &n.op {
                 Op::Dense { weights, .. } => (weights.len() * dense_rows(&n.shape)) as u64,
                 Op::Conv { weights, c_out, .. } => (numel(&n.shape) / c_out * weights.len()) as u64,
-                Op::MatMul { .. } => {
+                Op::MatMul { .. } | Op::ScoresSoftmax { .. } => {
                     let a = self.tensor_shape(n.inputs[0]);
                     (numel(&n.shape) * a[a.len() - 1]) as u64
                 }

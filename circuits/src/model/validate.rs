@@ -3,7 +3,7 @@
 
 use super::{
     numel, Op, QParams, QuantModel, Requant, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW, MAX_MACS,
-    MAX_NODES, MAX_RANK, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q, TABLE_LEN,
+    MAX_NODES, MAX_RANK, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q, TABLE_LEN, WIDE_TABLE_LEN,
 };
 use crate::error::{Error, Result};
 
@@ -27,7 +27,7 @@ impl QuantModel {
             check_shape(&n.shape).map_err(|e| bad(name, e))?;
             check_q(n.q).map_err(|e| bad(name, e))?;
             let arity = match n.op {
-                Op::Add { .. } | Op::MatMul { .. } => 2..=2,
+                Op::Add { .. } | Op::MatMul { .. } | Op::ScoresSoftmax { .. } => 2..=2,
                 Op::Concat { .. } => 1..=MAX_CONCAT_INPUTS,
                 _ => 1..=1,
             };
@@ -132,37 +132,17 @@ impl QuantModel {
                     }
                 }
                 Op::MatMul { requant } => {
-                    let [batch, m, k, n_] =
-                        matmul_dims(in_shape, self.tensor_shape(n.inputs[1])).map_err(|e| bad(name, e))?;
-                    let mut expected = in_shape[..in_shape.len() - 1].to_vec();
-                    expected.push(n_);
-                    if n.shape != expected {
-                        return Err(bad(name, format!("output shape {:?} should be {expected:?}", n.shape)));
-                    }
-                    check_requant(*requant).map_err(|e| bad(name, e))?;
-                    macs += (batch * m * k * n_) as u64;
+                    macs += check_matmul(self, n, *requant).map_err(|e| bad(name, e))?;
                 }
                 Op::Softmax { exp, keep } => {
-                    if n.shape != in_shape || n.q != SOFTMAX_Q {
-                        return Err(bad(
-                            name,
-                            "Softmax keeps the shape and outputs at scale 1/255, zero point -128".into(),
-                        ));
+                    if n.shape != in_shape {
+                        return Err(bad(name, "Softmax keeps the shape".into()));
                     }
-                    if exp.len() != TABLE_LEN || exp[0] == 0 {
-                        return Err(bad(name, format!("Softmax needs {TABLE_LEN} exponentials, the first positive")));
-                    }
-                    let row = *n.shape.last().expect("checked shape");
-                    if row > MAX_SOFTMAX_ROW {
-                        return Err(bad(name, format!("Softmax rows of {row} exceed {MAX_SOFTMAX_ROW}")));
-                    }
-                    let pattern = if n.shape.len() >= 2 { row * n.shape[n.shape.len() - 2] } else { row };
-                    if !keep.is_empty() && (keep.len() != pattern || keep.chunks(row).any(|r| !r.contains(&true))) {
-                        return Err(bad(
-                            name,
-                            "a Softmax mask covers the last two axes and keeps a cell of every row".into(),
-                        ));
-                    }
+                    check_softmax(n, exp, TABLE_LEN, keep).map_err(|e| bad(name, e))?;
+                }
+                Op::ScoresSoftmax { requant, exp, keep, .. } => {
+                    macs += check_matmul(self, n, *requant).map_err(|e| bad(name, e))?;
+                    check_softmax(n, exp, WIDE_TABLE_LEN, keep).map_err(|e| bad(name, e))?;
                 }
                 Op::LayerNorm { gamma, beta, eps, requant } => {
                     let row = *in_shape.last().expect("checked shape");
@@ -285,4 +265,37 @@ fn window_out(
         return Err(format!("window {kernel:?} larger than the padded input {ph}x{pw}"));
     }
     Ok(((ph - kernel[0]) / stride[0] + 1, (pw - kernel[1]) / stride[1] + 1))
+}
+
+/// The shapes and multiplier of a product of two computed tensors (MatMul, ScoresSoftmax);
+/// returns its multiply-accumulates.
+fn check_matmul(model: &QuantModel, n: &super::Node, requant: Requant) -> std::result::Result<u64, String> {
+    let in_shape = model.tensor_shape(n.inputs[0]);
+    let [batch, m, k, n_] = matmul_dims(in_shape, model.tensor_shape(n.inputs[1]))?;
+    let mut expected = in_shape[..in_shape.len() - 1].to_vec();
+    expected.push(n_);
+    if n.shape != expected {
+        return Err(format!("output shape {:?} should be {expected:?}", n.shape));
+    }
+    check_requant(requant)?;
+    Ok((batch * m * k * n_) as u64)
+}
+
+/// A Softmax's output quantization, exponential table (`len` entries) and mask.
+fn check_softmax(n: &super::Node, exp: &[u16], len: usize, keep: &[bool]) -> std::result::Result<(), String> {
+    if n.q != SOFTMAX_Q {
+        return Err("a Softmax outputs at scale 1/255, zero point -128".into());
+    }
+    if exp.len() != len || exp[0] == 0 {
+        return Err(format!("a Softmax needs {len} exponentials, the first positive"));
+    }
+    let row = *n.shape.last().expect("checked shape");
+    if row > MAX_SOFTMAX_ROW {
+        return Err(format!("Softmax rows of {row} exceed {MAX_SOFTMAX_ROW}"));
+    }
+    let pattern = if n.shape.len() >= 2 { row * n.shape[n.shape.len() - 2] } else { row };
+    if !keep.is_empty() && (keep.len() != pattern || keep.chunks(row).any(|r| !r.contains(&true))) {
+        return Err("a Softmax mask covers the last two axes and keeps a cell of every row".into());
+    }
+    Ok(())
 }
