@@ -7,8 +7,9 @@
 //! remainder_bytes` wires, so a row holds 8–10 elements of one channel.
 //!
 //! Operation wires: `acc`, `y'` (output minus the low clamp), `σ` (sign of the clamp excess), the
-//! excess magnitude bytes `a_j`, the remainder bytes `r_j`, and the output byte `u`. Row constants:
-//! `M`, `offset = 2^(s-1) + (zp - lo)·2^s`, `2^s`, `high = 127 - lo`, `lo + 128`. With
+//! excess magnitude bytes `a_j`, the remainder bytes `r_j`, and the output `u`. Row constants:
+//! `M`, `offset = 2^(s-1) + (zp - lo)·2^s`, `2^s`, `high = 127 - lo`, `lo + 128` (for the 16-bit
+//! scores of a `ScoresSoftmax`: `high = 32767 - lo`, `lo + 32768`). With
 //! `a = Σ a_j·256^j` and `r = Σ r_j·256^j` the constraints are
 //!
 //! ```text
