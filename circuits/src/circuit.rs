@@ -17,7 +17,9 @@ use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData};
 
 use crate::commit::{Commitment, OutputKey, Salt};
 use crate::error::{Error, Result};
-use crate::gadgets::{commit_bytes, commit_encrypted_bytes, field_of, output_key, ByteTarget, Gadgets, MacLayout};
+use crate::gadgets::{
+    commit_bytes, commit_encrypted_bytes, field_of, output_key, ByteTarget, ExpTable, Gadgets, MacLayout,
+};
 use crate::gates::WeightedSumGate;
 use crate::lower::{affine_layout, for_each_element, layer_norm_layout, product_layout, Element, Width};
 use crate::model::{numel, QuantModel};
@@ -410,12 +412,25 @@ impl SegmentCircuit {
                     Element::Softmax { tensor, kept, at: Some(p), exp } => {
                         if softmax_row.as_ref().map(|r| r.0) != Some(kept[0]) {
                             let cells: Vec<Target> = kept.iter().map(|&k| values[&tensor][k].0).collect();
+                            let exp = ExpTable::Direct(exp);
                             softmax_row = Some((kept[0], gadgets.softmax_row(&mut builder, &cells, exp)));
                         }
                         softmax_row.as_ref().expect("just built").1[p]
                     }
                     Element::ScoresSoftmax { at: None, .. } => ByteTarget(builder.zero()),
-                    Element::ScoresSoftmax { a, b, offsets, pairs, k, at: Some(p), requant, zero_point, exp, row } => {
+                    Element::ScoresSoftmax {
+                        a,
+                        b,
+                        offsets,
+                        pairs,
+                        k,
+                        at: Some(p),
+                        requant,
+                        zero_point,
+                        exp_high,
+                        exp_low,
+                        row,
+                    } => {
                         if softmax_row.as_ref().map(|r| r.0) != Some(row) {
                             let layout = match product_layout(k, requant, Width::Int16) {
                                 Ok(l) => l,
@@ -433,6 +448,7 @@ impl SegmentCircuit {
                                     gadgets.requantize_score(&mut builder, acc, requant, zero_point, layout)
                                 })
                                 .collect();
+                            let exp = ExpTable::Split { high: exp_high, low: exp_low };
                             softmax_row = Some((row, gadgets.softmax_row(&mut builder, &scores, exp)));
                         }
                         softmax_row.as_ref().expect("just built").1[p]

@@ -36,11 +36,18 @@ fn requantize_to(acc: i64, requant: Requant, zero_point: i128, lo: i128, top: i1
     (zero_point + z).clamp(lo, top)
 }
 
+/// The exponential of a 16-bit score distance `d = 256·h + l` of an [`crate::Op::ScoresSoftmax`]:
+/// `floor((exp_high[h] · exp_low[l] + 2^15) / 2^16)`.
+pub fn score_exp(exp_high: &[u16], exp_low: &[u16], d: u16) -> u16 {
+    let product = u64::from(exp_high[usize::from(d >> 8)]) * u64::from(exp_low[usize::from(d & 0xff)]);
+    ((product + (1 << 15)) >> 16) as u16
+}
+
 /// The outputs (offset form) of a softmax row's kept cells `u` (offset form, 8 or 16 bits):
-/// `q_j = floor((510·e_j + S) / 2S)` with `e_j = exp[max − u_j]`, `S = Σ e_j`.
-pub(crate) fn softmax_row(u: &[u16], exp: &[u16]) -> Vec<u8> {
+/// `q_j = floor((510·e_j + S) / 2S)` with `e_j = exp(max − u_j)`, `S = Σ e_j`.
+pub(crate) fn softmax_row(u: &[u16], exp: impl Fn(u16) -> u16) -> Vec<u8> {
     let m = *u.iter().max().expect("a row keeps a cell");
-    let e: Vec<u64> = u.iter().map(|&x| u64::from(exp[usize::from(m - x)])).collect();
+    let e: Vec<u64> = u.iter().map(|&x| u64::from(exp(m - x))).collect();
     let s: u64 = e.iter().sum::<u64>().max(1);
     e.iter().map(|&e| ((510 * e + s) / (2 * s)) as u8).collect()
 }
@@ -124,7 +131,7 @@ pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
                 Element::Softmax { tensor, kept, at: Some(p), exp } => {
                     if row.as_ref().map(|r| r.0) != Some(kept[0]) {
                         let cells: Vec<u16> = kept.iter().map(|&k| u16::from(u[tensor][k])).collect();
-                        row = Some((kept[0], softmax_row(&cells, exp)));
+                        row = Some((kept[0], softmax_row(&cells, |d| exp[usize::from(d)])));
                     }
                     row.as_ref().expect("just computed").1[p]
                 }
@@ -138,7 +145,8 @@ pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
                     at: Some(p),
                     requant,
                     zero_point,
-                    exp,
+                    exp_high,
+                    exp_low,
                     row: start,
                 } => {
                     if row.as_ref().map(|r| r.0) != Some(start) {
@@ -151,7 +159,7 @@ pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
                                 (requantize_score(acc, requant, zero_point) as u16) ^ 0x8000
                             })
                             .collect();
-                        row = Some((start, softmax_row(&scores, exp)));
+                        row = Some((start, softmax_row(&scores, |d| score_exp(exp_high, exp_low, d))));
                     }
                     row.as_ref().expect("just computed").1[p]
                 }

@@ -44,7 +44,7 @@ pub use hash::{verify_proof_parallel, TgridPoseidonConfig, TgridPoseidonHash};
 pub use lower::{check_layer_norm, requant_for, requant_for_scores, window_indices};
 pub use model::{
     numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, INV_SQRT_BITS, MAX_CONCAT_INPUTS,
-    MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW, MAX_MACS, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q, WIDE_TABLE_LEN,
+    MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW, MAX_MACS, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q,
 };
 pub use privacy::Privacy;
 pub use task::{prove_circuit, CircuitStats, SegmentPlan, TaskProver, TaskVerifier};

@@ -36,7 +36,8 @@ pub(crate) enum Element<'a> {
     /// One output of a softmax row over 16-bit scores ([`Op::ScoresSoftmax`]): the row's kept
     /// cells are sums of products of `a` and `b`, `k` pairs each (`pairs` holds them cell after
     /// cell), each requantized to 16 bits around `zero_point`; this output's position among them
-    /// (`None`: masked, output 0 in offset form); `row` is the row's first output index.
+    /// (`None`: masked, output 0 in offset form); the exponential's two tables; `row` is the
+    /// row's first output index.
     ScoresSoftmax {
         a: usize,
         b: usize,
@@ -46,7 +47,8 @@ pub(crate) enum Element<'a> {
         at: Option<usize>,
         requant: Requant,
         zero_point: i16,
-        exp: &'a [u16],
+        exp_high: &'a [u16],
+        exp_low: &'a [u16],
         row: usize,
     },
     /// One output of a LayerNorm row: the row's cells `row` of `tensor` (flat indices), centered
@@ -231,7 +233,7 @@ pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: imp
                 }
             }
         }
-        Op::ScoresSoftmax { requant, score_zero_point, exp, keep } => {
+        Op::ScoresSoftmax { requant, score_zero_point, exp_high, exp_low, keep } => {
             let b = node.inputs[1];
             let [batch, m, k, n] = matmul_dims(in_shape, model.tensor_shape(b)).expect("validated");
             let offsets = [offset, i64::from(model.tensor_q(b).zero_point) + 128];
@@ -261,7 +263,8 @@ pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: imp
                             at,
                             requant: *requant,
                             zero_point: *score_zero_point,
-                            exp,
+                            exp_high,
+                            exp_low,
                             row: row_start,
                         };
                         f(row_start + col, element);

@@ -55,8 +55,9 @@ fn estimated_rows(model: &QuantModel, node: usize) -> usize {
                 crate::segment_config(0, crate::Privacy::Public).num_routed_wires,
             );
             let products = (out as f64 * rows_per_sum).ceil() as usize + requantized;
-            // The Softmax, and its table of 65,536 distances (27 entries per lookup-table row).
-            let softmax = if matches!(n.op, Op::ScoresSoftmax { .. }) { out / 2 + (1 << 16) / 27 } else { 0 };
+            // The Softmax: per kept score its 16-bit range check, the two-table exponential
+            // (six lookups, four arithmetic operations) and the quotient.
+            let softmax = if matches!(n.op, Op::ScoresSoftmax { .. }) { out } else { 0 };
             products + softmax
         }
         Op::LayerNorm { .. } | Op::Softmax { .. } => out / 2 + requantized,

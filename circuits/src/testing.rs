@@ -323,7 +323,10 @@ pub fn scores_attention_model(seed: u64, causal: bool) -> QuantModel {
         op: Op::ScoresSoftmax {
             requant: crate::requant_for_scores(0.05 * 0.04 / score_scale, 4 * 65025).expect("multiplier fits"),
             score_zero_point: -2560,
-            exp: (0..1 << 16).map(|d| (65535.0 * (-score_scale * f64::from(d)).exp()).round() as u16).collect(),
+            exp_high: (0..256)
+                .map(|h| (65535.0 * (-score_scale * 256.0 * f64::from(h)).exp()).round() as u16)
+                .collect(),
+            exp_low: (0..256).map(|l| (65535.0 * (-score_scale * f64::from(l)).exp()).round() as u16).collect(),
             keep,
         },
         inputs: vec![1, 3],

@@ -228,7 +228,9 @@ fn sixteen_bit_scores_follow_the_integer_semantics() {
     let model = crate::testing::scores_attention_model(33, false);
     let x = random_input(&mut StdRng::seed_from_u64(34), model.input_len());
     let trace = infer::run(&model, &x).unwrap();
-    let Op::ScoresSoftmax { requant, score_zero_point, exp, .. } = &model.nodes[3].op else { unreachable!() };
+    let Op::ScoresSoftmax { requant, score_zero_point, exp_high, exp_low, .. } = &model.nodes[3].op else {
+        unreachable!()
+    };
     let (q, kt) = (&trace.tensors[1], &trace.tensors[3]);
     let (zq, zk) = (i64::from(model.tensor_q(1).zero_point), i64::from(model.tensor_q(3).zero_point));
     for row in 0..4 {
@@ -239,7 +241,14 @@ fn sixteen_bit_scores_follow_the_integer_semantics() {
             })
             .collect();
         let m = *scores.iter().max().unwrap();
-        let e: Vec<i64> = scores.iter().map(|&s| i64::from(exp[(m - s) as usize])).collect();
+        let e: Vec<i64> = scores
+            .iter()
+            .map(|&s| {
+                let d = (m - s) as u64;
+                let product = u64::from(exp_high[(d / 256) as usize]) * u64::from(exp_low[(d % 256) as usize]);
+                ((product + 32768) / 65536) as i64
+            })
+            .collect();
         let sum: i64 = e.iter().sum();
         let expected: Vec<i8> = e.iter().map(|&e| ((510 * e + sum) / (2 * sum) - 128) as i8).collect();
         assert_eq!(&trace.tensors[4][row * 4..row * 4 + 4], &expected[..], "row {row}");
@@ -256,6 +265,7 @@ fn sixteen_bit_score_constraints_reject_wrong_witnesses() {
         assert_fault_rejected(&model, 3, start + kept, Fault::MaxTooLarge);
         assert_fault_rejected(&model, 3, start + kept, Fault::MaxTooSmall);
         assert_fault_rejected(&model, 3, start + kept + 1, Fault::SoftmaxQuotientHigh);
+        assert_fault_rejected(&model, 3, start + kept, Fault::ScoreExpOffByOne);
         assert_fault_rejected(&model, 3, start + kept - 1, Fault::ProductSumOffByOne);
         assert_fault_rejected(&model, 3, start, Fault::ClampOffByOne);
         assert_fault_rejected(&model, 3, start, Fault::WrongOutput);
@@ -272,14 +282,43 @@ fn a_sixteen_bit_score_model_round_trips_and_rejects_a_short_table() {
     let model = crate::testing::scores_attention_model(36, true);
     assert_eq!(QuantModel::from_canonical_bytes(&model.to_canonical_bytes()).unwrap(), model);
     let mut short = model.clone();
-    let Op::ScoresSoftmax { exp, .. } = &mut short.nodes[3].op else { unreachable!() };
-    exp.truncate(256);
+    let Op::ScoresSoftmax { exp_low, .. } = &mut short.nodes[3].op else { unreachable!() };
+    exp_low.truncate(255);
     let why = short.validate().unwrap_err().to_string();
-    assert!(why.contains("65536 exponentials"), "{why}");
+    assert!(why.contains("two tables of 256 exponentials"), "{why}");
     let bytes = model.to_canonical_bytes();
     for cut in [bytes.len() / 2, bytes.len() - 1] {
         assert!(QuantModel::from_canonical_bytes(&bytes[..cut]).is_err());
     }
+}
+
+#[test]
+fn a_model_may_not_add_more_than_its_share_of_lookup_entries() {
+    // Sixty-five embeddings of 256 tokens × 256 channels would add 65 · 2^16 > 2^22 table
+    // entries to the circuit, each a row of a lookup table every build allocates.
+    let mut model = crate::testing::language_model(37);
+    let embed = &model.nodes[0];
+    let wide = crate::Node {
+        name: "wide".into(),
+        op: Op::Embedding { table: vec![1; 1 << 16], dim: 256 },
+        inputs: vec![0],
+        shape: vec![embed.shape[0], 256],
+        q: embed.q,
+    };
+    let extra = crate::model::MAX_LOOKUP_ENTRIES / (1 << 16) + 1;
+    for i in 0..extra {
+        model.nodes.insert(1, crate::Node { name: format!("wide_{i}"), ..wide.clone() });
+    }
+    for node in &mut model.nodes[1 + extra..] {
+        node.inputs.iter_mut().filter(|t| **t >= 2).for_each(|t| *t += extra);
+    }
+    let why = model.validate().unwrap_err().to_string();
+    assert!(why.contains("lookup-table entries"), "{why}");
+    model.nodes.drain(1..3);
+    for node in &mut model.nodes[extra - 1..] {
+        node.inputs.iter_mut().filter(|t| **t >= 2).for_each(|t| *t -= 2);
+    }
+    model.validate().expect("63 such embeddings are within the limit");
 }
 
 #[test]

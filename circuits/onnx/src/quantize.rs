@@ -232,10 +232,10 @@ fn masked_cells(graph: &FloatGraph, t: usize) -> Option<&[bool]> {
 pub struct QuantizeOptions {
     /// Keep attention scores at 16 bits: a MatMul of two computed tensors whose only reader is
     /// a Softmax becomes one [`Op::ScoresSoftmax`] with the product requantized to 16 bits, so
-    /// the Softmax sees its logits 256 times finer. It costs a 65,536-entry exponential table
-    /// per distinct score scale (about 2,400 rows each) and two byte lookups per score; the
-    /// character GPT needs it to agree with its float model on 95 % of next characters
-    /// (docs/quantization.md).
+    /// the Softmax sees its logits 256 times finer. It costs two 256-entry exponential tables
+    /// per distinct score scale and a few lookups per score, about what skipping the masked
+    /// scores saves. The character GPT needs it to agree with its float model on 95 % of next
+    /// characters (docs/quantization.md).
     pub wide_attention_scores: bool,
 }
 
@@ -502,10 +502,11 @@ fn scores_softmax(
         return Err(invalid(format!("scaling by {alpha} is not a positive finite factor")));
     }
     let requant = tgrid_circuits::requant_for_scores(m, k * 255 * 255).map_err(invalid)?;
-    let exp = (0..tgrid_circuits::WIDE_TABLE_LEN)
-        .map(|d| (65535.0 * (-score_scale * d as f64).exp()).round() as u16)
-        .collect();
-    Ok((Op::ScoresSoftmax { requant, score_zero_point, exp, keep: keep.to_vec() }, n.inputs.clone()))
+    // exp(d) for d = 256·h + l is the rounded product of two tables (`infer::score_exp`).
+    let table =
+        |step: f64| (0..256).map(move |i| (65535.0 * (-score_scale * step * f64::from(i)).exp()).round() as u16);
+    let (exp_high, exp_low) = (table(256.0).collect(), table(1.0).collect());
+    Ok((Op::ScoresSoftmax { requant, score_zero_point, exp_high, exp_low, keep: keep.to_vec() }, n.inputs.clone()))
 }
 
 /// `model` without the nodes nothing reads (a MatMul whose scores a `ScoresSoftmax` took over),

@@ -83,7 +83,7 @@ impl Gadgets {
     pub(crate) fn range_check_bits(&mut self, builder: &mut CircuitBuilder<F, D>, v: Target, bits: usize) {
         let count = bits.div_ceil(8);
         let bytes = builder.add_virtual_targets(count);
-        builder.add_simple_generator(BytesHint { value: v, bytes: bytes.clone() });
+        builder.add_simple_generator(BytesHint::new(v, bytes.clone()));
         let checked: Vec<ByteTarget> = bytes.iter().map(|&b| self.range_check_byte(builder, b)).collect();
         let spare = 8 * count - bits;
         if spare > 0 {
@@ -158,6 +158,20 @@ impl SimpleGenerator<F, D> for InvSqrtHint {
 pub(super) struct BytesHint {
     value: Target,
     bytes: Vec<Target>,
+    /// Tests only: write the bytes of `value + 2^16` ([`Fault::ScoreExpOffByOne`]).
+    #[cfg(test)]
+    pub(super) fault: Option<Fault>,
+}
+
+impl BytesHint {
+    pub(super) fn new(value: Target, bytes: Vec<Target>) -> Self {
+        Self {
+            value,
+            bytes,
+            #[cfg(test)]
+            fault: None,
+        }
+    }
 }
 
 impl SimpleGenerator<F, D> for BytesHint {
@@ -170,7 +184,13 @@ impl SimpleGenerator<F, D> for BytesHint {
     }
 
     fn run_once(&self, witness: &PartitionWitness<'_, F>, out: &mut GeneratedValues<F>) -> anyhow::Result<()> {
-        write_bytes(out, &self.bytes, u128::from(witness.get_target(self.value).to_canonical_u64()))
+        #[allow(unused_mut)]
+        let mut value = u128::from(witness.get_target(self.value).to_canonical_u64());
+        #[cfg(test)]
+        if self.fault == Some(Fault::ScoreExpOffByOne) {
+            value += 1 << 16;
+        }
+        write_bytes(out, &self.bytes, value)
     }
 
     fn serialize(&self, dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {
@@ -179,6 +199,6 @@ impl SimpleGenerator<F, D> for BytesHint {
     }
 
     fn deserialize(src: &mut Buffer<'_>, _common: &CommonCircuitData<F, D>) -> IoResult<Self> {
-        Ok(Self { value: src.read_target()?, bytes: src.read_target_vec()? })
+        Ok(Self::new(src.read_target()?, src.read_target_vec()?))
     }
 }

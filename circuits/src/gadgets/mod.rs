@@ -28,6 +28,8 @@ use crate::{TgridPoseidonHash, D, F};
 mod layer_norm;
 mod softmax;
 
+pub(crate) use softmax::ExpTable;
+
 /// The witness generators of these gadgets, by id (for the task circuit cache).
 pub(crate) const GENERATORS: &[(&str, crate::prover_cache::ReadGenerator)] = &[
     ("tgrid::RequantHint", crate::prover_cache::reader::<RequantHint>),
@@ -84,6 +86,8 @@ pub(crate) enum Fault {
     SoftmaxQuotientHigh,
     /// Softmax: a probability one below the rounded quotient (the remainder reaches 2·Σe).
     SoftmaxQuotientLow,
+    /// ScoresSoftmax: a cell's exponential one above `floor((high·low + 2^15) / 2^16)`.
+    ScoreExpOffByOne,
 }
 
 /// Builder state shared by the gadgets: the byte lookup table and the models' function tables.

@@ -11,19 +11,31 @@ use plonky2::plonk::circuit_builder::CircuitBuilder;
 use plonky2::plonk::circuit_data::CommonCircuitData;
 use plonky2::util::serialization::{Buffer, IoResult, Read, Write};
 
+use super::layer_norm::BytesHint;
 #[cfg(test)]
 use super::Fault;
 use super::MaxHint;
 use super::{field_of, pack_bytes, write_bytes, ByteTarget, Gadgets};
 use crate::{D, F};
 
+/// The exponential of a Softmax row's distances to its maximum.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ExpTable<'a> {
+    /// `exp[d]` for a byte `d`: one lookup of `(d, exp[d])` (proving `d ∈ [0, 255]`).
+    Direct(&'a [u16]),
+    /// `floor((high[h]·low[l] + 2^15) / 2^16)` for a 16-bit `d = 256·h + l`
+    /// ([`crate::infer::score_exp`]).
+    Split { high: &'a [u16], low: &'a [u16] },
+}
+
 impl Gadgets {
     /// The outputs (offset-form probabilities) of a softmax row over the range-checked values
-    /// `u` (bytes, or the 16-bit scores of a `ScoresSoftmax`, with a table over every distance
-    /// of that width):
-    /// - a witnessed maximum `m` with `d_j = m − u_j` a row of the exponential table (so
-    ///   `d_j ∈ [0, exp.len())`, `m ≥ u_j`) and `Π d_j = 0` (`m` is one of the `u_j`);
-    /// - `e_j = exp[d_j]` by that lookup, `S = Σ e_j`;
+    /// `u` (bytes, or the 16-bit scores of a `ScoresSoftmax`):
+    /// - a witnessed maximum `m` with `d_j = m − u_j` in the exponential's domain (a row of
+    ///   the byte table, or two bytes with `d_j = l + 256·h` whose lookups check them), so
+    ///   `m ≥ u_j`, and `Π d_j = 0` (`m` is one of the `u_j`);
+    /// - `e_j = exp(d_j)` by those lookups (for the split table, `high[h]·low[l] + 2^15` as four
+    ///   checked bytes, the top two being `e_j`), `S = Σ e_j`;
     /// - per cell a witnessed `q_j` (a byte) and remainder `r_j` with
     ///   `510·e_j + S = 2S·q_j + r_j` and `r_j`, `2S − 1 − r_j` both in the bytes that
     ///   `2·n·max(exp)` needs (3 up to 128 cells), i.e.
@@ -32,12 +44,12 @@ impl Gadgets {
         &mut self,
         builder: &mut CircuitBuilder<F, D>,
         u: &[Target],
-        exp: &[u16],
+        exp: ExpTable<'_>,
     ) -> Vec<ByteTarget> {
-        let table = *self.exp_tables.entry(exp.to_vec()).or_insert_with(|| {
-            let pairs: Vec<(u16, u16)> = exp.iter().enumerate().map(|(d, &e)| (d as u16, e)).collect();
-            builder.add_lookup_table_from_pairs(Arc::new(pairs))
-        });
+        let (table, low_table) = match exp {
+            ExpTable::Direct(exp) => (self.exp_table(builder, exp), None),
+            ExpTable::Split { high, low } => (self.exp_table(builder, high), Some(self.exp_table(builder, low))),
+        };
         // A fault aimed at the row's first cell may also hit the maximum.
         #[cfg(test)]
         let max_fault = self.fault.filter(|(at, _)| *at == self.hinted).map(|(_, f)| f);
@@ -57,7 +69,10 @@ impl Gadgets {
         let mut e = Vec::with_capacity(u.len());
         for &x in &inputs {
             let d = builder.sub(m, x);
-            e.push(builder.add_lookup_from_index(d, table));
+            e.push(match low_table {
+                None => builder.add_lookup_from_index(d, table),
+                Some(low_table) => self.split_exp(builder, d, table, low_table),
+            });
             product = builder.mul(product, d);
         }
         if !row_cut {
@@ -68,7 +83,10 @@ impl Gadgets {
         let two_sum = builder.add(sum, sum);
         // r and t are below 2S ≤ 2·n·max(exp): as many bytes as that bound needs (3 for rows of
         // up to 128 cells), at most 4 (rows of at most 2^14 cells, `exp` of 16 bits).
-        let max_exp = exp.iter().copied().max().map_or(1, u64::from);
+        let max_exp = match exp {
+            ExpTable::Direct(exp) => exp.iter().copied().max().map_or(1, u64::from),
+            ExpTable::Split { .. } => u64::from(u16::MAX),
+        };
         let bound = 2 * u.len() as u64 * max_exp;
         let gap_bytes = (u64::BITS - bound.leading_zeros()).div_ceil(8).max(1) as usize;
         let one = builder.one();
@@ -111,6 +129,50 @@ impl Gadgets {
                 self.range_check_byte(builder, q)
             })
             .collect()
+    }
+}
+
+impl Gadgets {
+    /// The lookup table of the pairs `(d, exp[d])`, one per distinct table in the circuit.
+    fn exp_table(&mut self, builder: &mut CircuitBuilder<F, D>, exp: &[u16]) -> usize {
+        *self.exp_tables.entry(exp.to_vec()).or_insert_with(|| {
+            let pairs: Vec<(u16, u16)> = exp.iter().enumerate().map(|(d, &e)| (d as u16, e)).collect();
+            builder.add_lookup_table_from_pairs(Arc::new(pairs))
+        })
+    }
+
+    /// `floor((high[h]·low[l] + 2^15) / 2^16)` for `d = l + 256·h`: witnessed digits `l`, `h`
+    /// (their lookups into the two 256-entry tables prove them bytes, so `d ∈ [0, 2^16)`), and
+    /// `high[h]·low[l] + 2^15 < 2^32` as four range-checked bytes, the top two the result.
+    fn split_exp(&mut self, builder: &mut CircuitBuilder<F, D>, d: Target, high: usize, low: usize) -> Target {
+        #[cfg(test)]
+        let fault = self.fault.filter(|(at, f)| *at == self.hinted && *f == Fault::ScoreExpOffByOne).map(|(_, f)| f);
+        let digits = builder.add_virtual_targets(2);
+        builder.add_simple_generator(BytesHint::new(d, digits.clone()));
+        let l = builder.add_lookup_from_index(digits[0], low);
+        let h = builder.add_lookup_from_index(digits[1], high);
+        let packed = pack_bytes(builder, &[ByteTarget(digits[0]), ByteTarget(digits[1])]);
+        builder.connect(packed, d);
+        let product = builder.mul(h, l);
+        let rounded = builder.add_const(product, F::from_canonical_u64(1 << 15));
+        let bytes = builder.add_virtual_targets(4);
+        #[allow(unused_mut)]
+        let mut hint = BytesHint::new(rounded, bytes.clone());
+        #[cfg(test)]
+        {
+            hint.fault = fault;
+        }
+        builder.add_simple_generator(hint);
+        let checked: Vec<ByteTarget> = bytes.iter().map(|&b| self.range_check_byte(builder, b)).collect();
+        let packed = pack_bytes(builder, &checked);
+        #[cfg(test)]
+        let cut = self.cut && fault.is_some();
+        #[cfg(not(test))]
+        let cut = false;
+        if !cut {
+            builder.connect(packed, rounded);
+        }
+        pack_bytes(builder, &checked[2..])
     }
 }
 

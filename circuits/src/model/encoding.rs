@@ -3,7 +3,7 @@
 
 use super::{
     Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_ROW, MAX_NAME_LEN,
-    MAX_NODES, MAX_RANK, MAX_TENSOR_LEN, TABLE_LEN, WIDE_TABLE_LEN,
+    MAX_NODES, MAX_RANK, MAX_TENSOR_LEN, TABLE_LEN,
 };
 use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result};
@@ -91,11 +91,11 @@ impl QuantModel {
                     exp.iter().for_each(|&e| w.u16(e));
                     w.bytes(&keep.iter().map(|&k| u8::from(k)).collect::<Vec<_>>());
                 }
-                Op::ScoresSoftmax { requant, score_zero_point, exp, keep } => {
+                Op::ScoresSoftmax { requant, score_zero_point, exp_high, exp_low, keep } => {
                     w.u8(15);
                     put_requant(&mut w, *requant);
                     w.u16(*score_zero_point as u16);
-                    exp.iter().for_each(|&e| w.u16(e));
+                    exp_high.iter().chain(exp_low).for_each(|&e| w.u16(e));
                     w.bytes(&keep.iter().map(|&k| u8::from(k)).collect::<Vec<_>>());
                 }
                 Op::AddConst { ka, constants, requant } => {
@@ -186,8 +186,9 @@ impl QuantModel {
                 15 => {
                     let requant = get_requant(&mut r)?;
                     let score_zero_point = r.u16()? as i16;
-                    let exp = (0..WIDE_TABLE_LEN).map(|_| r.u16()).collect::<Result<_>>()?;
-                    Op::ScoresSoftmax { requant, score_zero_point, exp, keep: get_mask(&mut r)? }
+                    let exp_high = (0..TABLE_LEN).map(|_| r.u16()).collect::<Result<_>>()?;
+                    let exp_low = (0..TABLE_LEN).map(|_| r.u16()).collect::<Result<_>>()?;
+                    Op::ScoresSoftmax { requant, score_zero_point, exp_high, exp_low, keep: get_mask(&mut r)? }
                 }
                 13 => {
                     let dim = r.u32()? as usize;

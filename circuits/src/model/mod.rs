@@ -23,6 +23,10 @@ pub const MAX_TENSOR_LEN: usize = 1 << 22;
 /// See [`MAX_TENSOR_LEN`].
 pub const MAX_MACS: u64 = 1 << 32;
 const MAX_NODES: usize = 4096;
+/// Most lookup-table entries a model's ops may add to its circuit (up to 65,536 per embedding,
+/// 256 per function or exponential table): bounds what a hostile model file can make a circuit
+/// build allocate, about 155,000 table rows.
+pub const MAX_LOOKUP_ENTRIES: usize = 1 << 22;
 const MAX_RANK: usize = 8;
 const MAX_NAME_LEN: usize = 256;
 
@@ -171,16 +175,21 @@ pub enum Op {
     /// become a tensor (every tensor stays int8). Per kept cell of a row (masked cells are not
     /// computed), `s = requant16(Σ_k (a[.., m, k] − zp_a) · (b[.., k, n] − zp_b))`, the
     /// requantization of [`Requant`] clamped to `[−32768, 32767]` around `score_zero_point`;
-    /// then as [`Op::Softmax`] over the 16-bit scores, with a table over their 65,536
-    /// distances. Eight-bit scores step by 1/255 of their range (0.3 in the exponent for a
-    /// typical attention layer); sixteen-bit ones by 1/65535 (docs/quantization.md).
+    /// then as [`Op::Softmax`] over the 16-bit scores, the exponential of a distance
+    /// `d = 256·h + l` being [`crate::infer::score_exp`]`= floor((exp_high[h] · exp_low[l] +
+    /// 2^15) / 2^16)`: two tables of 256 entries, since a recursive verifier pays for every
+    /// entry of a lookup table. Eight-bit scores step by 1/255 of their range (0.3 in the
+    /// exponent for a typical attention layer); sixteen-bit ones by 1/65535
+    /// (docs/quantization.md).
     ScoresSoftmax {
         /// Requantization of every score to 16 bits.
         requant: Requant,
         /// Zero point of the 16-bit scores.
         score_zero_point: i16,
-        /// `exp[d] ≈ 65535 · e^(−s_score · d)` for the 65,536 distances `d` to the row maximum.
-        exp: Vec<u16>,
+        /// `exp_high[h] ≈ 65535 · e^(−s_score · 256·h)`.
+        exp_high: Vec<u16>,
+        /// `exp_low[l] ≈ 65535 · e^(−s_score · l)`.
+        exp_low: Vec<u16>,
         /// As [`Op::Softmax`]'s mask.
         keep: Vec<bool>,
     },
@@ -216,9 +225,6 @@ pub enum Op {
 
 /// Most inputs of an [`Op::Concat`].
 pub const MAX_CONCAT_INPUTS: usize = 64;
-
-/// Entries of an [`Op::ScoresSoftmax`] exponential table: one per 16-bit distance.
-pub const WIDE_TABLE_LEN: usize = 1 << 16;
 
 /// Entries of an [`Op::Table`]: one per int8 input value.
 pub const TABLE_LEN: usize = 256;

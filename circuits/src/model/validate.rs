@@ -2,8 +2,8 @@
 //! and the shape arithmetic they share with the lowering.
 
 use super::{
-    numel, Op, QParams, QuantModel, Requant, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW, MAX_MACS,
-    MAX_NODES, MAX_RANK, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q, TABLE_LEN, WIDE_TABLE_LEN,
+    numel, Op, QParams, QuantModel, Requant, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW,
+    MAX_LOOKUP_ENTRIES, MAX_MACS, MAX_NODES, MAX_RANK, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q, TABLE_LEN,
 };
 use crate::error::{Error, Result};
 
@@ -138,11 +138,23 @@ impl QuantModel {
                     if n.shape != in_shape {
                         return Err(bad(name, "Softmax keeps the shape".into()));
                     }
-                    check_softmax(n, exp, TABLE_LEN, keep).map_err(|e| bad(name, e))?;
+                    if exp.len() != TABLE_LEN || exp[0] == 0 {
+                        return Err(bad(name, format!("Softmax needs {TABLE_LEN} exponentials, the first positive")));
+                    }
+                    check_softmax(n, keep).map_err(|e| bad(name, e))?;
                 }
-                Op::ScoresSoftmax { requant, exp, keep, .. } => {
+                Op::ScoresSoftmax { requant, exp_high, exp_low, keep, .. } => {
                     macs += check_matmul(self, n, *requant).map_err(|e| bad(name, e))?;
-                    check_softmax(n, exp, WIDE_TABLE_LEN, keep).map_err(|e| bad(name, e))?;
+                    if exp_high.len() != TABLE_LEN
+                        || exp_low.len() != TABLE_LEN
+                        || crate::infer::score_exp(exp_high, exp_low, 0) == 0
+                    {
+                        return Err(bad(
+                            name,
+                            format!("ScoresSoftmax needs two tables of {TABLE_LEN} exponentials, exp(0) positive"),
+                        ));
+                    }
+                    check_softmax(n, keep).map_err(|e| bad(name, e))?;
                 }
                 Op::LayerNorm { gamma, beta, eps, requant } => {
                     let row = *in_shape.last().expect("checked shape");
@@ -184,8 +196,26 @@ impl QuantModel {
                 return Err(Error::InvalidModel(format!("more than {MAX_MACS} multiply-accumulates")));
             }
         }
+        let lookup_entries: usize = self.nodes.iter().map(|n| lookup_entries(&n.op)).sum();
+        if lookup_entries > MAX_LOOKUP_ENTRIES {
+            return Err(Error::InvalidModel(format!(
+                "{lookup_entries} lookup-table entries (exponential, function and embedding tables); at most \
+                 {MAX_LOOKUP_ENTRIES}"
+            )));
+        }
         crate::lower::check_bounds(self)?;
         Ok(())
+    }
+}
+
+/// Entries of the lookup table an op adds to its circuit (before equal tables are shared).
+fn lookup_entries(op: &Op) -> usize {
+    match op {
+        Op::Softmax { exp, .. } => exp.len(),
+        Op::ScoresSoftmax { exp_high, exp_low, .. } => exp_high.len() + exp_low.len(),
+        Op::Table { table } => table.len(),
+        Op::Embedding { table, .. } => table.len(),
+        _ => 0,
     }
 }
 
@@ -281,13 +311,10 @@ fn check_matmul(model: &QuantModel, n: &super::Node, requant: Requant) -> std::r
     Ok((batch * m * k * n_) as u64)
 }
 
-/// A Softmax's output quantization, exponential table (`len` entries) and mask.
-fn check_softmax(n: &super::Node, exp: &[u16], len: usize, keep: &[bool]) -> std::result::Result<(), String> {
+/// A Softmax's output quantization, row length and mask.
+fn check_softmax(n: &super::Node, keep: &[bool]) -> std::result::Result<(), String> {
     if n.q != SOFTMAX_Q {
         return Err("a Softmax outputs at scale 1/255, zero point -128".into());
-    }
-    if exp.len() != len || exp[0] == 0 {
-        return Err(format!("a Softmax needs {len} exponentials, the first positive"));
     }
     let row = *n.shape.last().expect("checked shape");
     if row > MAX_SOFTMAX_ROW {
