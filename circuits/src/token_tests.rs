@@ -151,30 +151,36 @@ fn malformed_new_ops_are_refused() {
     assert!(many.contains("input tensor"), "{many}");
 }
 
+/// `model`'s circuit computes its integer inference on random and extreme inputs, tensor
+/// `probabilities` holds rows of 4 that are distributions (masked cells 0 if `causal`), and its
+/// proof verifies and commits to the output.
+fn assert_attention_proven_exactly(model: &QuantModel, probabilities: usize, causal: bool) {
+    let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
+    let mut rng = StdRng::seed_from_u64(12);
+    let mut inputs: Vec<Vec<i8>> = (0..3).map(|_| random_input(&mut rng, model.input_len())).collect();
+    inputs.extend([i8::MIN, i8::MAX].map(|v| vec![v; model.input_len()]));
+    for x in &inputs {
+        let trace = infer::run(model, x).unwrap();
+        assert_eq!(prover.circuit_trace(x).unwrap(), trace);
+        // Each softmax row is a distribution: its probabilities (y + 128)/255 sum to about 1,
+        // and masked cells are 0.
+        for (r, row) in trace.tensors[probabilities].chunks(4).enumerate() {
+            let total: i32 = row.iter().map(|&y| i32::from(y) + 128).sum();
+            assert!((total - 255).abs() <= 2, "row {r} sums to {total}/255");
+            if causal {
+                assert!(row[r + 1..].iter().all(|&y| y == -128), "row {r} sees the future: {row:?}");
+            }
+        }
+    }
+    let (proof, trace, _) = prover.prove(&inputs[0], TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+    let publics = TaskVerifier::new(model, &SegmentPlan::default()).unwrap().verify(&proof).unwrap();
+    assert_eq!(publics.output_commitment, commit(trace.output()));
+}
+
 #[test]
 fn attention_is_proven_exactly_with_and_without_a_causal_mask() {
     for causal in [false, true] {
-        let model = crate::testing::attention_model(11, causal);
-        let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
-        let mut rng = StdRng::seed_from_u64(12);
-        let mut inputs: Vec<Vec<i8>> = (0..3).map(|_| random_input(&mut rng, model.input_len())).collect();
-        inputs.extend([i8::MIN, i8::MAX].map(|v| vec![v; model.input_len()]));
-        for x in &inputs {
-            let trace = infer::run(&model, x).unwrap();
-            assert_eq!(prover.circuit_trace(x).unwrap(), trace);
-            // Each softmax row is a distribution: its probabilities (y + 128)/255 sum to about 1,
-            // and masked cells are 0.
-            for (r, row) in trace.tensors[5].chunks(4).enumerate() {
-                let total: i32 = row.iter().map(|&y| i32::from(y) + 128).sum();
-                assert!((total - 255).abs() <= 2, "row {r} sums to {total}/255");
-                if causal {
-                    assert!(row[r + 1..].iter().all(|&y| y == -128), "row {r} sees the future: {row:?}");
-                }
-            }
-        }
-        let (proof, trace, _) = prover.prove(&inputs[0], TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
-        let publics = TaskVerifier::new(&model, &SegmentPlan::default()).unwrap().verify(&proof).unwrap();
-        assert_eq!(publics.output_commitment, commit(trace.output()));
+        assert_attention_proven_exactly(&crate::testing::attention_model(11, causal), 5, causal);
     }
 }
 
@@ -199,25 +205,7 @@ fn softmax_constraints_reject_a_wrong_maximum_or_quotient() {
 #[test]
 fn sixteen_bit_scores_are_proven_exactly() {
     for causal in [false, true] {
-        let model = crate::testing::scores_attention_model(31, causal);
-        let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
-        let mut rng = StdRng::seed_from_u64(32);
-        let mut inputs: Vec<Vec<i8>> = (0..3).map(|_| random_input(&mut rng, model.input_len())).collect();
-        inputs.extend([i8::MIN, i8::MAX].map(|v| vec![v; model.input_len()]));
-        for x in &inputs {
-            let trace = infer::run(&model, x).unwrap();
-            assert_eq!(prover.circuit_trace(x).unwrap(), trace);
-            for (r, row) in trace.tensors[4].chunks(4).enumerate() {
-                let total: i32 = row.iter().map(|&y| i32::from(y) + 128).sum();
-                assert!((total - 255).abs() <= 2, "row {r} sums to {total}/255");
-                if causal {
-                    assert!(row[r + 1..].iter().all(|&y| y == -128), "row {r} sees the future: {row:?}");
-                }
-            }
-        }
-        let (proof, trace, _) = prover.prove(&inputs[0], TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
-        let publics = TaskVerifier::new(&model, &SegmentPlan::default()).unwrap().verify(&proof).unwrap();
-        assert_eq!(publics.output_commitment, commit(trace.output()));
+        assert_attention_proven_exactly(&crate::testing::scores_attention_model(31, causal), 4, causal);
     }
 }
 
