@@ -16,7 +16,7 @@ store=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 "$nats" -js -sd "$store" -a 127.0.0.1 -p "$port" >"$store/nats.log" 2>&1 &
 broker=$!
-trap 'kill "$broker" 2>/dev/null; wait "$broker" 2>/dev/null; rm -rf "$store"' EXIT
+trap 'kill "$broker" 2>/dev/null; wait "$broker" 2>/dev/null || true; rm -rf "$store"' EXIT
 for _ in $(seq 50); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
     sleep 0.1
