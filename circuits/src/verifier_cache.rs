@@ -12,7 +12,8 @@ use plonky2::plonk::circuit_data::VerifierCircuitData;
 use tgrid_circuit_cache::{CircuitCache, CircuitKey};
 
 use crate::gates::{
-    DotProductGate, PoseidonHeadGate, PoseidonLowDegreeGate, PoseidonTailGate, RequantizeGate, WeightedSumGate,
+    DotProductGate, PoseidonHeadGate, PoseidonLowDegreeGate, PoseidonTailGate, QuotientMaskGate, RequantizeGate,
+    WeightedSumGate,
 };
 use crate::privacy::Privacy;
 use crate::task::SegmentPlan;
@@ -29,6 +30,7 @@ tgrid_circuit_cache::gate_serializer!(
     PoseidonHeadGate,
     PoseidonTailGate,
     PoseidonLowDegreeGate,
+    QuotientMaskGate,
     RequantizeGate,
     WeightedSumGate
 );

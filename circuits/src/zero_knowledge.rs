@@ -10,29 +10,37 @@
 //! secret wires (plonky2 issue #1605 and Haböck's "A note on adding zero-knowledge to STARKs",
 //! eprint 2024/1037, list what its treatment lacks). Here instead:
 //!
-//! - **Masking columns** ([`MASK_COLUMNS`] = `D` wire columns that no gate reads, random on every
-//!   row): FRI's batch polynomial is a random combination of every committed polynomial, these
-//!   two included, so it is a uniformly random polynomial apart from the values the verifier
-//!   computes from the openings, and the folded layers and final polynomial reveal nothing (the
-//!   masking polynomial of the batching step in Haböck's note; `D` columns because the batch is
-//!   over the degree-`D` extension).
-//! - **Per-polynomial blinding** counted by what each polynomial itself opens: a wire, partial
-//!   product or quotient polynomial is opened at ζ (`D` base values) and at every query, so
-//!   `D + queries` rows random in every wire; `Z` is also opened at `gζ`, so `2D + queries`
-//!   pairs of rows random in every routed wire *and* joined by copy constraints, which puts a
-//!   random factor into each `Z` at every pair.
+//! - **Masking columns** ([`MASK_COLUMNS`] = `D + 1` wire columns random on every row, read only
+//!   by the quotient-masking row): FRI's batch polynomial is a random combination of every
+//!   committed polynomial, these included, so it is a uniformly random polynomial apart from
+//!   the values the verifier computes from the openings, and the folded layers and final
+//!   polynomial reveal nothing (the masking polynomial of the batching step in Haböck's note;
+//!   `D` columns because the batch is over the degree-`D` extension, one more as the quotient
+//!   mask's multiplier).
+//! - **Per-polynomial blinding** counted by what each polynomial itself reveals: a wire or
+//!   partial-product polynomial is opened at ζ (`D` base values) and at every query, so
+//!   `D + queries` rows random in every wire; `Z` is opened at ζ, `gζ` and every query, and the
+//!   quotient's value at a query `x` (which the verifier can sum from its chunks) is a function
+//!   of `Z(g·x)`, so `2D + 2·queries` pairs of rows random in every routed wire *and* joined by
+//!   copy constraints, which puts a random factor into each `Z` at every pair.
+//! - **Quotient masking** ([`crate::gates::QuotientMaskGate`], one row): constraints of the
+//!   circuit's largest degree, `v^(k−1)·m_j = image_j` over the masking columns, add to each
+//!   quotient a polynomial spread over all its chunks and uniformly random at the opened points
+//!   but for the one combination per point the verifier computes anyway (Haböck's second point,
+//!   reached with plonky2's unchanged prover and verifier).
 //! - Merkle leaves salted as plonky2 salts them: the circuit is built without plonky2's blinding
 //!   and then marked zero-knowledge ([`mark_zero_knowledge`]), which is all plonky2's prover and
 //!   verifier read (`config.zero_knowledge`, `fri_params.hiding`; the flag is observed by the
 //!   Fiat-Shamir transcript).
 //!
-//! What this does not cover, as plonky2's own treatment does not: the quotient's chunks are not
-//! randomized separately (Haböck's second point; that needs plonky2's prover), and the lookup
-//! argument's polynomials carry no blinding. docs/SECURITY.md says what that leaves.
+//! What this does not cover: the lookup argument's polynomials, which plonky2's prover computes
+//! as functions of the looked-up values and zero on every other row, with no place for
+//! randomness a circuit could reach. docs/SECURITY.md says what that leaves.
 
 use std::ops::Range;
 
 use plonky2::field::types::Sample;
+use plonky2::gates::gate::GateRef;
 use plonky2::gates::noop::NoopGate;
 use plonky2::iop::generator::{GeneratedValues, SimpleGenerator};
 use plonky2::iop::target::Target;
@@ -42,6 +50,7 @@ use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData, CommonCircuitData
 use plonky2::util::serialization::{Buffer, IoResult, Read, Write};
 
 use crate::error::{Error, Result};
+use crate::gates::QuotientMaskGate;
 use crate::{C, D, F};
 
 /// The witness generators of the blinding, by id (for the task circuit cache).
@@ -50,8 +59,9 @@ pub(crate) const GENERATORS: &[(&str, crate::prover_cache::ReadGenerator)] = &[
     ("tgrid::MaskColumns", crate::prover_cache::reader::<MaskColumns>),
 ];
 
-/// Wire columns that no gate reads, random on every row of a private circuit.
-pub const MASK_COLUMNS: usize = D;
+/// Wire columns random on every row of a private circuit, read only by its quotient-masking row:
+/// `D` masks and their multiplier.
+pub const MASK_COLUMNS: usize = D + 1;
 
 /// `config` for a private circuit built by [`blind`]: plonky2's blinding off (this module adds
 /// its own), [`MASK_COLUMNS`] more wires.
@@ -66,9 +76,10 @@ pub(crate) fn regular_blinding_rows(config: &CircuitConfig) -> usize {
     D + config.fri_config.num_query_rounds
 }
 
-/// Pairs of copy-joined random rows each `Z` (opened at ζ, gζ and every query) needs.
+/// Pairs of copy-joined random rows each `Z` needs: it is opened at ζ, gζ and every query `x`,
+/// and the quotient at `x` reveals a value of `Z(g·x)`.
 pub(crate) fn permutation_blinding_pairs(config: &CircuitConfig) -> usize {
-    2 * D + config.fri_config.num_query_rounds
+    2 * D + 2 * config.fri_config.num_query_rounds
 }
 
 /// Adds the blinding rows and the masking columns to a circuit whose gates are all placed (the
@@ -86,6 +97,8 @@ pub(crate) struct BlindingRows {
     pub(crate) regular: Vec<usize>,
     /// First rows of the copy-joined pairs (the second row of each follows it).
     pub(crate) pairs: Vec<usize>,
+    /// The [`QuotientMaskGate`]'s row.
+    pub(crate) quotient_mask: usize,
 }
 
 /// [`blind`]; only a soundness test leaves the pairs unjoined (`join_pairs = false`, plonky2's
@@ -105,22 +118,29 @@ fn blind_with(builder: &mut CircuitBuilder<F, D>, join_pairs: bool) -> BlindingR
         }
         pairs.push(a);
     }
+    let mask_gate = QuotientMaskGate::new(num_wires, MASK_COLUMNS - 1, builder.config.max_quotient_degree_factor);
+    let quotient_mask = builder.add_gate(mask_gate, vec![]);
     // Registered before the rows' generator, whose first value it waits for: by then every
     // generator without inputs has run, plonky2's random public-input wires included, and the
     // masking generator leaves the cells they set alone.
     builder.add_simple_generator(MaskColumns { columns: gate_wires..num_wires, after: Target::wire(regular[0], 0) });
     builder.add_simple_generator(RandomRows { rows: regular.clone(), columns: 0..gate_wires });
     builder.add_simple_generator(RandomRows { rows: pairs.clone(), columns: 0..routed });
-    BlindingRows { regular, pairs }
+    BlindingRows { regular, pairs, quotient_mask }
 }
 
 /// Marks a circuit built with [`private_config`] and [`blind`] zero-knowledge: its prover salts
 /// every Merkle leaf of the witness, `Z` and quotient commitments, and its verifier expects it.
-/// Refuses a circuit one of whose gates reads a masking column (some of plonky2's gates size
-/// themselves by the configured width; none of a segment's does).
+/// Refuses a circuit one of whose gates, other than the quotient-masking row, reads a masking
+/// column (some of plonky2's gates size themselves by the configured width; none of a
+/// segment's does), or that has no quotient-masking row.
 pub(crate) fn mark_zero_knowledge(data: &mut CircuitData<F, C, D>) -> Result<()> {
     let gate_wires = data.common.config.num_wires - MASK_COLUMNS;
-    if let Some(gate) = data.common.gates.iter().find(|g| g.0.num_wires() > gate_wires) {
+    let is_mask = |g: &GateRef<F, D>| g.0.as_any().downcast_ref::<QuotientMaskGate>().is_some();
+    if !data.common.gates.iter().any(is_mask) {
+        return Err(Error::InvalidModel("a private circuit without its quotient-masking row".into()));
+    }
+    if let Some(gate) = data.common.gates.iter().find(|g| !is_mask(g) && g.0.num_wires() > gate_wires) {
         return Err(Error::InvalidModel(format!("gate {} reads the masking columns", gate.0.id())));
     }
     data.common.config.zero_knowledge = true;
@@ -208,6 +228,7 @@ impl SimpleGenerator<F, D> for MaskColumns {
 
 #[cfg(test)]
 mod tests {
+    use plonky2::field::polynomial::{PolynomialCoeffs, PolynomialValues};
     use plonky2::field::types::Field;
     use plonky2::iop::generator::generate_partial_witness;
     use plonky2::iop::witness::PartialWitness;
@@ -250,7 +271,7 @@ mod tests {
         let (data, x, rows) = circuit(true);
         let config = &data.common.config;
         assert_eq!(rows.regular.len(), D + config.fri_config.num_query_rounds);
-        assert_eq!(rows.pairs.len(), 2 * D + config.fri_config.num_query_rounds);
+        assert_eq!(rows.pairs.len(), 2 * D + 2 * config.fri_config.num_query_rounds);
         let (first, second) = (wires(&data, x), wires(&data, x));
         let degree = data.common.degree();
         // The masking columns: every row of the padded circuit, fresh in each generation.
@@ -267,6 +288,15 @@ mod tests {
                 assert_ne!(first[c][row], second[c][row]);
                 assert_eq!(first[c][row], first[c][row + 1]);
             }
+        }
+        // The quotient-masking row's images follow its masking cells, fresh in each generation.
+        let exponent = data.common.quotient_degree_factor as u64 - 1;
+        let r = rows.quotient_mask;
+        for (j, column) in (config.num_wires - MASK_COLUMNS..config.num_wires - 1).enumerate() {
+            for w in [&first, &second] {
+                assert_eq!(w[j][r], w[column][r] * w[config.num_wires - 1][r].exp_u64(exponent));
+            }
+            assert_ne!(first[j][r], second[j][r]);
         }
         // Both generations prove, and the proof's leaves are salted.
         for _ in 0..2 {
@@ -293,5 +323,143 @@ mod tests {
             prove_with_partition_witness::<F, C, D>(&honest.prover_only, &honest.common, w, &mut TimingTree::default());
         let proof = proof.expect("the malicious prover proves");
         assert!(honest.verify(proof).is_err(), "a proof with unjoined pairs verified");
+    }
+
+    /// A quotient-masking row whose image is not `c^e·mask` gives a proof the honest verifier
+    /// rejects: the constraint is checked by the verifier, not only satisfied by the generator.
+    #[test]
+    fn a_wrong_quotient_mask_image_is_rejected_by_the_verifier() {
+        for faulty in [false, true] {
+            let (mut data, x, rows) = circuit(true);
+            let k = data.common.quotient_degree_factor;
+            let gate = QuotientMaskGate::new(data.common.config.num_wires, MASK_COLUMNS - 1, k);
+            let generator = crate::gates::QuotientMaskGenerator { gate, row: rows.quotient_mask, faulty };
+            let slot = data.prover_only.generators.iter_mut().find(|g| g.0.id() == "tgrid::QuotientMaskGenerator");
+            *slot.expect("the row has a generator") =
+                plonky2::iop::generator::WitnessGeneratorRef::new(generator.adapter());
+            let w = generate_partial_witness(witness(x), &data.prover_only, &data.common).unwrap();
+            let proof =
+                prove_with_partition_witness::<F, C, D>(&data.prover_only, &data.common, w, &mut TimingTree::default());
+            let verdict = data.verify(proof.expect("the prover proves"));
+            assert_eq!(verdict.is_ok(), !faulty, "faulty: {faulty}");
+        }
+    }
+
+    /// The quotient-masking row is alone in its selector group, so its constraint has the
+    /// circuit's largest degree `k + 1` and reaches every chunk; a circuit without it is refused.
+    #[test]
+    fn the_quotient_mask_has_the_largest_degree_and_is_required() {
+        let (data, _, _) = circuit(true);
+        let k = data.common.quotient_degree_factor;
+        let gate = data.common.gates.iter().find(|g| g.0.id().starts_with("QuotientMaskGate")).unwrap();
+        assert_eq!(gate.0.degree(), k);
+        assert!(data.common.selectors_info.num_selectors() > 1);
+        assert!(mask_selector(&data).is_some(), "the row has a selector of its own");
+
+        let mut b =
+            CircuitBuilder::<F, D>::new(private_config(public_segment_fri(segment_config(0, Privacy::Private))));
+        let x = b.add_virtual_target();
+        b.register_public_input(x);
+        let mut unmasked = b.build::<C>();
+        assert!(mark_zero_knowledge(&mut unmasked).is_err());
+    }
+
+    /// The selector polynomial of the quotient-masking row: `UNUSED` on every row but that one.
+    fn mask_selector(data: &CircuitData<F, C, D>) -> Option<PolynomialCoeffs<F>> {
+        let unused = F::from_canonical_u64(u64::from(u32::MAX));
+        let polys = &data.prover_only.constants_sigmas_commitment.polynomials;
+        polys[..data.common.selectors_info.num_selectors()]
+            .iter()
+            .find(|p| (*p).clone().fft().values.iter().filter(|&&v| v != unused).count() == 1)
+            .cloned()
+    }
+
+    /// The chunks of `filter·(v^e·m − image) / Z_H` for a mask column `m` and a multiplier `v`
+    /// (the image's value on the masking row follows them; what other gates leave in its column
+    /// is a constant offset and left out), computed on a coset as plonky2's prover computes
+    /// quotients.
+    fn mask_chunks(data: &CircuitData<F, C, D>, mask: &[F], multiplier: &[F]) -> Vec<PolynomialCoeffs<F>> {
+        let (n, k) = (data.common.degree(), data.common.quotient_degree_factor);
+        let selector = mask_selector(data).unwrap();
+        let unused = F::from_canonical_u64(u64::from(u32::MAX));
+        let row = selector.clone().fft().values.iter().position(|&v| v != unused).unwrap();
+        let exponent = (k - 1) as u64;
+        let mut image = vec![F::ZERO; n];
+        image[row] = mask[row] * multiplier[row].exp_u64(exponent);
+        let interpolate = |values: &[F]| PolynomialValues::new(values.to_vec()).ifft();
+        let big = 8 * n;
+        assert!((k + 1) * n <= big);
+        let shift = F::coset_shift();
+        let on_coset = |p: &PolynomialCoeffs<F>| p.padded(big).coset_fft(shift).values;
+        let s = on_coset(&selector);
+        let (v, m, i) =
+            (on_coset(&interpolate(multiplier)), on_coset(&interpolate(mask)), on_coset(&interpolate(&image)));
+        let root = F::primitive_root_of_unity(big.trailing_zeros() as usize);
+        let mut x = shift;
+        let values = (0..big)
+            .map(|j| {
+                let z_h = x.exp_u64(n as u64) - F::ONE;
+                x *= root;
+                (unused - s[j]) * (v[j].exp_u64(exponent) * m[j] - i[j]) / z_h
+            })
+            .collect();
+        let quotient = PolynomialValues::new(values).coset_ifft(shift);
+        assert!(quotient.coeffs[k * n..].iter().all(|c| c.is_zero()), "the mask's quotient has degree below k·n");
+        quotient.coeffs[..k * n].chunks(n).map(|c| PolynomialCoeffs::new(c.to_vec())).collect()
+    }
+
+    /// Rank of `rows` over F (Gaussian elimination).
+    fn rank(mut rows: Vec<Vec<F>>) -> usize {
+        let mut rank = 0;
+        for col in 0..rows.first().map_or(0, Vec::len) {
+            let Some(p) = (rank..rows.len()).find(|&r| !rows[r][col].is_zero()) else { continue };
+            rows.swap(rank, p);
+            let inv = rows[rank][col].inverse();
+            let pivot: Vec<F> = rows[rank].iter().map(|&v| v * inv).collect();
+            for row in &mut rows[rank + 1..] {
+                let factor = row[col];
+                if !factor.is_zero() {
+                    for (v, &p) in row.iter_mut().zip(&pivot) {
+                        *v -= factor * p;
+                    }
+                }
+            }
+            rank += 1;
+        }
+        rank
+    }
+
+    /// What a proof opens of a mask column and of the mask it adds to the quotient chunks (at ζ,
+    /// counted as `D` points, and at every query) is uniformly random, apart from the one
+    /// combination per point the verifier computes from the openings: for a random multiplier,
+    /// the map from the random column to its value at each point and the first `k − 1` chunks
+    /// there has full rank, and adding the last chunk adds a single dimension (the masking row's
+    /// own value). A sparse multiplier (a row constant) would not do: see the second half.
+    #[test]
+    fn the_quotient_mask_is_uniform_at_every_opened_point() {
+        let (data, _, _) = circuit(true);
+        let (n, k) = (data.common.degree(), data.common.quotient_degree_factor);
+        let points: Vec<F> = (0..D + data.common.config.fri_config.num_query_rounds).map(|_| F::rand()).collect();
+        let observed = points.len() * k;
+        assert!(observed < n, "{observed} values from a column of {n}");
+        // Each sample: the column's values at the points, then chunk after chunk at the points.
+        let sample = |multiplier: &[F]| -> Vec<F> {
+            let mask = F::rand_vec(n);
+            let column = PolynomialValues::new(mask.clone()).ifft();
+            let chunks = mask_chunks(&data, &mask, multiplier);
+            let at_points = |p: &PolynomialCoeffs<F>| points.iter().map(|&x| p.eval(x)).collect::<Vec<_>>();
+            at_points(&column).into_iter().chain(chunks.iter().flat_map(at_points)).collect()
+        };
+        let multiplier = F::rand_vec(n);
+        let samples: Vec<Vec<F>> = (0..observed + 8).map(|_| sample(&multiplier)).collect();
+        let without_last = samples.iter().map(|s| s[..observed].to_vec()).collect();
+        assert_eq!(rank(without_last), observed, "the column and k − 1 chunks are uniform at the points");
+        assert_eq!(rank(samples), observed + 1, "the last chunk adds only what the verifier computes");
+
+        // A multiplier nonzero on a few rows only leaves the chunks nearly proportional.
+        let mut sparse = vec![F::ZERO; n];
+        sparse[..4].copy_from_slice(&F::rand_vec(4));
+        let samples: Vec<Vec<F>> = (0..observed + 8).map(|_| sample(&sparse)[..observed].to_vec()).collect();
+        assert!(rank(samples) < observed, "a sparse multiplier masks the chunks");
     }
 }

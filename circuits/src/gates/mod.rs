@@ -1,13 +1,15 @@
 //! Custom plonky2 gates of the task circuits. The three arithmetic gates keep their parameters
 //! (weights, fixed-point constants, zero points) in the row's constants, which are preprocessed
 //! and cost nothing per proof; the Poseidon gates hold plonky2's permutation in two narrow rows
-//! (degree 7, FRI rate 1/8) or five rows of degree 3 (FRI rate 1/4). Each is evaluated natively
+//! (degree 7, FRI rate 1/8) or five rows of degree 3 (FRI rate 1/4); a private circuit's
+//! quotient-masking row randomizes its quotient chunks. Each is evaluated natively
 //! and in-circuit from one definition so recursion checks exactly the constraints the prover
 //! satisfies.
 
 mod dot_product;
 mod poseidon;
 mod poseidon_low_degree;
+mod quotient_mask;
 mod requantize;
 mod weighted_sum;
 
@@ -16,6 +18,9 @@ pub(crate) use poseidon::permute_rows;
 pub use poseidon::{PoseidonHeadGate, PoseidonTailGate, HEAD_WIRES};
 pub(crate) use poseidon_low_degree::{low_degree_rows, permute_low_degree_rows};
 pub use poseidon_low_degree::{LowDegreeRow, PoseidonLowDegreeGate};
+pub use quotient_mask::QuotientMaskGate;
+#[cfg(test)]
+pub(crate) use quotient_mask::QuotientMaskGenerator;
 pub use requantize::RequantizeGate;
 pub use weighted_sum::WeightedSumGate;
 
@@ -28,6 +33,7 @@ pub(crate) const GENERATORS: &[(&str, ReadGenerator)] = &[
     ("tgrid::PoseidonHeadGenerator", reader::<poseidon::PoseidonPartGenerator<F, D>>),
     ("tgrid::PoseidonTailGenerator", reader::<poseidon::PoseidonPartGenerator<F, D>>),
     ("tgrid::PoseidonLowDegreeGenerator", reader::<poseidon_low_degree::LowDegreeRowGenerator<F, D>>),
+    ("tgrid::QuotientMaskGenerator", reader::<quotient_mask::QuotientMaskGenerator>),
     ("tgrid::RequantizeOutputGenerator", reader::<requantize::RequantizeOutputGenerator<F>>),
     ("tgrid::WeightedSumGenerator", reader::<weighted_sum::WeightedSumGenerator<F>>),
 ];
