@@ -228,11 +228,11 @@ impl<F: RichField + Extendable<D>, const D: usize> SimpleGenerator<F, D> for Quo
     }
 }
 
-/// Reads a gate, refusing shapes no circuit builds (a degree below 2 or no masks) so a damaged
-/// cache entry cannot make a gate whose constraint is vacuous.
+/// Reads a gate, refusing shapes no circuit builds (a degree below 2, no masks, images that
+/// overlap the masking columns) so a damaged cache entry cannot make a vacuous constraint.
 fn read_gate(src: &mut Buffer<'_>) -> IoResult<QuotientMaskGate> {
     let (num_wires, masks, exponent) = (src.read_usize()?, src.read_usize()?, src.read_usize()?);
-    if masks == 0 || masks >= num_wires || exponent == 0 {
+    if masks == 0 || 2 * masks + 1 > num_wires || exponent == 0 {
         return Err(plonky2::util::serialization::IoError);
     }
     Ok(QuotientMaskGate { num_wires, masks, exponent })
