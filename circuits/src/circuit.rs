@@ -114,15 +114,24 @@ pub fn zk_join_config() -> CircuitConfig {
 /// force 135 on every row.
 pub const SEGMENT_WIRES: usize = crate::gates::HEAD_WIRES;
 
+/// Wires the gates of a private segment may use (its masking columns come on top): 17 byte
+/// checks of five wires ([`crate::gates::ByteRangeGate`], which replaces the lookups a public
+/// segment checks 40 bytes per row with). Three wires more than [`SEGMENT_WIRES`] widen every
+/// row by 4% and put 17 checks on a byte row instead of 16, which keeps the private LeNet at
+/// 2^13 rows and FRI rate 1/4 (docs/BENCHMARKS.md).
+pub const PRIVATE_SEGMENT_WIRES: usize = 17 * (crate::gates::BYTE_LIMBS + 1);
+
+const _: () = assert!(PRIVATE_SEGMENT_WIRES >= SEGMENT_WIRES);
+
 /// The configuration of a segment circuit (every task circuit of a model that fits one segment)
 /// of a task of mode `privacy`: [`join_config`] or [`zk_join_config`] narrowed to
-/// [`SEGMENT_WIRES`] wires, with room in the row constants for the circuit's custom gates: the
-/// five fixed-point constants of a [`crate::gates::RequantizeGate`] and the weights of its widest
+/// [`SEGMENT_WIRES`] or [`PRIVATE_SEGMENT_WIRES`] wires, with room in the row constants for the
+/// circuit's custom gates: the five fixed-point constants of a [`crate::gates::RequantizeGate`] and the weights of its widest
 /// [`WeightedSumGate`] (`weighted_sum_terms`). A public segment of at most
 /// [`QUARTER_RATE_MAX_ROWS`] rows is then proven at [`public_segment_fri`].
 pub fn segment_config(weighted_sum_terms: usize, privacy: Privacy) -> CircuitConfig {
     let mut config = if privacy.zero_knowledge() { zk_join_config() } else { join_config() };
-    config.num_wires = SEGMENT_WIRES;
+    config.num_wires = if privacy.zero_knowledge() { PRIVATE_SEGMENT_WIRES } else { SEGMENT_WIRES };
     config.num_constants = weighted_sum_terms.max(REQUANTIZE_CONSTANTS);
     config
 }
@@ -345,7 +354,7 @@ impl SegmentCircuit {
             config = zero_knowledge::private_config(config);
         }
         let mut builder = CircuitBuilder::<F, D>::new(config);
-        let mut gadgets = Gadgets::new(&mut builder);
+        let mut gadgets = Gadgets::new(&mut builder, options.privacy);
         #[cfg(test)]
         {
             gadgets.fault = options.fault;

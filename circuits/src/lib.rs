@@ -26,7 +26,7 @@ mod prover_cache;
 mod task;
 pub mod testing;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(test)]
 mod token_tests;
 mod verifier_cache;
@@ -34,7 +34,7 @@ mod zero_knowledge;
 
 pub use circuit::{
     join_config, public_segment_fri, segment_config, zk_join_config, PublicInputs, Segment, NUM_PUBLIC_INPUTS,
-    QUARTER_RATE_MAX_ROWS, SEGMENT_WIRES,
+    PRIVATE_SEGMENT_WIRES, QUARTER_RATE_MAX_ROWS, SEGMENT_WIRES,
 };
 pub use commit::{commit, commit_salted, Commitment, EncryptedTensor, OutputKey, Salt};
 pub use error::{Error, Result};

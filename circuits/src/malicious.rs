@@ -4,8 +4,11 @@
 //!
 //! - Lookups: plonky2's lookup generator fails on an input outside its table and its multiplicity
 //!   count panics on one, so no out-of-range value ever reaches a proof.
-//!   [`prove_admitting_any_lookup`] writes an arbitrary output for such an input and counts the
+//!   [`prove_admitting_any_byte`] writes an arbitrary output for such an input and counts the
 //!   lookup as if it had read an honest table entry, then runs plonky2's own proving steps.
+//! - Limbs: a private circuit's [`crate::gates::ByteRangeGate`] generator refuses a non-byte;
+//!   [`prove_admitting_any_byte`] also swaps it for one that writes limbs recomposing to any
+//!   value, the top limb out of its range.
 //! - Copy constraints: [`crate::testing::cut_copy_constraints`] gives the prover the wire
 //!   partition of another build of the same gates (one without some `connect`), so connected
 //!   wires may hold different values while the proof is checked against the honest circuit's
@@ -24,6 +27,7 @@ use plonky2::plonk::prover::prove_with_partition_witness;
 use plonky2::util::serialization::{Buffer, IoError, IoResult};
 use plonky2::util::timing::TimingTree;
 
+use crate::gates::{ByteRangeGate, ByteRangeGenerator, ByteTableGenerator};
 use crate::{C, D, F};
 
 /// A lookup slot's generator that writes the table's output for an input in the table and 0 for
@@ -81,14 +85,32 @@ fn admit_any_lookup_input(data: &mut CircuitData<F, C, D>) {
     }
 }
 
-/// Proves `pw` like plonky2's prover, except that a lookup may read a value outside its table:
-/// such a lookup is counted (in the multiplicities) as a read of an in-table value read by
-/// another lookup of the same table. Every other step is plonky2's.
-pub(crate) fn prove_admitting_any_lookup(
+/// Replaces the generators of `data`'s [`ByteRangeGate`] rows by ones that admit any value.
+fn admit_any_byte_range(data: &mut CircuitData<F, C, D>) {
+    let Some(gate) = data.common.gates.iter().find_map(|g| g.0.as_any().downcast_ref::<ByteRangeGate>().copied())
+    else {
+        return;
+    };
+    for generator in &mut data.prover_only.generators {
+        if generator.0.id() != "tgrid::ByteRangeGenerator" {
+            continue;
+        }
+        let Target::Wire(wire) = generator.0.watch_list()[0] else { panic!("a byte check watches a wire") };
+        let admitting = ByteRangeGenerator { gate, row: wire.row, op: wire.column, admit_any: true };
+        *generator = WitnessGeneratorRef::new(admitting.adapter());
+    }
+}
+
+/// Proves `pw` like plonky2's prover, except that a byte check may hold any value: a lookup
+/// may read a value outside its table (counted in the multiplicities as a read of an in-table
+/// value read by another lookup of the same table), and a [`ByteRangeGate`]'s limbs recompose
+/// any value. Every other step is plonky2's.
+pub(crate) fn prove_admitting_any_byte(
     data: &mut CircuitData<F, C, D>,
     pw: PartialWitness<F>,
 ) -> anyhow::Result<ProofWithPublicInputs<F, C, D>> {
     admit_any_lookup_input(data);
+    admit_any_byte_range(data);
     // Which lookups read outside their table, and an honest lookup of that table to count instead.
     let recount: Vec<Vec<(usize, (Target, Target))>> = {
         let witness = generate_partial_witness(pw.clone(), &data.prover_only, &data.common)?;
@@ -169,6 +191,34 @@ pub(crate) fn prove_with_a_wrong_lookup_output(
         .expect("the table is read by a lookup");
     let Target::Wire(wire) = generator.0.watch_list()[0] else { unreachable!("matched a wire") };
     *generator = WitnessGeneratorRef::new(WrongOutputLookup { row: wire.row, slot: wire.column / 2, table }.adapter());
+    let witness = generate_partial_witness(pw, &data.prover_only, &data.common)?;
+    prove_with_partition_witness(&data.prover_only, &data.common, witness, &mut TimingTree::default())
+}
+
+/// Proves `pw` like plonky2's prover, except that with `wrong` the `nth` table read of a private
+/// circuit (an operation of a [`crate::gates::ByteTableGate`]) writes an output one above the
+/// table's entry, its bits and folds honest. Without `wrong` the swapped generator is honest.
+pub(crate) fn prove_with_table_read(
+    data: &mut CircuitData<F, C, D>,
+    pw: PartialWitness<F>,
+    nth: usize,
+    wrong: bool,
+) -> anyhow::Result<ProofWithPublicInputs<F, C, D>> {
+    let common = data.common.clone();
+    let generator = data
+        .prover_only
+        .generators
+        .iter_mut()
+        .filter(|g| g.0.id() == "tgrid::ByteTableGenerator")
+        .nth(nth)
+        .expect("the circuit reads a table");
+    // The generator's own encoding carries its gate (with the table), row and operation.
+    let mut bytes = Vec::new();
+    generator.0.serialize(&mut bytes, &common).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let mut faulty = <ByteTableGenerator as SimpleGenerator<F, D>>::deserialize(&mut Buffer::new(&bytes), &common)
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    faulty.faulty = wrong;
+    *generator = WitnessGeneratorRef::new(faulty.adapter());
     let witness = generate_partial_witness(pw, &data.prover_only, &data.common)?;
     prove_with_partition_witness(&data.prover_only, &data.common, witness, &mut TimingTree::default())
 }

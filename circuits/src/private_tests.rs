@@ -202,8 +202,8 @@ fn segments_up_to_2_13_rows_take_rate_one_quarter_and_private_ones_are_hiding() 
         assert_eq!(fri.rate_bits * fri.num_query_rounds + fri.proof_of_work_bits as usize, 100);
         let hiding = privacy == Privacy::Private;
         assert_eq!((common.config.zero_knowledge, common.fri_params.hiding), (hiding, hiding));
-        let mask = if hiding { crate::MASK_COLUMNS } else { 0 };
-        assert_eq!(common.config.num_wires, crate::SEGMENT_WIRES + mask);
+        let wires = if hiding { crate::PRIVATE_SEGMENT_WIRES + crate::MASK_COLUMNS } else { crate::SEGMENT_WIRES };
+        assert_eq!(common.config.num_wires, wires);
         (fri.rate_bits, fri.num_query_rounds, common.degree())
     };
     let small = tiny_model(41);
@@ -226,4 +226,169 @@ fn a_private_segment_at_rate_one_eighth_masks_eight_chunks_and_proves() {
     let mask = common.gates.iter().find(|g| g.0.id().starts_with("QuotientMaskGate")).expect("a masking row");
     assert_eq!(mask.0.degree(), 8);
     check_private_proof(&model, SegmentPlan::default(), false);
+}
+
+/// A private circuit checks its bytes with limbs and has no lookup: plonky2's lookup
+/// polynomials would carry its activations unblinded. The public one keeps its lookups.
+#[test]
+fn a_private_circuit_checks_bytes_by_limbs_and_has_no_lookup() {
+    let model = tiny_model(46);
+    let build = |privacy| {
+        let segment = crate::Segment::new(&model, 0..model.nodes.len());
+        crate::circuit::SegmentCircuit::build(&model, segment, crate::circuit::BuildOptions::binding(true, privacy))
+            .unwrap()
+    };
+    let private = build(Privacy::Private);
+    let common = &private.data.common;
+    assert!(common.luts.is_empty() && common.num_lookup_polys == 0);
+    let ids: Vec<String> = common.gates.iter().map(|g| g.0.id()).collect();
+    assert!(ids.iter().any(|id| id.starts_with("ByteRangeGate")), "{ids:?}");
+    assert!(!ids.iter().any(|id| id.contains("Lookup")), "{ids:?}");
+    let public = build(Privacy::Public);
+    assert!(!public.data.common.luts.is_empty());
+    assert!(!public.data.common.gates.iter().any(|g| g.0.id().starts_with("ByteRangeGate")));
+}
+
+/// Each family of byte checks (an activation, a requantization remainder, a window's
+/// differences to its maximum) rejects a non-byte in a private circuit at the verifier: the
+/// malicious prover writes limbs that recompose the value, one of them out of range.
+#[test]
+fn private_byte_checks_reject_non_bytes_at_the_verifier() {
+    use crate::gadgets::Fault;
+    use crate::tests::assert_fault_rejected_in;
+    let private = Privacy::Private;
+    assert_fault_rejected_in(private, &tiny_model(12), 0, 0, Fault::OutputOutOfRange);
+    assert_fault_rejected_in(private, &tiny_model(12), 6, 0, Fault::OutputOutOfRange);
+    assert_fault_rejected_in(private, &tiny_model(13), 0, 1, Fault::RemainderOverflow);
+    assert_fault_rejected_in(private, &tiny_model(13), 3, 1, Fault::RemainderOverflow);
+    assert_fault_rejected_in(private, &tiny_model(15), 1, 0, Fault::MaxTooLarge);
+    assert_fault_rejected_in(private, &tiny_model(15), 1, 5, Fault::MaxTooSmall);
+}
+
+/// The malicious prover of the tests above proves an honest private witness, which verifies:
+/// their rejections come from the constraints, not from the machinery.
+#[test]
+fn the_admitting_prover_proves_an_honest_private_witness() {
+    let model = tiny_model(47);
+    let segment = crate::Segment::new(&model, 0..model.nodes.len());
+    let mut circuit = crate::circuit::SegmentCircuit::build(
+        &model,
+        segment,
+        crate::circuit::BuildOptions::binding(true, Privacy::Private),
+    )
+    .unwrap();
+    let x = input(&model, 3);
+    let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER)), Some(&Salt::random())).unwrap();
+    let proof = crate::malicious::prove_admitting_any_byte(&mut circuit.data, pw).unwrap();
+    circuit.data.verify(proof).unwrap();
+}
+
+/// A private task's input that is not a byte (256 in offset form) gives a proof the verifier
+/// rejects.
+#[test]
+fn a_private_input_outside_int8_is_rejected_at_the_verifier() {
+    use plonky2::field::types::Field;
+    use plonky2::iop::witness::WitnessWrite;
+    let model = tiny_model(16);
+    let segment = crate::Segment::new(&model, 0..model.nodes.len());
+    let mut circuit = crate::circuit::SegmentCircuit::build(
+        &model,
+        segment,
+        crate::circuit::BuildOptions::binding(true, Privacy::Private),
+    )
+    .unwrap();
+    let x = input(&model, 4);
+    let mut pw = plonky2::iop::witness::PartialWitness::new();
+    for (i, &t) in circuit.inputs[0].iter().enumerate() {
+        let v = if i == 3 { 256 } else { u64::from((x[i] as u8) ^ 0x80) };
+        pw.set_target(t, crate::F::from_canonical_u64(v)).unwrap();
+    }
+    crate::circuit::set_binding(&mut pw, circuit.binding.as_ref().unwrap(), &TASK, &PROVIDER).unwrap();
+    let crate::circuit::SecretTargets::InputSalt(salt) = circuit.secret.unwrap() else { panic!("a whole model") };
+    for (t, v) in salt.into_iter().zip(Salt::random().to_elements()) {
+        pw.set_target(t, v).unwrap();
+    }
+    let proof =
+        crate::malicious::prove_admitting_any_byte(&mut circuit.data, pw).expect("a proof reaches the verifier");
+    assert!(circuit.data.verify(proof).is_err(), "a private input of 256 produced a valid proof");
+}
+
+/// Token ids in offset form (int8 `id − 128`).
+fn tokens(ids: &[u8]) -> Vec<i8> {
+    ids.iter().map(|&id| (id ^ 0x80) as i8).collect()
+}
+
+/// Every op that reads a table proves privately with no lookup, exactly as the integer
+/// inference: function tables, a Softmax's exponentials (direct, and split for 16-bit scores),
+/// a token embedding by one-hot vectors.
+#[test]
+fn private_models_with_tables_prove_exactly_without_lookups() {
+    use crate::testing::{attention_model, language_model, scores_attention_model, token_model};
+    let models = [
+        (token_model(50), None),
+        (attention_model(51, true), None),
+        (scores_attention_model(52, false), None),
+        (language_model(53), Some(tokens(&[3, 1, 4, 1, 5, 9]))),
+    ];
+    for (model, x) in models {
+        let x = x.unwrap_or_else(|| input(&model, 5));
+        let prover = TaskProver::with_privacy(model.clone(), SegmentPlan::default(), Privacy::Private).unwrap();
+        let salt = Salt::random();
+        let (proof, trace, _) = prover.prove_private(&x, &salt, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+        assert_eq!(trace, infer::run(&model, &x).unwrap());
+        let verifier = TaskVerifier::with_privacy(&model, &SegmentPlan::default(), Privacy::Private).unwrap();
+        assert!(verifier.verifier_data().common.luts.is_empty());
+        let publics = verifier.verify(&proof).unwrap();
+        assert_eq!(publics.input_commitment, commit_salted(&x, &salt));
+    }
+}
+
+/// A table read whose output is not the table's entry (bits and folds honest) gives a proof the
+/// verifier rejects, in each of a model's tables; the same malicious prover without the fault
+/// is accepted.
+#[test]
+fn a_wrong_private_table_read_is_rejected_by_the_verifier() {
+    let model = crate::testing::token_model(54);
+    let x = input(&model, 6);
+    let build = || {
+        let segment = crate::Segment::new(&model, 0..model.nodes.len());
+        crate::circuit::SegmentCircuit::build(
+            &model,
+            segment,
+            crate::circuit::BuildOptions::binding(true, Privacy::Private),
+        )
+        .unwrap()
+    };
+    let reads = build().data.prover_only.generators.iter().filter(|g| g.0.id() == "tgrid::ByteTableGenerator").count();
+    assert!(reads >= 6, "two tables, three reads a row");
+    for (nth, wrong) in [(0, false), (0, true), (reads / 2, true), (reads - 1, true)] {
+        let mut circuit = build();
+        let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER)), Some(&Salt::random())).unwrap();
+        let proof = crate::malicious::prove_with_table_read(&mut circuit.data, pw, nth, wrong).unwrap();
+        assert_eq!(circuit.data.verify(proof).is_ok(), !wrong, "read {nth}, wrong: {wrong}");
+    }
+}
+
+/// A private embedding whose one-hot vector marks another id than the token's, or any id for a
+/// token outside the vocabulary, gives a proof the verifier rejects.
+#[test]
+fn a_private_embedding_of_a_wrong_or_unknown_token_is_rejected_by_the_verifier() {
+    use crate::gadgets::Fault;
+    let model = crate::testing::language_model(55);
+    let mut unknown = tokens(&[1, 2, 3, 4, 5, 6]);
+    unknown[2] = tokens(&[10])[0]; // the vocabulary has 10 ids
+    for x in [tokens(&[1, 2, 3, 4, 5, 6]), unknown] {
+        let segment = crate::Segment::new(&model, 0..model.nodes.len());
+        let options = crate::circuit::BuildOptions {
+            fault: Some((0, Fault::OneHotWrongId)),
+            ..crate::circuit::BuildOptions::binding(true, Privacy::Private)
+        };
+        let circuit = crate::circuit::SegmentCircuit::build(&model, segment, options).unwrap();
+        let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER)), Some(&Salt::random())).unwrap();
+        // plonky2's prover may notice the broken constraint itself; if it proves, the verifier
+        // must reject.
+        if let Ok(proof) = crate::prove_circuit(&circuit.data, pw) {
+            assert!(circuit.data.verify(proof).is_err(), "a wrong one-hot vector produced a valid proof for {x:?}");
+        }
+    }
 }

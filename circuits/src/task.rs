@@ -460,17 +460,22 @@ impl TaskProver {
     /// Proves a single-segment model with a deliberately wrong witness (soundness tests), with
     /// a malicious prover ([`crate::malicious`]) that lets a lookup read outside its table and
     /// connected wires differ where the fault needs it, so that the verifier sees the proof.
+    ///
+    /// A private prover's proof is private (a random input salt), its bytes checked by limbs.
     #[cfg(test)]
     pub(crate) fn prove_with_fault(&self, input: &[i8], fault: (usize, crate::gadgets::Fault)) -> Result<TaskProof> {
         let segment = Segment::new(&self.model, 0..self.model.nodes.len());
         let build = |cut| {
-            let options = BuildOptions { bind_task: true, fault: Some(fault), cut, ..Default::default() };
+            let options =
+                BuildOptions { bind_task: true, fault: Some(fault), cut, privacy: self.privacy, ..Default::default() };
             SegmentCircuit::build(&self.model, segment.clone(), options)
         };
         let mut circuit = build(false)?;
         crate::testing::cut_copy_constraints(&mut circuit.data, build(true)?.data);
-        let pw = circuit.witness(&[input], Some((&[1; 32], &[2; 20])), None)?;
-        let proof = crate::malicious::prove_admitting_any_lookup(&mut circuit.data, pw)
+        let salt = crate::Salt::random();
+        let salt = self.privacy.zero_knowledge().then_some(&salt);
+        let pw = circuit.witness(&[input], Some((&[1; 32], &[2; 20])), salt)?;
+        let proof = crate::malicious::prove_admitting_any_byte(&mut circuit.data, pw)
             .map_err(|e| Error::Proving(e.to_string()))?;
         Ok(TaskProof::new(self.model_id, proof.to_bytes()))
     }

@@ -195,14 +195,28 @@ fn hinted_indices(model: &QuantModel, node: usize) -> std::ops::Range<usize> {
 }
 
 pub(crate) fn assert_fault_rejected(model: &QuantModel, node: usize, which: usize, fault: Fault) {
-    let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
-    let verifier = TaskVerifier::new(model, &SegmentPlan::default()).unwrap();
+    assert_fault_rejected_in(crate::Privacy::Public, model, node, which, fault);
+}
+
+/// [`assert_fault_rejected`] for a task of mode `privacy` (a private circuit checks its bytes
+/// with limbs, not lookups).
+pub(crate) fn assert_fault_rejected_in(
+    privacy: crate::Privacy,
+    model: &QuantModel,
+    node: usize,
+    which: usize,
+    fault: Fault,
+) {
+    let prover = TaskProver::with_privacy(model.clone(), SegmentPlan::default(), privacy).unwrap();
+    let verifier = TaskVerifier::with_privacy(model, &SegmentPlan::default(), privacy).unwrap();
     let x = random_input(&mut StdRng::seed_from_u64(10), model.input_len());
     let at = hinted_indices(model, node).nth(which).expect("element exists");
     // The malicious prover always produces a proof: the verifier, not witness generation, must
     // reject it.
-    let proof = prover.prove_with_fault(&x, (at, fault)).unwrap_or_else(|e| panic!("{fault:?} at node {node}: {e}"));
-    assert!(verifier.verify(&proof).is_err(), "{fault:?} at node {node} produced a valid proof");
+    let proof = prover
+        .prove_with_fault(&x, (at, fault))
+        .unwrap_or_else(|e| panic!("{privacy:?} {fault:?} at node {node}: {e}"));
+    assert!(verifier.verify(&proof).is_err(), "{privacy:?} {fault:?} at node {node} produced a valid proof");
 }
 
 #[test]
@@ -219,7 +233,7 @@ fn the_malicious_prover_proves_an_honest_witness() {
     .unwrap();
     let x = random_input(&mut StdRng::seed_from_u64(10), model.input_len());
     let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER)), None).unwrap();
-    let proof = crate::malicious::prove_admitting_any_lookup(&mut circuit.data, pw).unwrap();
+    let proof = crate::malicious::prove_admitting_any_byte(&mut circuit.data, pw).unwrap();
     circuit.data.verify(proof).unwrap();
 }
 
@@ -365,7 +379,7 @@ fn input_range_check_rejects_a_non_byte_input() {
     }
     crate::circuit::set_binding(&mut pw, circuit.binding.as_ref().unwrap(), &TASK, &PROVIDER).unwrap();
     let proof =
-        crate::malicious::prove_admitting_any_lookup(&mut circuit.data, pw).expect("a proof reaches the verifier");
+        crate::malicious::prove_admitting_any_byte(&mut circuit.data, pw).expect("a proof reaches the verifier");
     assert!(circuit.data.verify(proof).is_err(), "an input of 256 produced a valid proof");
 }
 

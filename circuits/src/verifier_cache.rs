@@ -12,8 +12,8 @@ use plonky2::plonk::circuit_data::VerifierCircuitData;
 use tgrid_circuit_cache::{CircuitCache, CircuitKey};
 
 use crate::gates::{
-    DotProductGate, PoseidonHeadGate, PoseidonLowDegreeGate, PoseidonTailGate, QuotientMaskGate, RequantizeGate,
-    WeightedSumGate,
+    ByteRangeGate, ByteTableGate, DotProductGate, PoseidonHeadGate, PoseidonLowDegreeGate, PoseidonTailGate,
+    QuotientMaskGate, RequantizeGate, WeightedSumGate,
 };
 use crate::privacy::Privacy;
 use crate::task::SegmentPlan;
@@ -26,6 +26,8 @@ pub(crate) struct TaskGates;
 
 tgrid_circuit_cache::gate_serializer!(
     TaskGates,
+    ByteRangeGate,
+    ByteTableGate,
     DotProductGate,
     PoseidonHeadGate,
     PoseidonTailGate,

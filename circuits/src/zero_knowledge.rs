@@ -33,9 +33,11 @@
 //!   verifier read (`config.zero_knowledge`, `fri_params.hiding`; the flag is observed by the
 //!   Fiat-Shamir transcript).
 //!
-//! What this does not cover: the lookup argument's polynomials, which plonky2's prover computes
-//! as functions of the looked-up values and zero on every other row, with no place for
-//! randomness a circuit could reach. docs/SECURITY.md says what that leaves.
+//! plonky2's lookup argument is kept out: its prover computes the lookup polynomials as
+//! functions of the looked-up values and leaves them zero on every other row, with no place for
+//! randomness a circuit could reach. A private circuit checks bytes with
+//! [`crate::gates::ByteRangeGate`], whose limbs are ordinary (blinded) wires, and
+//! [`mark_zero_knowledge`] refuses any circuit with a lookup table.
 
 use std::ops::Range;
 
@@ -133,7 +135,7 @@ fn blind_with(builder: &mut CircuitBuilder<F, D>, join_pairs: bool) -> BlindingR
 /// every Merkle leaf of the witness, `Z` and quotient commitments, and its verifier expects it.
 /// Refuses a circuit one of whose gates, other than the quotient-masking row, reads a masking
 /// column (some of plonky2's gates size themselves by the configured width; none of a
-/// segment's does), or that has no quotient-masking row.
+/// segment's does), that has no quotient-masking row, or that uses plonky2's lookup argument.
 pub(crate) fn mark_zero_knowledge(data: &mut CircuitData<F, C, D>) -> Result<()> {
     let gate_wires = data.common.config.num_wires - MASK_COLUMNS;
     let is_mask = |g: &GateRef<F, D>| g.0.as_any().downcast_ref::<QuotientMaskGate>().is_some();
@@ -142,6 +144,11 @@ pub(crate) fn mark_zero_knowledge(data: &mut CircuitData<F, C, D>) -> Result<()>
     }
     if let Some(gate) = data.common.gates.iter().find(|g| !is_mask(g) && g.0.num_wires() > gate_wires) {
         return Err(Error::InvalidModel(format!("gate {} reads the masking columns", gate.0.id())));
+    }
+    if !data.common.luts.is_empty() {
+        return Err(Error::InvalidModel(
+            "a private circuit with lookups: plonky2's lookup polynomials cannot be blinded".into(),
+        ));
     }
     data.common.config.zero_knowledge = true;
     data.common.fri_params.hiding = true;

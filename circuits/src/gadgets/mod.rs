@@ -1,4 +1,5 @@
-//! plonky2 gadgets for int8 inference: byte range checks by lookup, requantization with a
+//! plonky2 gadgets for int8 inference: byte range checks (by lookup in public circuits, by
+//! base-4 limbs in private ones), requantization with a
 //! witnessed quotient/remainder and a proven clamp, max over a window, function and embedding
 //! tables, sums of products, tensor commitments; Softmax and LayerNorm rows in their own
 //! modules.
@@ -7,7 +8,7 @@
 //! division by a linear identity that cannot wrap (bounds in [`crate::lower::affine_layout`]),
 //! the clamp by sign/zero products.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use plonky2::field::types::{Field, Field64, PrimeField64};
@@ -20,9 +21,10 @@ use plonky2::plonk::circuit_data::CommonCircuitData;
 use plonky2::util::serialization::{Buffer, IoResult, Read, Write};
 
 use crate::commit::BYTES_PER_ELEMENT;
-use crate::gates::{DotProductGate, RequantizeGate, WeightedSumGate};
+use crate::gates::{ByteRangeGate, ByteTableGate, DotProductGate, RequantizeGate, WeightedSumGate};
 use crate::lower::{AffineLayout, Width};
 use crate::model::Requant;
+use crate::privacy::Privacy;
 use crate::{TgridPoseidonHash, D, F};
 
 mod layer_norm;
@@ -34,6 +36,7 @@ pub(crate) use softmax::ExpTable;
 pub(crate) const GENERATORS: &[(&str, crate::prover_cache::ReadGenerator)] = &[
     ("tgrid::RequantHint", crate::prover_cache::reader::<RequantHint>),
     ("tgrid::MaxHint", crate::prover_cache::reader::<MaxHint>),
+    ("tgrid::OneHotHint", crate::prover_cache::reader::<OneHotHint>),
     ("tgrid::InvSqrtHint", crate::prover_cache::reader::<layer_norm::InvSqrtHint>),
     ("tgrid::BytesHint", crate::prover_cache::reader::<layer_norm::BytesHint>),
     ("tgrid::SoftmaxHint", crate::prover_cache::reader::<softmax::SoftmaxHint>),
@@ -88,19 +91,43 @@ pub(crate) enum Fault {
     SoftmaxQuotientLow,
     /// ScoresSoftmax: a cell's exponential one above `floor((high·low + 2^15) / 2^16)`.
     ScoreExpOffByOne,
+    /// A private embedding's one-hot vector sets the bit after the token id's (bit 0 for an id
+    /// outside the vocabulary), a witness that breaks `Σ k·b_k = id`.
+    OneHotWrongId,
 }
 
-/// Builder state shared by the gadgets: the byte lookup table and the models' function tables.
+/// How a circuit proves that a value is a byte.
+#[derive(Clone, Copy, Debug)]
+enum ByteChecks {
+    /// A lookup into this table of the 256 pairs `(v, v)`: 40 per row, the public tasks' way.
+    Lookup(usize),
+    /// [`ByteRangeGate`] rows (16 per row), with the number of checks placed so far: private
+    /// tasks, whose witness must not reach plonky2's unblinded lookup polynomials.
+    Limbs(ByteRangeGate, usize),
+}
+
+/// A table of 256 entries read by byte.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ByteTable {
+    /// A plonky2 lookup table (public circuits).
+    Lookup(usize),
+    /// The [`ByteTableGate`] at this index of [`Gadgets::table_gates`] (private circuits).
+    Gate(usize),
+}
+
+/// Builder state shared by the gadgets: how bytes are checked and the models' function tables.
 #[derive(Debug)]
 pub(crate) struct Gadgets {
-    byte_table: usize,
-    /// Lookup table index of each distinct [`crate::Op::Table`] (offset form), so that layers
-    /// with the same function share one table.
-    function_tables: BTreeMap<[u8; 256], usize>,
+    byte_checks: ByteChecks,
+    /// Each distinct table read by byte ([`crate::Op::Table`] in offset form, a Softmax's
+    /// exponentials), so that layers with the same function share one table.
+    byte_tables: BTreeMap<Vec<u16>, ByteTable>,
+    /// A private circuit's [`ByteTableGate`]s, with the reads placed on each.
+    table_gates: Vec<(ByteTableGate, usize)>,
     /// Lookup table index of each distinct embedding table (keyed by its values and width).
     embedding_tables: BTreeMap<(Vec<i8>, usize), usize>,
-    /// Lookup table index of each distinct Softmax exponential table.
-    exp_tables: BTreeMap<Vec<u16>, usize>,
+    /// A private circuit's one-hot vectors of token ids, by the id's target.
+    one_hots: HashMap<Target, Vec<Target>>,
     #[cfg(test)]
     pub(crate) fault: Option<(usize, Fault)>,
     /// Tests only: leave out the copy constraints the fault breaks (see `BuildOptions::cut`).
@@ -148,14 +175,22 @@ impl Clamp {
 }
 
 impl Gadgets {
-    pub(crate) fn new(builder: &mut CircuitBuilder<F, D>) -> Self {
-        let table: Vec<(u16, u16)> = (0..256u16).map(|v| (v, v)).collect();
-        let byte_table = builder.add_lookup_table_from_pairs(Arc::new(table));
+    /// The gadgets of a circuit of mode `privacy`; a private circuit's builder must leave
+    /// [`crate::zero_knowledge::MASK_COLUMNS`] wires to the masking.
+    pub(crate) fn new(builder: &mut CircuitBuilder<F, D>, privacy: Privacy) -> Self {
+        let byte_checks = if privacy.zero_knowledge() {
+            let gate_wires = builder.config.num_wires - crate::zero_knowledge::MASK_COLUMNS;
+            ByteChecks::Limbs(ByteRangeGate::new(gate_wires, builder.config.num_routed_wires), 0)
+        } else {
+            let table: Vec<(u16, u16)> = (0..256u16).map(|v| (v, v)).collect();
+            ByteChecks::Lookup(builder.add_lookup_table_from_pairs(Arc::new(table)))
+        };
         Self {
-            byte_table,
-            function_tables: BTreeMap::new(),
-            exp_tables: BTreeMap::new(),
+            byte_checks,
+            byte_tables: BTreeMap::new(),
+            table_gates: Vec::new(),
             embedding_tables: BTreeMap::new(),
+            one_hots: HashMap::new(),
             #[cfg(test)]
             fault: None,
             #[cfg(test)]
@@ -167,29 +202,79 @@ impl Gadgets {
     }
 
     /// Proves `t ∈ [0, 255]`.
-    pub(crate) fn range_check_byte(&self, builder: &mut CircuitBuilder<F, D>, t: Target) -> ByteTarget {
-        builder.add_lookup_from_index(t, self.byte_table);
+    pub(crate) fn range_check_byte(&mut self, builder: &mut CircuitBuilder<F, D>, t: Target) -> ByteTarget {
+        match &mut self.byte_checks {
+            ByteChecks::Lookup(table) => {
+                builder.add_lookup_from_index(t, *table);
+            }
+            ByteChecks::Limbs(gate, placed) => {
+                let (row, op) = builder.find_slot(*gate, &[], &[]);
+                builder.connect(Target::wire(row, gate.wire_value(op)), t);
+                *placed += 1;
+            }
+        }
         ByteTarget(t)
     }
 
-    /// `table[u]`, proven by a lookup into the table of the 256 pairs `(u, table[u])`: the pair
-    /// must be a row of it, so the output is the function's value and a byte.
+    /// `table[u]`: a read of the table of the 256 pairs `(u, table[u])`, so the output is the
+    /// function's value and a byte.
     pub(crate) fn lookup(
         &mut self,
         builder: &mut CircuitBuilder<F, D>,
         u: ByteTarget,
         table: &[u8; 256],
     ) -> ByteTarget {
-        let index = *self.function_tables.entry(*table).or_insert_with(|| {
-            let pairs: Vec<(u16, u16)> = (0..256u16).map(|v| (v, u16::from(table[usize::from(v)]))).collect();
-            builder.add_lookup_table_from_pairs(Arc::new(pairs))
-        });
-        ByteTarget(builder.add_lookup_from_index(u.0, index))
+        let entries: Vec<u16> = table.iter().map(|&v| u16::from(v)).collect();
+        let table = self.byte_table(builder, &entries);
+        ByteTarget(self.read_byte_table(builder, table, u.0))
     }
 
-    /// `table[u·dim + channel]` by a lookup of the key `u·dim + channel` into the table of the
-    /// pairs `(id·dim + c, table[id·dim + c] + 128)` for ids below the vocabulary: a token id
-    /// outside it has no row, and each key names one (id, channel).
+    /// The table of the 256 `entries`, made on its first use: a lookup table of the pairs
+    /// `(i, entries[i])` in a public circuit, a [`ByteTableGate`] in a private one.
+    pub(crate) fn byte_table(&mut self, builder: &mut CircuitBuilder<F, D>, entries: &[u16]) -> ByteTable {
+        if let Some(&table) = self.byte_tables.get(entries) {
+            return table;
+        }
+        let table = match self.byte_checks {
+            ByteChecks::Lookup(_) => {
+                let pairs: Vec<(u16, u16)> = entries.iter().enumerate().map(|(i, &e)| (i as u16, e)).collect();
+                ByteTable::Lookup(builder.add_lookup_table_from_pairs(Arc::new(pairs)))
+            }
+            ByteChecks::Limbs(..) => {
+                let wires = builder.config.num_wires - crate::zero_knowledge::MASK_COLUMNS;
+                let table: Vec<u32> = entries.iter().map(|&e| u32::from(e)).collect();
+                let gate = ByteTableGate::new(table.into(), wires, builder.config.num_routed_wires);
+                self.table_gates.push((gate, 0));
+                ByteTable::Gate(self.table_gates.len() - 1)
+            }
+        };
+        self.byte_tables.insert(entries.to_vec(), table);
+        table
+    }
+
+    /// `table[index]`, which also proves `index ∈ [0, 255]`.
+    pub(crate) fn read_byte_table(
+        &mut self,
+        builder: &mut CircuitBuilder<F, D>,
+        table: ByteTable,
+        index: Target,
+    ) -> Target {
+        match table {
+            ByteTable::Lookup(lut) => builder.add_lookup_from_index(index, lut),
+            ByteTable::Gate(k) => {
+                let (gate, placed) = &mut self.table_gates[k];
+                let (row, op) = builder.find_slot(gate.clone(), &[], &[]);
+                *placed += 1;
+                builder.connect(Target::wire(row, gate.wire_input(op)), index);
+                Target::wire(row, gate.wire_output(op))
+            }
+        }
+    }
+
+    /// `table[u·dim + channel]`: in a public circuit a lookup of the key `u·dim + channel` into
+    /// the table of the pairs `(id·dim + c, table[id·dim + c] + 128)` for ids below the
+    /// vocabulary (an id outside it has no row, and each key names one (id, channel)); in a
+    /// private one `Σ_k (table[k·dim + channel] + 128)·b_k` over the one-hot vector `b` of `u`.
     pub(crate) fn embedding(
         &mut self,
         builder: &mut CircuitBuilder<F, D>,
@@ -198,6 +283,15 @@ impl Gadgets {
         dim: usize,
         table: &[i8],
     ) -> ByteTarget {
+        if let ByteChecks::Limbs(..) = self.byte_checks {
+            let one_hot = self.one_hot(builder, u, table.len() / dim);
+            let terms: Vec<(i64, Target)> = one_hot
+                .iter()
+                .enumerate()
+                .map(|(k, &b)| (i64::from((table[k * dim + channel] as u8) ^ 0x80), b))
+                .collect();
+            return ByteTarget(self.affine(builder, MacLayout::Arithmetic, 0, &terms));
+        }
         let index = *self.embedding_tables.entry((table.to_vec(), dim)).or_insert_with(|| {
             let pairs: Vec<(u16, u16)> =
                 table.iter().enumerate().map(|(k, &v)| (k as u16, u16::from((v as u8) ^ 0x80))).collect();
@@ -207,6 +301,37 @@ impl Gadgets {
         let offset = builder.constant(F::from_canonical_usize(channel));
         let key = builder.arithmetic(F::from_canonical_usize(dim), F::ONE, u.0, one, offset);
         ByteTarget(builder.add_lookup_from_index(key, index))
+    }
+
+    /// The one-hot vector `b` of the token id `u` over `vocab` ids, made once per id: every
+    /// `b_k ∈ {0, 1}`, `Σ b_k = 1` and `Σ k·b_k = u`, so `b_u` is the one set bit, and an id of
+    /// `vocab` or more has no witness.
+    fn one_hot(&mut self, builder: &mut CircuitBuilder<F, D>, u: ByteTarget, vocab: usize) -> Vec<Target> {
+        if let Some(bits) = self.one_hots.get(&u.0) {
+            return bits.clone();
+        }
+        let bits = builder.add_virtual_targets(vocab);
+        builder.add_simple_generator(OneHotHint {
+            id: u.0,
+            bits: bits.clone(),
+            #[cfg(test)]
+            wrong_id: matches!(self.fault, Some((_, Fault::OneHotWrongId))),
+        });
+        for &b in &bits {
+            builder.assert_bool(plonky2::iop::target::BoolTarget::new_unsafe(b));
+        }
+        let count = self.affine(builder, MacLayout::Arithmetic, 0, &bits.iter().map(|&b| (1, b)).collect::<Vec<_>>());
+        let one = builder.one();
+        builder.connect(count, one);
+        let id = self.affine(
+            builder,
+            MacLayout::Arithmetic,
+            0,
+            &bits.iter().enumerate().map(|(k, &b)| (k as i64, b)).collect::<Vec<_>>(),
+        );
+        builder.connect(id, u.0);
+        self.one_hots.insert(u.0, bits.clone());
+        bits
     }
 
     #[cfg(test)]
@@ -376,6 +501,9 @@ impl Gadgets {
     ///
     /// Likewise a [`DotProductGate`] row's free operations: all-zero wires give
     /// `Σ (0 − o_a)(0 − o_b) ≠ 0`, so each sums padding pairs onto a zero accumulator.
+    ///
+    /// A [`ByteTableGate`] or [`ByteRangeGate`] row's free operations read zero, so that their
+    /// generators run and (for a table) their wires satisfy the row's constraints.
     pub(crate) fn finish(&mut self, builder: &mut CircuitBuilder<F, D>) {
         let zero = builder.zero();
         let partial: Vec<_> = self.dot_product_rows.values().filter(|r| r.2 < r.0.num_ops).copied().collect();
@@ -402,6 +530,17 @@ impl Gadgets {
                     #[cfg(test)]
                     fault: None,
                 });
+            }
+        }
+        for k in 0..self.table_gates.len() {
+            let (gate, placed) = &self.table_gates[k];
+            for _ in 0..(gate.num_ops - placed % gate.num_ops) % gate.num_ops {
+                self.read_byte_table(builder, ByteTable::Gate(k), zero);
+            }
+        }
+        if let ByteChecks::Limbs(gate, placed) = self.byte_checks {
+            for _ in 0..(gate.num_ops - placed % gate.num_ops) % gate.num_ops {
+                self.range_check_byte(builder, zero);
             }
         }
     }
@@ -486,6 +625,58 @@ impl Gadgets {
         }
         // Implied by the two constraints above, since the inputs are bytes.
         ByteTarget(out)
+    }
+}
+
+/// Writes the one-hot vector of a token id: 1 at the id, 0 elsewhere (an id outside the
+/// vocabulary is refused).
+#[derive(Debug, Clone)]
+struct OneHotHint {
+    id: Target,
+    bits: Vec<Target>,
+    /// Tests only: [`Fault::OneHotWrongId`].
+    #[cfg(test)]
+    wrong_id: bool,
+}
+
+impl SimpleGenerator<F, D> for OneHotHint {
+    fn id(&self) -> String {
+        "tgrid::OneHotHint".into()
+    }
+
+    fn dependencies(&self) -> Vec<Target> {
+        vec![self.id]
+    }
+
+    fn run_once(&self, witness: &PartitionWitness<'_, F>, out: &mut GeneratedValues<F>) -> anyhow::Result<()> {
+        #[allow(unused_mut)]
+        let mut id = witness.get_target(self.id).to_canonical_u64();
+        let vocab = self.bits.len() as u64;
+        #[cfg(test)]
+        if self.wrong_id {
+            id = if id < vocab { (id + 1) % vocab } else { 0 };
+        }
+        if id >= vocab {
+            anyhow::bail!("token id {id} is outside the vocabulary of {vocab}");
+        }
+        for (k, &b) in self.bits.iter().enumerate() {
+            out.set_target(b, F::from_bool(k as u64 == id))?;
+        }
+        Ok(())
+    }
+
+    fn serialize(&self, dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {
+        dst.write_target(self.id)?;
+        dst.write_target_vec(&self.bits)
+    }
+
+    fn deserialize(src: &mut Buffer<'_>, _common: &CommonCircuitData<F, D>) -> IoResult<Self> {
+        Ok(Self {
+            id: src.read_target()?,
+            bits: src.read_target_vec()?,
+            #[cfg(test)]
+            wrong_id: false,
+        })
     }
 }
 

@@ -1,7 +1,5 @@
-//! A Softmax row: a proven maximum, exponentials by table lookup, and rounded division by
+//! A Softmax row: a proven maximum, exponentials by table reads, and rounded division by
 //! their sum (docs/quantization.md).
-
-use std::sync::Arc;
 
 use plonky2::field::types::{Field, PrimeField64};
 use plonky2::iop::generator::{GeneratedValues, SimpleGenerator};
@@ -15,13 +13,13 @@ use super::layer_norm::BytesHint;
 #[cfg(test)]
 use super::Fault;
 use super::MaxHint;
-use super::{field_of, pack_bytes, write_bytes, ByteTarget, Gadgets};
+use super::{field_of, pack_bytes, write_bytes, ByteTable, ByteTarget, Gadgets};
 use crate::{D, F};
 
 /// The exponential of a Softmax row's distances to its maximum.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum ExpTable<'a> {
-    /// `exp[d]` for a byte `d`: one lookup of `(d, exp[d])` (proving `d ∈ [0, 255]`).
+    /// `exp[d]` for a byte `d`: one table read (proving `d ∈ [0, 255]`).
     Direct(&'a [u16]),
     /// `floor((high[h]·low[l] + 2^15) / 2^16)` for a 16-bit `d = 256·h + l`
     /// ([`crate::infer::score_exp`]).
@@ -32,9 +30,9 @@ impl Gadgets {
     /// The outputs (offset-form probabilities) of a softmax row over the range-checked values
     /// `u` (bytes, or the 16-bit scores of a `ScoresSoftmax`):
     /// - a witnessed maximum `m` with `d_j = m − u_j` in the exponential's domain (a row of
-    ///   the byte table, or two bytes with `d_j = l + 256·h` whose lookups check them), so
+    ///   the byte table, or two bytes with `d_j = l + 256·h` whose reads check them), so
     ///   `m ≥ u_j`, and `Π d_j = 0` (`m` is one of the `u_j`);
-    /// - `e_j = exp(d_j)` by those lookups (for the split table, `high[h]·low[l] + 2^15` as four
+    /// - `e_j = exp(d_j)` by those reads (for the split table, `high[h]·low[l] + 2^15` as four
     ///   checked bytes, the top two being `e_j`), `S = Σ e_j`;
     /// - per cell a witnessed `q_j` (a byte) and remainder `r_j` with
     ///   `510·e_j + S = 2S·q_j + r_j` and `r_j`, `2S − 1 − r_j` both in the bytes that
@@ -47,8 +45,8 @@ impl Gadgets {
         exp: ExpTable<'_>,
     ) -> Vec<ByteTarget> {
         let (table, low_table) = match exp {
-            ExpTable::Direct(exp) => (self.exp_table(builder, exp), None),
-            ExpTable::Split { high, low } => (self.exp_table(builder, high), Some(self.exp_table(builder, low))),
+            ExpTable::Direct(exp) => (self.byte_table(builder, exp), None),
+            ExpTable::Split { high, low } => (self.byte_table(builder, high), Some(self.byte_table(builder, low))),
         };
         // A fault aimed at the row's first cell may also hit the maximum.
         #[cfg(test)]
@@ -70,7 +68,7 @@ impl Gadgets {
         for &x in &inputs {
             let d = builder.sub(m, x);
             e.push(match low_table {
-                None => builder.add_lookup_from_index(d, table),
+                None => self.read_byte_table(builder, table, d),
                 Some(low_table) => self.split_exp(builder, d, table, low_table),
             });
             product = builder.mul(product, d);
@@ -133,24 +131,16 @@ impl Gadgets {
 }
 
 impl Gadgets {
-    /// The lookup table of the pairs `(d, exp[d])`, one per distinct table in the circuit.
-    fn exp_table(&mut self, builder: &mut CircuitBuilder<F, D>, exp: &[u16]) -> usize {
-        *self.exp_tables.entry(exp.to_vec()).or_insert_with(|| {
-            let pairs: Vec<(u16, u16)> = exp.iter().enumerate().map(|(d, &e)| (d as u16, e)).collect();
-            builder.add_lookup_table_from_pairs(Arc::new(pairs))
-        })
-    }
-
     /// `floor((high[h]·low[l] + 2^15) / 2^16)` for `d = l + 256·h`: witnessed digits `l`, `h`
-    /// (their lookups into the two 256-entry tables prove them bytes, so `d ∈ [0, 2^16)`), and
+    /// (their reads of the two 256-entry tables prove them bytes, so `d ∈ [0, 2^16)`), and
     /// `high[h]·low[l] + 2^15 < 2^32` as four range-checked bytes, the top two the result.
-    fn split_exp(&mut self, builder: &mut CircuitBuilder<F, D>, d: Target, high: usize, low: usize) -> Target {
+    fn split_exp(&mut self, builder: &mut CircuitBuilder<F, D>, d: Target, high: ByteTable, low: ByteTable) -> Target {
         #[cfg(test)]
         let fault = self.fault.filter(|(at, f)| *at == self.hinted && *f == Fault::ScoreExpOffByOne).map(|(_, f)| f);
         let digits = builder.add_virtual_targets(2);
         builder.add_simple_generator(BytesHint::new(d, digits.clone()));
-        let l = builder.add_lookup_from_index(digits[0], low);
-        let h = builder.add_lookup_from_index(digits[1], high);
+        let l = self.read_byte_table(builder, low, digits[0]);
+        let h = self.read_byte_table(builder, high, digits[1]);
         let packed = pack_bytes(builder, &[ByteTarget(digits[0]), ByteTarget(digits[1])]);
         builder.connect(packed, d);
         let product = builder.mul(h, l);

@@ -9,7 +9,7 @@ use plonky2::gates::gate_testing::{test_eval_fns, test_low_degree};
 use plonky2::hash::hash_types::HashOut;
 use plonky2::plonk::vars::EvaluationVars;
 
-use super::{DotProductGate, RequantizeGate, WeightedSumGate};
+use super::{ByteRangeGate, ByteTableGate, DotProductGate, RequantizeGate, WeightedSumGate};
 use crate::{C, D, F};
 
 type FE = QuadraticExtension<F>;
@@ -73,6 +73,155 @@ fn requantize_gate_is_low_degree_and_its_evaluations_agree() {
         let gate = RequantizeGate::new(excess, remainder, 80);
         test_low_degree::<F, _, D>(gate);
         test_eval_fns::<F, C, _, D>(gate).unwrap();
+    }
+}
+
+#[test]
+fn byte_range_gate_is_low_degree_and_its_evaluations_agree() {
+    let gate = ByteRangeGate::new(82, 80);
+    assert_eq!(gate.num_ops, 16);
+    test_low_degree::<F, _, D>(gate);
+    test_eval_fns::<F, C, _, D>(gate).unwrap();
+}
+
+/// Every byte satisfies its check with its base-4 limbs; a limb outside `{0, 1, 2, 3}` (even one
+/// that still recomposes the value) breaks that limb's constraint, and a value other than its
+/// limbs' breaks the recomposition, each in exactly that operation and constraint.
+#[test]
+fn byte_range_constraints_each_reject_the_witness_that_breaks_them() {
+    let gate = ByteRangeGate::new(82, 80);
+    let per_op = super::byte_range::LIMBS + 1;
+    let witness = |values: &[u64]| {
+        let mut wires = vec![FE::ZERO; Gate::<F, D>::num_wires(&gate)];
+        for (op, &v) in values.iter().enumerate() {
+            wires[gate.wire_value(op)] = ext(v as i64);
+            for j in 0..super::byte_range::LIMBS {
+                wires[gate.wire_limb(op, j)] = ext(((v >> (2 * j)) & 3) as i64);
+            }
+        }
+        wires
+    };
+    let values: Vec<u64> = (0..gate.num_ops as u64).map(|op| op * 17).collect();
+    assert!(values.contains(&255) && values.contains(&0));
+    let honest = witness(&values);
+    assert!(eval(&gate, &honest, &[]).iter().all(|c| *c == FE::ZERO));
+    let only = |bad: &[FE], broken: usize| {
+        for (i, c) in eval(&gate, bad, &[]).iter().enumerate() {
+            assert_eq!(*c == FE::ZERO, i != broken, "constraint {i} (expected only {broken} broken)");
+        }
+    };
+    for op in 0..gate.num_ops {
+        // 256 = 4·64: limbs (0, 0, 0, 4) recompose it, the top limb is out of range.
+        let mut bad = honest.clone();
+        bad[gate.wire_value(op)] = ext(256);
+        for j in 0..3 {
+            bad[gate.wire_limb(op, j)] = FE::ZERO;
+        }
+        bad[gate.wire_limb(op, 3)] = ext(4);
+        only(&bad, op * per_op + 4);
+        // A negative limb: 12 = 7·4 − 1·16.
+        let mut bad = honest.clone();
+        bad[gate.wire_value(op)] = ext(12);
+        bad[gate.wire_limb(op, 0)] = FE::ZERO;
+        bad[gate.wire_limb(op, 1)] = ext(7);
+        bad[gate.wire_limb(op, 2)] = ext(-1);
+        bad[gate.wire_limb(op, 3)] = FE::ZERO;
+        for (i, c) in eval(&gate, &bad, &[]).iter().enumerate() {
+            let broken = [op * per_op + 2, op * per_op + 3].contains(&i);
+            assert_eq!(*c == FE::ZERO, !broken, "operation {op}, constraint {i}");
+        }
+        // A value its limbs do not recompose.
+        let mut bad = honest.clone();
+        bad[gate.wire_value(op)] += FE::ONE;
+        only(&bad, op * per_op);
+    }
+}
+
+/// A table of 256 distinct 16-bit entries.
+fn sample_table() -> std::sync::Arc<[u32]> {
+    (0..256u32).map(|u| (u * 40_503 + 17) % 65_536).collect()
+}
+
+#[test]
+fn byte_table_gate_is_low_degree_and_its_evaluations_agree() {
+    let gate = ByteTableGate::new(sample_table(), 85, 80);
+    assert_eq!(gate.num_ops, 3);
+    test_low_degree::<F, _, D>(gate.clone());
+    test_eval_fns::<F, C, _, D>(gate).unwrap();
+}
+
+/// The honest witness of every read of `gate` at `inputs`, as its generator writes it.
+fn table_witness(gate: &ByteTableGate, inputs: &[usize]) -> Vec<FE> {
+    let mut wires = vec![FE::ZERO; Gate::<F, D>::num_wires(gate)];
+    let value = |v: u32| ext(i64::from(v));
+    for (op, &u) in inputs.iter().enumerate() {
+        wires[gate.wire_input(op)] = ext(u as i64);
+        for j in 0..8 {
+            wires[gate.wire_bit(op, j)] = ext(((u >> j) & 1) as i64);
+        }
+        for y in 0..16 {
+            wires[gate.wire_first(op, y)] = value(gate.table[16 * y + u % 16]);
+        }
+        for z in 0..2 {
+            wires[gate.wire_second(op, z)] = value(gate.table[16 * (8 * z + ((u >> 4) & 7)) + u % 16]);
+        }
+        wires[gate.wire_output(op)] = value(gate.table[u]);
+    }
+    wires
+}
+
+/// Every read of every index satisfies the gate; each kind of wrong wire (output, a fold value,
+/// a bit that is not a bit, an input its bits do not make) breaks exactly its own constraint.
+#[test]
+fn byte_table_constraints_each_reject_the_witness_that_breaks_them() {
+    let gate = ByteTableGate::new(sample_table(), 85, 80);
+    let per_op = 28;
+    for first in (0..256).step_by(3) {
+        let inputs = [first, (first + 1) % 256, (first + 2) % 256];
+        assert!(eval(&gate, &table_witness(&gate, &inputs), &[]).iter().all(|c| *c == FE::ZERO), "{inputs:?}");
+    }
+    let inputs = [0, 0xa7, 0xff];
+    let honest = table_witness(&gate, &inputs);
+    let broken = |bad: &[FE]| -> Vec<usize> {
+        eval(&gate, bad, &[]).iter().enumerate().filter(|(_, c)| **c != FE::ZERO).map(|(i, _)| i).collect()
+    };
+    for op in 0..gate.num_ops {
+        let base = op * per_op;
+        // Another entry as the output: only the output constraint.
+        let mut bad = honest.clone();
+        bad[gate.wire_output(op)] = ext(i64::from(gate.table[(inputs[op] + 1) % 256]));
+        assert_eq!(broken(&bad), vec![base + 27], "output of read {op}");
+        // A first-fold value of another entry: its own constraint, and the second fold reading it
+        // if it lies on the path of the index.
+        for y in [0, 9] {
+            let mut bad = honest.clone();
+            bad[gate.wire_first(op, y)] += FE::ONE;
+            let on_path = y % 8 == (inputs[op] >> 4) & 7;
+            let mut expected = vec![base + 9 + y];
+            if on_path {
+                expected.push(base + 25 + y / 8);
+            }
+            assert_eq!(broken(&bad), expected, "first fold {y} of read {op}");
+        }
+        // A second-fold value changed: its constraint, and the output's if it is the one read.
+        let mut bad = honest.clone();
+        bad[gate.wire_second(op, 0)] += FE::ONE;
+        let mut expected = vec![base + 25];
+        if inputs[op] >> 7 == 0 {
+            expected.push(base + 27);
+        }
+        assert_eq!(broken(&bad), expected, "second fold of read {op}");
+        // An input its bits do not make: only the recomposition.
+        let mut bad = honest.clone();
+        bad[gate.wire_input(op)] += FE::ONE;
+        assert_eq!(broken(&bad), vec![base], "input of read {op}");
+        // A bit of 2 with the input adjusted to match: the bit's own constraint is broken
+        // (the folds then read outside the table, and break too).
+        let mut bad = honest.clone();
+        bad[gate.wire_bit(op, 0)] = ext(2);
+        bad[gate.wire_input(op)] = ext(inputs[op] as i64 - (inputs[op] & 1) as i64 + 2);
+        let b = broken(&bad);
+        assert!(b.contains(&(base + 1)) && !b.contains(&base), "bit of read {op}: {b:?}");
     }
 }
 
