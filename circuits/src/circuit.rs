@@ -172,26 +172,32 @@ const WEIGHTED_SUM_TERMS: [usize; 7] = [2, 8, 11, 14, 18, 24, 38];
 /// operations (20 per row), or rows of a [`WeightedSumGate`] whose operations are shared by
 /// every output element with the same weight chunk (all positions of a convolution channel).
 /// Counted exactly per chunk, estimated for arithmetic rows (which share rows by weight value
-/// across the whole circuit).
-pub(crate) fn choose_layout(model: &QuantModel, node: usize, routed_wires: usize) -> MacLayout {
+/// across the whole circuit). In a private circuit an embedding is such a sum too, over the
+/// token's one-hot vector ([`Gadgets::embedding`]).
+pub(crate) fn choose_layout(model: &QuantModel, node: usize, routed_wires: usize, privacy: Privacy) -> MacLayout {
     // Per width: operations per distinct weight chunk, keyed by a fingerprint of the chunk so a
     // large layer's weights are not copied. A collision can only misjudge the layout (and
     // deterministically, so the verifier's rebuild agrees); every layout proves the same sum.
     let mut ops_per_chunk: Vec<HashMap<u64, usize>> = vec![HashMap::new(); WEIGHTED_SUM_TERMS.len()];
     let mut macs = 0usize;
-    for_each_element(model, node, |_, e| {
-        if let Element::Affine { terms, .. } = e {
-            macs += terms.len();
-            for (counts, width) in ops_per_chunk.iter_mut().zip(WEIGHTED_SUM_TERMS) {
-                for chunk in terms.chunks(width) {
-                    let mut h = std::hash::DefaultHasher::new();
-                    for t in chunk {
-                        t.weight.hash(&mut h);
-                    }
-                    *counts.entry(h.finish()).or_default() += 1;
+    let mut tally = |weights: &[i64]| {
+        macs += weights.len();
+        for (counts, width) in ops_per_chunk.iter_mut().zip(WEIGHTED_SUM_TERMS) {
+            for chunk in weights.chunks(width) {
+                let mut h = std::hash::DefaultHasher::new();
+                for w in chunk {
+                    w.hash(&mut h);
                 }
+                *counts.entry(h.finish()).or_default() += 1;
             }
         }
+    };
+    for_each_element(model, node, |_, e| match e {
+        Element::Affine { terms, .. } => tally(&terms.iter().map(|t| t.weight).collect::<Vec<_>>()),
+        Element::Embedding { channel, dim, table, .. } if privacy.zero_knowledge() => {
+            tally(&embedding_weights(table, dim, channel));
+        }
+        _ => {}
     });
     let mut best = (macs.div_ceil(20), MacLayout::Arithmetic);
     for (counts, width) in ops_per_chunk.iter().zip(WEIGHTED_SUM_TERMS) {
@@ -202,6 +208,12 @@ pub(crate) fn choose_layout(model: &QuantModel, node: usize, routed_wires: usize
         }
     }
     best.1
+}
+
+/// The weights of channel `channel` of a private embedding's sum over the one-hot vector:
+/// `E[k][channel] + 128` for every token id `k`.
+pub(crate) fn embedding_weights(table: &[i8], dim: usize, channel: usize) -> Vec<i64> {
+    table.iter().skip(channel).step_by(dim).map(|&v| i64::from((v as u8) ^ 0x80)).collect()
 }
 
 /// A contiguous run of layers and the tensors live at its two cuts.
@@ -340,7 +352,7 @@ impl SegmentCircuit {
         let routed_wires = segment_config(0, options.privacy).num_routed_wires;
         #[allow(unused_mut)]
         let mut layouts: Vec<MacLayout> =
-            segment.nodes.clone().map(|i| choose_layout(model, i, routed_wires)).collect();
+            segment.nodes.clone().map(|i| choose_layout(model, i, routed_wires, options.privacy)).collect();
         #[cfg(test)]
         if let Some(layout) = options.layout {
             layouts.fill(layout);
@@ -415,7 +427,8 @@ impl SegmentCircuit {
                         gadgets.requantize(&mut builder, acc, requant, zero_point, i8::MIN, layout)
                     }
                     Element::Embedding { tensor, index, channel, dim, table } => {
-                        gadgets.embedding(&mut builder, values[&tensor][index], channel, dim, table)
+                        let layout = layouts[i - segment.nodes.start];
+                        gadgets.embedding(&mut builder, values[&tensor][index], channel, dim, table, layout)
                     }
                     Element::Softmax { at: None, .. } => ByteTarget(builder.zero()),
                     Element::Softmax { tensor, kept, at: Some(p), exp } => {

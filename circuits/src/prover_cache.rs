@@ -373,6 +373,29 @@ mod tests {
         verifier.verify(&c).unwrap();
     }
 
+    /// A private model that reads tables and embeds tokens is kept too: its table gates, their
+    /// generators (each naming its gate by index) and the one-hot hints load, and prove.
+    #[test]
+    fn a_private_model_with_tables_is_kept_and_proves() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = CircuitCache::open(root.path()).unwrap();
+        let model = language_model(32);
+        let plan = SegmentPlan::default();
+        let x: Vec<i8> = [3u8, 1, 4, 1, 5, 2].iter().map(|&id| (id ^ 0x80) as i8).collect();
+        let stored = TaskProver::with_cache(model.clone(), plan.clone(), Privacy::Private, Some(&cache)).unwrap();
+        let after_store = entries(&cache);
+        let loaded = TaskProver::with_cache(model.clone(), plan.clone(), Privacy::Private, Some(&cache)).unwrap();
+        assert_eq!(entries(&cache), after_store, "the second prover was loaded, not rebuilt");
+        let common = &loaded.single.as_ref().unwrap().data.common;
+        assert_eq!(common, &stored.single.as_ref().unwrap().data.common);
+        assert!(common.gates.iter().any(|g| g.0.id().starts_with("ByteTableGate")));
+        let verifier = TaskVerifier::with_privacy(&model, &plan, Privacy::Private).unwrap();
+        let salt = Salt::random();
+        let (proof, trace, _) = loaded.prove_private(&x, &salt, TASK, PROVIDER, &mut |_, _, _| {}).unwrap();
+        assert_eq!(trace, infer::run(&model, &x).unwrap());
+        verifier.verify(&proof).unwrap();
+    }
+
     /// A segmented model's segment and join circuits are stored at its first proof and loaded
     /// at the next, and the proofs verify alike.
     #[test]

@@ -351,13 +351,13 @@ fn layouts_pick_the_fewest_rows() {
     // A 3x3 convolution with 16 output channels over 8x8: every channel's interior positions
     // share one 9-weight chunk, so 11-term operations (6 per row) beat 20 MACs per row.
     let model = crate::testing::conv_model(22, 16, 8);
-    match crate::circuit::choose_layout(&model, 0, 80) {
+    match crate::circuit::choose_layout(&model, 0, 80, crate::Privacy::Public) {
         MacLayout::WeightedSum(g) => assert!(g.terms >= 9, "{g:?}"),
         other => panic!("expected a weighted-sum layout, got {other:?}"),
     }
     // A single-term Relu is cheapest as arithmetic operations (20 per row).
     let relu = model.nodes.iter().position(|n| matches!(n.op, Op::Relu)).unwrap();
-    assert_eq!(crate::circuit::choose_layout(&model, relu, 80), MacLayout::Arithmetic);
+    assert_eq!(crate::circuit::choose_layout(&model, relu, 80, crate::Privacy::Public), MacLayout::Arithmetic);
 }
 
 #[test]

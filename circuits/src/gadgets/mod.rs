@@ -274,7 +274,8 @@ impl Gadgets {
     /// `table[u·dim + channel]`: in a public circuit a lookup of the key `u·dim + channel` into
     /// the table of the pairs `(id·dim + c, table[id·dim + c] + 128)` for ids below the
     /// vocabulary (an id outside it has no row, and each key names one (id, channel)); in a
-    /// private one `Σ_k (table[k·dim + channel] + 128)·b_k` over the one-hot vector `b` of `u`.
+    /// private one `Σ_k (table[k·dim + channel] + 128)·b_k` over the one-hot vector `b` of `u`,
+    /// laid out as `layout` says.
     pub(crate) fn embedding(
         &mut self,
         builder: &mut CircuitBuilder<F, D>,
@@ -282,15 +283,13 @@ impl Gadgets {
         channel: usize,
         dim: usize,
         table: &[i8],
+        layout: MacLayout,
     ) -> ByteTarget {
         if let ByteChecks::Limbs(..) = self.byte_checks {
             let one_hot = self.one_hot(builder, u, table.len() / dim);
-            let terms: Vec<(i64, Target)> = one_hot
-                .iter()
-                .enumerate()
-                .map(|(k, &b)| (i64::from((table[k * dim + channel] as u8) ^ 0x80), b))
-                .collect();
-            return ByteTarget(self.affine(builder, MacLayout::Arithmetic, 0, &terms));
+            let weights = crate::circuit::embedding_weights(table, dim, channel);
+            let terms: Vec<(i64, Target)> = weights.into_iter().zip(one_hot).collect();
+            return ByteTarget(self.affine(builder, layout, 0, &terms));
         }
         let index = *self.embedding_tables.entry((table.to_vec(), dim)).or_insert_with(|| {
             let pairs: Vec<(u16, u16)> =

@@ -327,14 +327,22 @@ impl<F: RichField + Extendable<D>, const D: usize> SimpleGenerator<F, D> for Byt
         set(out, gate.wire_output(op), value)
     }
 
-    fn serialize(&self, dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {
-        write_gate(dst, &self.gate)?;
+    /// The gate by its index among the circuit's gates: a circuit reads a table thousands of
+    /// times, and each read's generator would otherwise repeat its 256 entries.
+    fn serialize(&self, dst: &mut Vec<u8>, common: &CommonCircuitData<F, D>) -> IoResult<()> {
+        let index = common
+            .gates
+            .iter()
+            .position(|g| g.0.as_any().downcast_ref::<ByteTableGate>() == Some(&self.gate))
+            .ok_or(IoError)?;
+        dst.write_usize(index)?;
         dst.write_usize(self.row)?;
         dst.write_usize(self.op)
     }
 
     fn deserialize(src: &mut Buffer<'_>, common: &CommonCircuitData<F, D>) -> IoResult<Self> {
-        let gate = read_gate(src, common.config.num_wires)?;
+        let gate = common.gates.get(src.read_usize()?).ok_or(IoError)?;
+        let gate = gate.0.as_any().downcast_ref::<ByteTableGate>().ok_or(IoError)?.clone();
         let (row, op) = (src.read_usize()?, src.read_usize()?);
         if op >= gate.num_ops {
             return Err(IoError);
