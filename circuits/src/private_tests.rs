@@ -228,23 +228,39 @@ fn a_private_segment_at_rate_one_eighth_masks_eight_chunks_and_proves() {
     check_private_proof(&model, SegmentPlan::default(), false);
 }
 
+/// The single-segment circuit of `model` for tasks of mode `privacy`, with `fault` in its witness
+/// generation and then without the copy constraints the fault breaks in its prover's wiring.
+fn whole_circuit(
+    model: &QuantModel,
+    privacy: Privacy,
+    fault: Option<crate::gadgets::Fault>,
+) -> crate::circuit::SegmentCircuit {
+    let build = |cut| {
+        let segment = crate::Segment::new(model, 0..model.nodes.len());
+        let binding = crate::circuit::BuildOptions::binding(true, privacy);
+        let options = crate::circuit::BuildOptions { fault: fault.map(|f| (0, f)), cut, ..binding };
+        crate::circuit::SegmentCircuit::build(model, segment, options).unwrap()
+    };
+    let mut circuit = build(false);
+    if fault.is_some() {
+        // The malicious prover gets the wiring without the copies the fault breaks.
+        crate::testing::cut_copy_constraints(&mut circuit.data, build(true).data);
+    }
+    circuit
+}
+
 /// A private circuit checks its bytes with limbs and has no lookup: plonky2's lookup
 /// polynomials would carry its activations unblinded. The public one keeps its lookups.
 #[test]
 fn a_private_circuit_checks_bytes_by_limbs_and_has_no_lookup() {
     let model = tiny_model(46);
-    let build = |privacy| {
-        let segment = crate::Segment::new(&model, 0..model.nodes.len());
-        crate::circuit::SegmentCircuit::build(&model, segment, crate::circuit::BuildOptions::binding(true, privacy))
-            .unwrap()
-    };
-    let private = build(Privacy::Private);
+    let private = whole_circuit(&model, Privacy::Private, None);
     let common = &private.data.common;
     assert!(common.luts.is_empty() && common.num_lookup_polys == 0);
     let ids: Vec<String> = common.gates.iter().map(|g| g.0.id()).collect();
     assert!(ids.iter().any(|id| id.starts_with("ByteRangeGate")), "{ids:?}");
     assert!(!ids.iter().any(|id| id.contains("Lookup")), "{ids:?}");
-    let public = build(Privacy::Public);
+    let public = whole_circuit(&model, Privacy::Public, None);
     assert!(!public.data.common.luts.is_empty());
     assert!(!public.data.common.gates.iter().any(|g| g.0.id().starts_with("ByteRangeGate")));
 }
@@ -270,13 +286,7 @@ fn private_byte_checks_reject_non_bytes_at_the_verifier() {
 #[test]
 fn the_admitting_prover_proves_an_honest_private_witness() {
     let model = tiny_model(47);
-    let segment = crate::Segment::new(&model, 0..model.nodes.len());
-    let mut circuit = crate::circuit::SegmentCircuit::build(
-        &model,
-        segment,
-        crate::circuit::BuildOptions::binding(true, Privacy::Private),
-    )
-    .unwrap();
+    let mut circuit = whole_circuit(&model, Privacy::Private, None);
     let x = input(&model, 3);
     let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER)), Some(&Salt::random())).unwrap();
     let proof = crate::malicious::prove_admitting_any_byte(&mut circuit.data, pw).unwrap();
@@ -290,13 +300,7 @@ fn a_private_input_outside_int8_is_rejected_at_the_verifier() {
     use plonky2::field::types::Field;
     use plonky2::iop::witness::WitnessWrite;
     let model = tiny_model(16);
-    let segment = crate::Segment::new(&model, 0..model.nodes.len());
-    let mut circuit = crate::circuit::SegmentCircuit::build(
-        &model,
-        segment,
-        crate::circuit::BuildOptions::binding(true, Privacy::Private),
-    )
-    .unwrap();
+    let mut circuit = whole_circuit(&model, Privacy::Private, None);
     let x = input(&model, 4);
     let mut pw = plonky2::iop::witness::PartialWitness::new();
     for (i, &t) in circuit.inputs[0].iter().enumerate() {
@@ -350,15 +354,7 @@ fn private_models_with_tables_prove_exactly_without_lookups() {
 fn a_wrong_private_table_read_is_rejected_by_the_verifier() {
     let model = crate::testing::token_model(54);
     let x = input(&model, 6);
-    let build = || {
-        let segment = crate::Segment::new(&model, 0..model.nodes.len());
-        crate::circuit::SegmentCircuit::build(
-            &model,
-            segment,
-            crate::circuit::BuildOptions::binding(true, Privacy::Private),
-        )
-        .unwrap()
-    };
+    let build = || whole_circuit(&model, Privacy::Private, None);
     let reads = build().data.prover_only.generators.iter().filter(|g| g.0.id() == "tgrid::ByteTableGenerator").count();
     assert!(reads >= 6, "two tables, three reads a row");
     for (nth, wrong) in [(0, false), (0, true), (reads / 2, true), (reads - 1, true)] {
@@ -373,22 +369,26 @@ fn a_wrong_private_table_read_is_rejected_by_the_verifier() {
 /// token outside the vocabulary, gives a proof the verifier rejects.
 #[test]
 fn a_private_embedding_of_a_wrong_or_unknown_token_is_rejected_by_the_verifier() {
+    use plonky2::iop::generator::generate_partial_witness;
+    use plonky2::plonk::prover::prove_with_partition_witness;
+    use plonky2::util::timing::TimingTree;
+
     use crate::gadgets::Fault;
     let model = crate::testing::language_model(55);
     let mut unknown = tokens(&[1, 2, 3, 4, 5, 6]);
     unknown[2] = tokens(&[10])[0]; // the vocabulary has 10 ids
     for x in [tokens(&[1, 2, 3, 4, 5, 6]), unknown] {
-        let segment = crate::Segment::new(&model, 0..model.nodes.len());
-        let options = crate::circuit::BuildOptions {
-            fault: Some((0, Fault::OneHotWrongId)),
-            ..crate::circuit::BuildOptions::binding(true, Privacy::Private)
-        };
-        let circuit = crate::circuit::SegmentCircuit::build(&model, segment, options).unwrap();
+        let circuit = whole_circuit(&model, Privacy::Private, Some(Fault::OneHotWrongId));
         let pw = circuit.witness(&[&x], Some((&TASK, &PROVIDER)), Some(&Salt::random())).unwrap();
-        // plonky2's prover may notice the broken constraint itself; if it proves, the verifier
-        // must reject.
-        if let Ok(proof) = crate::prove_circuit(&circuit.data, pw) {
-            assert!(circuit.data.verify(proof).is_err(), "a wrong one-hot vector produced a valid proof for {x:?}");
-        }
+        let (prover, common) = (&circuit.data.prover_only, &circuit.data.common);
+        let witness = generate_partial_witness(pw, prover, common).expect("the malicious prover writes a witness");
+        let proof = prove_with_partition_witness::<crate::F, crate::C, { crate::D }>(
+            prover,
+            common,
+            witness,
+            &mut TimingTree::default(),
+        )
+        .expect("plonky2's prover proves the faulty witness");
+        assert!(circuit.data.verify(proof).is_err(), "a wrong one-hot vector produced a valid proof for {x:?}");
     }
 }

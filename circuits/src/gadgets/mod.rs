@@ -328,7 +328,14 @@ impl Gadgets {
             0,
             &bits.iter().enumerate().map(|(k, &b)| (k as i64, b)).collect::<Vec<_>>(),
         );
-        builder.connect(id, u.0);
+        // Tests only: a malicious prover's wiring without the id constraint (`cut`).
+        #[cfg(test)]
+        let cut = self.cut && matches!(self.fault, Some((_, Fault::OneHotWrongId)));
+        #[cfg(not(test))]
+        let cut = false;
+        if !cut {
+            builder.connect(id, u.0);
+        }
         self.one_hots.insert(u.0, bits.clone());
         bits
     }
