@@ -126,9 +126,9 @@ const _: () = assert!(PRIVATE_SEGMENT_WIRES >= SEGMENT_WIRES);
 /// The configuration of a segment circuit (every task circuit of a model that fits one segment)
 /// of a task of mode `privacy`: [`join_config`] or [`zk_join_config`] narrowed to
 /// [`SEGMENT_WIRES`] or [`PRIVATE_SEGMENT_WIRES`] wires, with room in the row constants for the
-/// circuit's custom gates: the five fixed-point constants of a [`crate::gates::RequantizeGate`] and the weights of its widest
-/// [`WeightedSumGate`] (`weighted_sum_terms`). A public segment of at most
-/// [`QUARTER_RATE_MAX_ROWS`] rows is then proven at [`public_segment_fri`].
+/// circuit's custom gates: the five fixed-point constants of a [`crate::gates::RequantizeGate`]
+/// and the weights of its widest [`WeightedSumGate`] (`weighted_sum_terms`). A public segment of
+/// at most [`QUARTER_RATE_MAX_ROWS`] rows is then proven at [`public_segment_fri`].
 pub fn segment_config(weighted_sum_terms: usize, privacy: Privacy) -> CircuitConfig {
     let mut config = if privacy.zero_knowledge() { zk_join_config() } else { join_config() };
     config.num_wires = if privacy.zero_knowledge() { PRIVATE_SEGMENT_WIRES } else { SEGMENT_WIRES };

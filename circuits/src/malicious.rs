@@ -212,7 +212,7 @@ pub(crate) fn prove_with_table_read(
         .filter(|g| g.0.id() == "tgrid::ByteTableGenerator")
         .nth(nth)
         .expect("the circuit reads a table");
-    // The generator's own encoding carries its gate (with the table), row and operation.
+    // The generator's own encoding names its gate (by index), row and operation.
     let mut bytes = Vec::new();
     generator.0.serialize(&mut bytes, &common).map_err(|e| anyhow::anyhow!("{e:?}"))?;
     let mut faulty = <ByteTableGenerator as SimpleGenerator<F, D>>::deserialize(&mut Buffer::new(&bytes), &common)

@@ -36,8 +36,9 @@
 //! plonky2's lookup argument is kept out: its prover computes the lookup polynomials as
 //! functions of the looked-up values and leaves them zero on every other row, with no place for
 //! randomness a circuit could reach. A private circuit checks bytes with
-//! [`crate::gates::ByteRangeGate`], whose limbs are ordinary (blinded) wires, and
-//! [`mark_zero_knowledge`] refuses any circuit with a lookup table.
+//! [`crate::gates::ByteRangeGate`] and reads tables with [`crate::gates::ByteTableGate`], whose
+//! limbs, bits and folds are ordinary (blinded) wires, and [`mark_zero_knowledge`] refuses any
+//! circuit with a lookup table.
 
 use std::ops::Range;
 

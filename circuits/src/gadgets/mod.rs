@@ -101,8 +101,9 @@ pub(crate) enum Fault {
 enum ByteChecks {
     /// A lookup into this table of the 256 pairs `(v, v)`: 40 per row, the public tasks' way.
     Lookup(usize),
-    /// [`ByteRangeGate`] rows (16 per row), with the number of checks placed so far: private
-    /// tasks, whose witness must not reach plonky2's unblinded lookup polynomials.
+    /// [`ByteRangeGate`] rows (17 per row of a private segment), with the number of checks
+    /// placed so far: private tasks, whose witness must not reach plonky2's unblinded lookup
+    /// polynomials.
     Limbs(ByteRangeGate, usize),
 }
 
@@ -126,8 +127,8 @@ pub(crate) struct Gadgets {
     table_gates: Vec<(ByteTableGate, usize)>,
     /// Lookup table index of each distinct embedding table (keyed by its values and width).
     embedding_tables: BTreeMap<(Vec<i8>, usize), usize>,
-    /// A private circuit's one-hot vectors of token ids, by the id's target.
-    one_hots: HashMap<Target, Vec<Target>>,
+    /// A private circuit's one-hot vectors of token ids, by the id's target and vocabulary.
+    one_hots: HashMap<(Target, usize), Vec<Target>>,
     #[cfg(test)]
     pub(crate) fault: Option<(usize, Fault)>,
     /// Tests only: leave out the copy constraints the fault breaks (see `BuildOptions::cut`).
@@ -302,11 +303,12 @@ impl Gadgets {
         ByteTarget(builder.add_lookup_from_index(key, index))
     }
 
-    /// The one-hot vector `b` of the token id `u` over `vocab` ids, made once per id: every
+    /// The one-hot vector `b` of the token id `u` over `vocab` ids, made once per id and
+    /// vocabulary (embeddings of one token with other vocabularies refuse other ids): every
     /// `b_k ∈ {0, 1}`, `Σ b_k = 1` and `Σ k·b_k = u`, so `b_u` is the one set bit, and an id of
     /// `vocab` or more has no witness.
     fn one_hot(&mut self, builder: &mut CircuitBuilder<F, D>, u: ByteTarget, vocab: usize) -> Vec<Target> {
-        if let Some(bits) = self.one_hots.get(&u.0) {
+        if let Some(bits) = self.one_hots.get(&(u.0, vocab)) {
             return bits.clone();
         }
         let bits = builder.add_virtual_targets(vocab);
@@ -336,7 +338,7 @@ impl Gadgets {
         if !cut {
             builder.connect(id, u.0);
         }
-        self.one_hots.insert(u.0, bits.clone());
+        self.one_hots.insert((u.0, vocab), bits.clone());
         bits
     }
 

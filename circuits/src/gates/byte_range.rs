@@ -12,7 +12,7 @@
 //! ```
 //!
 //! so `value_i ∈ [0, 255]`. The limb constraints have degree 4, the largest at FRI rate 1/4, so
-//! the gate is alone in its selector group; five wires per byte give 16 bytes per row of 82.
+//! the gate is alone in its selector group; five wires per byte give 17 bytes per row of 85.
 
 use plonky2::field::extension::Extendable;
 use plonky2::field::packed::PackedField;

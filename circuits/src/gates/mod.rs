@@ -3,10 +3,9 @@
 //! and cost nothing per proof; the Poseidon gates hold plonky2's permutation in two narrow rows
 //! (degree 7, FRI rate 1/8) or five rows of degree 3 (FRI rate 1/4); a private circuit checks
 //! bytes by base-4 limbs and reads tables by the bits of their index instead of plonky2's
-//! lookups, and its quotient-masking row randomizes
-//! its quotient chunks. Each is evaluated natively
-//! and in-circuit from one definition so recursion checks exactly the constraints the prover
-//! satisfies.
+//! lookups, and its quotient-masking row randomizes its quotient chunks. Each is evaluated
+//! natively and in-circuit from one definition so recursion checks exactly the constraints the
+//! prover satisfies.
 
 mod byte_range;
 mod byte_table;
