@@ -27,7 +27,7 @@ use plonky2::plonk::prover::prove_with_partition_witness;
 use plonky2::util::serialization::{Buffer, IoError, IoResult};
 use plonky2::util::timing::TimingTree;
 
-use crate::gates::{ByteRangeGate, ByteRangeGenerator, ByteTableGenerator};
+use crate::gates::{ByteRangeGenerator, ByteTableGenerator};
 use crate::{C, D, F};
 
 /// A lookup slot's generator that writes the table's output for an input in the table and 0 for
@@ -85,26 +85,29 @@ fn admit_any_lookup_input(data: &mut CircuitData<F, C, D>) {
     }
 }
 
-/// Replaces the generators of `data`'s [`ByteRangeGate`] rows by ones that admit any value.
+/// Replaces the generators of `data`'s [`crate::gates::ByteRangeGate`] rows by ones that admit
+/// any value.
 fn admit_any_byte_range(data: &mut CircuitData<F, C, D>) {
-    let Some(gate) = data.common.gates.iter().find_map(|g| g.0.as_any().downcast_ref::<ByteRangeGate>().copied())
-    else {
-        return;
-    };
-    for generator in &mut data.prover_only.generators {
-        if generator.0.id() != "tgrid::ByteRangeGenerator" {
-            continue;
-        }
-        let Target::Wire(wire) = generator.0.watch_list()[0] else { panic!("a byte check watches a wire") };
-        let admitting = ByteRangeGenerator { gate, row: wire.row, op: wire.column, admit_any: true };
+    let common = &data.common;
+    for generator in data.prover_only.generators.iter_mut().filter(|g| g.0.id() == "tgrid::ByteRangeGenerator") {
+        let mut admitting: ByteRangeGenerator = decoded(generator, common);
+        admitting.admit_any = true;
         *generator = WitnessGeneratorRef::new(admitting.adapter());
     }
 }
 
+/// A copy of `generator`, a `G`, rebuilt from its own encoding (which names its gate, row and
+/// operation), so that a test can set the copy's fault flag.
+fn decoded<G: SimpleGenerator<F, D>>(generator: &WitnessGeneratorRef<F, D>, common: &CommonCircuitData<F, D>) -> G {
+    let mut bytes = Vec::new();
+    generator.0.serialize(&mut bytes, common).expect("a task generator encodes");
+    G::deserialize(&mut Buffer::new(&bytes), common).expect("a task generator decodes its own encoding")
+}
+
 /// Proves `pw` like plonky2's prover, except that a byte check may hold any value: a lookup
 /// may read a value outside its table (counted in the multiplicities as a read of an in-table
-/// value read by another lookup of the same table), and a [`ByteRangeGate`]'s limbs recompose
-/// any value. Every other step is plonky2's.
+/// value read by another lookup of the same table), and a [`crate::gates::ByteRangeGate`]'s
+/// limbs recompose any value. Every other step is plonky2's.
 pub(crate) fn prove_admitting_any_byte(
     data: &mut CircuitData<F, C, D>,
     pw: PartialWitness<F>,
@@ -204,7 +207,7 @@ pub(crate) fn prove_with_table_read(
     nth: usize,
     wrong: bool,
 ) -> anyhow::Result<ProofWithPublicInputs<F, C, D>> {
-    let common = data.common.clone();
+    let common = &data.common;
     let generator = data
         .prover_only
         .generators
@@ -212,11 +215,7 @@ pub(crate) fn prove_with_table_read(
         .filter(|g| g.0.id() == "tgrid::ByteTableGenerator")
         .nth(nth)
         .expect("the circuit reads a table");
-    // The generator's own encoding names its gate (by index), row and operation.
-    let mut bytes = Vec::new();
-    generator.0.serialize(&mut bytes, &common).map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    let mut faulty = <ByteTableGenerator as SimpleGenerator<F, D>>::deserialize(&mut Buffer::new(&bytes), &common)
-        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let mut faulty: ByteTableGenerator = decoded(generator, common);
     faulty.faulty = wrong;
     *generator = WitnessGeneratorRef::new(faulty.adapter());
     let witness = generate_partial_witness(pw, &data.prover_only, &data.common)?;
