@@ -110,6 +110,7 @@ impl Daemon {
                     held.file.model.input_len()
                 );
             }
+            provable(&held.file.model, &opened.tensor).map_err(|e| anyhow!("{source}: {e:#}"))?;
             let private = PrivateInput { salt: opened.salt.to_hex() };
             return Ok(Some(AcceptedInput { values: opened.tensor, private: Some(private) }));
         }
@@ -124,6 +125,7 @@ impl Daemon {
         if B256::from(commit(&x).0) != o.input_commitment {
             bail!("{source} does not match the order's input commitment");
         }
+        provable(&held.file.model, &x).map_err(|e| anyhow!("{source}: {e:#}"))?;
         Ok(Some(AcceptedInput { values: x, private: None }))
     }
 
@@ -378,6 +380,14 @@ fn receipt_in(
     Ok(r)
 }
 
+/// Refuses an input the exact int8 inference refuses (a token id outside the model's vocabulary:
+/// no witness exists, so the proof would fail after the acceptance had made the provider
+/// slashable). The inference is what the proof's witness generation runs first, so an input it
+/// accepts is proven.
+fn provable(model: &tgrid_circuits::QuantModel, input: &[i8]) -> Result<()> {
+    tgrid_circuits::infer::run(model, input).map(|_| ()).context("the model cannot run on this input")
+}
+
 #[cfg(test)]
 mod tests {
     use alloy::primitives::{Address, B256};
@@ -385,7 +395,18 @@ mod tests {
     use serde_json::json;
     use tgrid_chain::market::{Delivery, MarketDomain, Receipt, SignedReceipt};
 
-    use super::receipt_in;
+    use super::{provable, receipt_in};
+
+    /// An input the inference refuses (a token outside the vocabulary) is refused before any
+    /// acceptance; a valid one of the same model passes.
+    #[test]
+    fn an_input_the_model_cannot_run_on_is_not_accepted() {
+        let model = tgrid_circuits::testing::language_model(3);
+        let tokens = |ids: &[u8]| -> Vec<i8> { ids.iter().map(|&id| (id ^ 0x80) as i8).collect() };
+        provable(&model, &tokens(&[1, 2, 3, 4, 5, 6])).unwrap();
+        let why = format!("{:#}", provable(&model, &tokens(&[1, 2, 10, 4, 5, 6])).unwrap_err());
+        assert!(why.contains("cannot run") && why.contains("token id 10"), "{why}");
+    }
 
     /// A missing, malformed, forged, foreign or mismatched receipt is no evidence; the right one is.
     #[test]
