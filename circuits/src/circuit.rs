@@ -14,18 +14,22 @@ use plonky2::iop::target::Target;
 use plonky2::iop::witness::{PartialWitness, WitnessWrite};
 use plonky2::plonk::circuit_builder::CircuitBuilder;
 use plonky2::plonk::circuit_data::{CircuitConfig, CircuitData};
+use plonky2::plonk::proof::ProofWithPublicInputs;
+use plonky2::plonk::prover::prove;
+use plonky2::util::timing::TimingTree;
 
-use crate::commit::{Commitment, OutputKey, Salt};
 use crate::error::{Error, Result};
 use crate::gadgets::{
-    commit_bytes, commit_encrypted_bytes, field_of, output_key, ByteTarget, ExpTable, Gadgets, MacLayout,
+    commit_bytes, commit_encrypted_bytes, embedding_weights, field_of, output_key, ByteTarget, ExpTable, Gadgets,
+    MacLayout,
 };
 use crate::gates::WeightedSumGate;
-use crate::lower::{affine_layout, for_each_element, layer_norm_layout, product_layout, Element, Width};
-use crate::model::{numel, QuantModel};
-use crate::privacy::Privacy;
 use crate::zero_knowledge;
 use crate::{C, D, F};
+use tgrid_int8::commit::{Commitment, OutputKey, Salt};
+use tgrid_int8::Privacy;
+use tgrid_int8::{affine_layout, for_each_element, layer_norm_layout, product_layout, Element, Width};
+use tgrid_int8::{numel, QuantModel};
 
 /// Public inputs of a task proof, in circuit order: task id (8 × u32, big-endian words),
 /// provider (5 × u32), model id (8 × u32), input commitment (4), output commitment (4).
@@ -208,12 +212,6 @@ pub(crate) fn choose_layout(model: &QuantModel, node: usize, routed_wires: usize
         }
     }
     best.1
-}
-
-/// The weights of channel `channel` of a private embedding's sum over the one-hot vector:
-/// `E[k][channel] + 128` for every token id `k`.
-pub(crate) fn embedding_weights(table: &[i8], dim: usize, channel: usize) -> Vec<i64> {
-    table.iter().skip(channel).step_by(dim).map(|&v| i64::from((v as u8) ^ 0x80)).collect()
 }
 
 /// A contiguous run of layers and the tensors live at its two cuts.
@@ -637,4 +635,19 @@ pub(crate) fn set_binding(
         pw.set_target(t, v).map_err(|e| Error::Proving(e.to_string()))?;
     }
     Ok(())
+}
+
+/// Proves `data` with witness `pw`. plonky2 panics on some unsatisfiable witnesses; this
+/// returns [`Error::Proving`] instead, so a bad witness never crashes a prover or a service.
+pub fn prove_circuit(data: &CircuitData<F, C, D>, pw: PartialWitness<F>) -> Result<ProofWithPublicInputs<F, C, D>> {
+    // plonky2's witness generation panics on some unsatisfiable witnesses (e.g. a lookup
+    // outside its table); treat that as a proving failure, not a crash.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        prove::<F, C, D>(&data.prover_only, &data.common, pw, &mut TimingTree::default())
+    }));
+    match result {
+        Ok(Ok(p)) => Ok(p),
+        Ok(Err(e)) => Err(Error::Proving(e.to_string())),
+        Err(_) => Err(Error::Proving("the witness does not satisfy the circuit".into())),
+    }
 }

@@ -1,6 +1,8 @@
 //! Errors of the circuits library.
 
-/// Everything that can go wrong in this crate. Each variant says what the caller can fix.
+/// Everything that can go wrong in this crate. Each variant says what the caller can fix. The
+/// first three are the int8 semantics' own ([`tgrid_int8::Error`]), kept as variants so a caller
+/// matches one enum.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -20,6 +22,18 @@ pub enum Error {
     /// Proving failed (the witness does not satisfy the circuit).
     #[error("proving failed: {0}")]
     Proving(String),
+}
+
+impl From<tgrid_int8::Error> for Error {
+    fn from(e: tgrid_int8::Error) -> Self {
+        match e {
+            tgrid_int8::Error::Format(m) => Error::Format(m),
+            tgrid_int8::Error::InvalidModel(m) => Error::InvalidModel(m),
+            tgrid_int8::Error::InvalidInput(m) => Error::InvalidInput(m),
+            // The int8 error is non-exhaustive for its downstream users only.
+            other => Error::Format(other.to_string()),
+        }
+    }
 }
 
 /// Result with this crate's [`Error`].

@@ -14,10 +14,11 @@ use plonky2::hash::hash_types::HashOut;
 use plonky2::plonk::circuit_data::CommonCircuitData;
 use plonky2::plonk::proof::ProofWithPublicInputs;
 
-use crate::codec::{Reader, Writer};
+use tgrid_int8::codec::{check_header, Reader, Writer};
+use tgrid_int8::QuantModel;
+
 use crate::error::{Error, Result};
-use crate::model::QuantModel;
-use crate::task::SegmentPlan;
+use crate::plan::SegmentPlan;
 use crate::{C, D, F};
 
 /// Magic of `.tgm` files.
@@ -31,21 +32,6 @@ const MAX_MODEL_BYTES: usize = 64 << 20;
 const MAX_REPORT_BYTES: usize = 1 << 20;
 const MAX_PROOF_BYTES: usize = 16 << 20;
 const MAX_CUTS: usize = 4096;
-
-/// Reads and checks a file header: the 8-byte `magic` and the little-endian u16 `version`;
-/// `what` names the file kind in errors.
-pub fn check_header(r: &mut Reader<'_>, magic: &[u8; 8], version: u16, what: &str) -> Result<()> {
-    let got: [u8; 8] =
-        r.raw().map_err(|_| Error::Format(format!("not a {what}: the file is shorter than its header")))?;
-    if &got != magic {
-        return Err(Error::Format(format!("not a {what}: bad magic")));
-    }
-    let v = r.u16()?;
-    if v != version {
-        return Err(Error::Format(format!("{what} version {v} is not supported (expected {version})")));
-    }
-    Ok(())
-}
 
 /// A compiled model file.
 #[derive(Clone, Debug, PartialEq)]

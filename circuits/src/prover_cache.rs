@@ -16,28 +16,17 @@
 
 use std::collections::BTreeMap;
 
-use plonky2::iop::generator::{SimpleGenerator, WitnessGeneratorRef};
+use plonky2::iop::generator::WitnessGeneratorRef;
 use plonky2::plonk::circuit_data::{CircuitData, CommonCircuitData};
 use plonky2::util::serialization::{Buffer, IoError, IoResult, Read, Remaining, WitnessGeneratorSerializer, Write};
 use tgrid_circuit_cache::{CircuitCache, CircuitKey, Generators};
 
 use crate::circuit::{BindingTargets, SecretTargets, SegmentCircuit};
-use crate::privacy::Privacy;
-use crate::task::JoinCircuit;
+use crate::gates::ReadGenerator;
+use crate::join::JoinCircuit;
 use crate::verifier_cache::TaskGates;
 use crate::{Result, C, D, F};
-
-/// Reads one of this crate's witness generators.
-pub(crate) type ReadGenerator = fn(&mut Buffer<'_>, &CommonCircuitData<F, D>) -> IoResult<WitnessGeneratorRef<F, D>>;
-
-/// The reader of generator type `G` (what plonky2's serializer macro does per type; ours is
-/// keyed by id because one type may carry several ids).
-pub(crate) fn reader<G: SimpleGenerator<F, D>>(
-    src: &mut Buffer<'_>,
-    common: &CommonCircuitData<F, D>,
-) -> IoResult<WitnessGeneratorRef<F, D>> {
-    Ok(WitnessGeneratorRef::new(G::deserialize(src, common)?.adapter()))
-}
+use tgrid_int8::Privacy;
 
 /// Every witness generator this crate's circuits use, by id (a tag is a position here: an
 /// entry is only read by the executable that wrote it).
@@ -300,11 +289,11 @@ fn decode(bytes: &[u8]) -> Result<SegmentCircuit, String> {
 mod tests {
     use tgrid_circuit_cache::CircuitCache;
 
-    use crate::commit::Salt;
-    use crate::privacy::Privacy;
     use crate::testing::{language_model, tiny_model};
     use crate::tests::{cache_entries as entries, PROVIDER, TASK};
     use crate::{infer, SegmentPlan, TaskProver, TaskVerifier};
+    use tgrid_int8::commit::Salt;
+    use tgrid_int8::Privacy;
 
     /// A prover with its circuit from the cache proves what a freshly built one proves: the
     /// same circuit (digest, targets, every generator of the lookups, the attention's hints and

@@ -1,5 +1,5 @@
 //! Circuit tests on small hand-built models that use every op: completeness (the circuit
-//! computes exactly [`crate::infer::run`]), soundness (each constraint rejects a witness that
+//! computes exactly [`tgrid_int8::infer::run`]), soundness (each constraint rejects a witness that
 //! breaks it), tampering and decoding.
 
 use plonky2::field::types::Field;
@@ -7,8 +7,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::gadgets::Fault;
-use crate::lower::{for_each_element, Element};
 use crate::{commit, infer, Error, ModelFile, Op, QuantModel, SegmentPlan, TaskProof, TaskProver, TaskVerifier};
+use tgrid_int8::{for_each_element, Element};
 
 use crate::testing::tiny_model;
 
@@ -406,13 +406,13 @@ fn model_encoding_round_trips_and_pins_the_id() {
 #[test]
 fn inputs_of_the_wrong_length_are_rejected() {
     let model = tiny_model(18);
-    assert!(matches!(infer::run(&model, &[0; 3]), Err(Error::InvalidInput(_))));
-    assert!(matches!(infer::quantize_input(&model, &[0.0; 3]), Err(Error::InvalidInput(_))));
+    assert!(matches!(infer::run(&model, &[0; 3]), Err(tgrid_int8::Error::InvalidInput(_))));
+    assert!(matches!(infer::quantize_input(&model, &[0.0; 3]), Err(tgrid_int8::Error::InvalidInput(_))));
     let mut x = vec![0.5f32; model.input_len()];
     x[2] = f32::NAN;
-    assert!(matches!(infer::quantize_input(&model, &x), Err(Error::InvalidInput(_))));
+    assert!(matches!(infer::quantize_input(&model, &x), Err(tgrid_int8::Error::InvalidInput(_))));
     x[2] = f32::INFINITY;
-    assert!(matches!(infer::quantize_input(&model, &x), Err(Error::InvalidInput(_))));
+    assert!(matches!(infer::quantize_input(&model, &x), Err(tgrid_int8::Error::InvalidInput(_))));
 }
 
 #[test]
@@ -420,7 +420,7 @@ fn commitment_packs_seven_bytes_and_absorbs_the_length() {
     let a = commit(&[0; 7]);
     assert_ne!(a, commit(&[0; 8]), "length must be absorbed");
     assert_ne!(commit(&[1, 2]), commit(&[2, 1]));
-    let e = crate::commit::packed_elements(&[-128, 127, 0]);
+    let e = tgrid_int8::commit::packed_elements(&[-128, 127, 0]);
     assert_eq!(e.len(), 2);
     assert_eq!(e[1], crate::F::from_canonical_u64(0x80_ff_00));
 }

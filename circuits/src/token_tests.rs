@@ -1,6 +1,6 @@
 //! Tests of the ops transformer-style exports lower to: per-row Dense, function tables,
 //! gathers (transpose, selection) and added constant tensors. Completeness (the circuit
-//! computes exactly [`crate::infer::run`] and proves it), soundness (a wrong table output and
+//! computes exactly [`tgrid_int8::infer::run`] and proves it), soundness (a wrong table output and
 //! broken affine constraints reach the verifier and are rejected) and validation.
 
 use rand::rngs::StdRng;
@@ -293,7 +293,7 @@ fn a_model_may_not_add_more_than_its_share_of_lookup_entries() {
         shape: vec![embed.shape[0], 256],
         q: embed.q,
     };
-    let extra = crate::model::MAX_LOOKUP_ENTRIES / (1 << 16) + 1;
+    let extra = tgrid_int8::MAX_LOOKUP_ENTRIES / (1 << 16) + 1;
     for i in 0..extra {
         model.nodes.insert(1, crate::Node { name: format!("wide_{i}"), ..wide.clone() });
     }

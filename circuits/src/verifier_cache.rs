@@ -15,9 +15,9 @@ use crate::gates::{
     ByteRangeGate, ByteTableGate, DotProductGate, PoseidonHeadGate, PoseidonLowDegreeGate, PoseidonTailGate,
     QuotientMaskGate, RequantizeGate, WeightedSumGate,
 };
-use crate::privacy::Privacy;
-use crate::task::SegmentPlan;
+use crate::plan::SegmentPlan;
 use crate::{Result, C, D, F};
+use tgrid_int8::Privacy;
 
 /// Serializes the gates of task circuits: those of the cache's own serializer (plonky2's, for
 /// lookups and the joins' recursive verifiers) and this crate's custom gates.
@@ -97,10 +97,10 @@ mod tests {
     use rand::SeedableRng;
     use tgrid_circuit_cache::CircuitCache;
 
-    use crate::privacy::Privacy;
     use crate::testing::tiny_model;
     use crate::tests::{cache_entries as entries, random_input, PROVIDER, TASK};
     use crate::{SegmentPlan, TaskProver, TaskVerifier};
+    use tgrid_int8::Privacy;
 
     #[test]
     fn a_cached_task_verifier_is_the_rebuilt_one_and_checks_proofs_alike() {

@@ -57,14 +57,12 @@ use crate::gates::QuotientMaskGate;
 use crate::{C, D, F};
 
 /// The witness generators of the blinding, by id (for the task circuit cache).
-pub(crate) const GENERATORS: &[(&str, crate::prover_cache::ReadGenerator)] = &[
-    ("tgrid::RandomRows", crate::prover_cache::reader::<RandomRows>),
-    ("tgrid::MaskColumns", crate::prover_cache::reader::<MaskColumns>),
+pub(crate) const GENERATORS: &[(&str, crate::gates::ReadGenerator)] = &[
+    ("tgrid::RandomRows", crate::gates::reader::<RandomRows>),
+    ("tgrid::MaskColumns", crate::gates::reader::<MaskColumns>),
 ];
 
-/// Wire columns random on every row of a private circuit, read only by its quotient-masking row:
-/// `D` masks and their multiplier.
-pub const MASK_COLUMNS: usize = D + 1;
+pub use crate::gates::MASK_COLUMNS;
 
 /// `config` for a private circuit built by [`blind`]: plonky2's blinding off (this module adds
 /// its own), [`MASK_COLUMNS`] more wires.

@@ -301,6 +301,11 @@ fn run_service(config: Option<&Path>, print_settings: bool) -> Result<()> {
     Ok(())
 }
 
+/// A runtime for the commands that talk to the job queue (`aggregate --queue`, `worker`, `wrap --queue`).
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
 /// Stops the process's work at Ctrl-C or SIGTERM (sets the returned flag).
 fn stop_on_signal() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -67,10 +67,6 @@ impl WorkerWrapArgs {
     }
 }
 
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
-}
-
 /// `tgrid-sequencer worker`.
 pub fn worker(
     queue: QueueSettings,
@@ -91,7 +87,7 @@ pub fn worker(
     }
     let wraps = wrap.is_some();
     let started = Instant::now();
-    let done = runtime()?.block_on(async {
+    let done = super::runtime()?.block_on(async {
         let stop = super::stop_on_signal();
         jobs::run_worker(WorkerOptions { queue, name: name.clone(), max_jobs, wrap }, stop).await
     })?;
@@ -123,7 +119,7 @@ pub fn aggregate(
     let provided = super::leaves_beside(&aggregator, proof_paths, &proofs);
     let url = queue.url.to_string();
     let bar = out.spinner(&format!("{} tasks: leaves and merges on the workers of {url}", proofs.len()));
-    let (batch, tally) = runtime()?
+    let (batch, tally) = super::runtime()?
         .block_on(async {
             let queue = JobQueue::connect(queue, JobMetrics::new()).await?;
             let batch = jobs::aggregate(&aggregator, &queue, &proofs, &provided).await?;

@@ -298,7 +298,7 @@ fn wrap_on_queue(
         batch.leaves.len(),
         key.id
     ));
-    let (file, tally) = super::queue_cmd::runtime()?.block_on(async {
+    let (file, tally) = super::runtime()?.block_on(async {
         let queue = JobQueue::connect(queue, JobMetrics::new()).await?;
         let file = jobs::wrap(&queue, wrapper, &key, batch).await?;
         Ok::<_, JobError>((file, queue.tally()))

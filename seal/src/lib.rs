@@ -1,7 +1,7 @@
 //! Sealed inputs of private tasks: a private task's input travels sealed to its provider, so the
 //! relay, the input store and the public hold ciphertext only. (Its output needs no sealing: the
 //! proof itself encrypts it under a key derived from the input's salt,
-//! [`tgrid_circuits::EncryptedTensor`], so only the poster and the provider can read it.)
+//! [`tgrid_int8::EncryptedTensor`], so only the poster and the provider can read it.)
 //!
 //! Sealing is HPKE (RFC 9180, base mode: DHKEM(X25519, HKDF-SHA256), HKDF-SHA256,
 //! ChaCha20-Poly1305) to the provider's X25519 key. The plaintext is the commitment's salt and
@@ -17,8 +17,8 @@ use hpke::aead::ChaCha20Poly1305;
 use hpke::kdf::HkdfSha256;
 use hpke::kem::X25519HkdfSha256;
 use hpke::{Deserializable, Kem as _, OpModeR, OpModeS, Serializable};
-use tgrid_circuits::codec::{Reader, Writer};
-use tgrid_circuits::{check_header, commit_salted, Commitment, Salt, MAX_TENSOR_LEN};
+use tgrid_int8::codec::{Reader, Writer};
+use tgrid_int8::{check_header, commit_salted, Commitment, Salt, MAX_TENSOR_LEN};
 
 type Kem = X25519HkdfSha256;
 
@@ -225,7 +225,7 @@ pub fn open_input(
     Ok(OpenedInput { tensor, salt })
 }
 
-fn format(e: tgrid_circuits::Error) -> Error {
+fn format(e: tgrid_int8::Error) -> Error {
     Error::Format(e.to_string())
 }
 

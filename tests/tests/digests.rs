@@ -76,10 +76,8 @@ fn check(key: &str, actual: BTreeMap<String, String>) {
     let path = recorded_path();
     if std::env::var_os("TGRID_RECORD_DIGESTS").is_some() {
         // Each test merges its entry into the file: record with `--test-threads 1`.
-        let mut all: BTreeMap<String, BTreeMap<String, String>> = std::fs::read_to_string(&path)
-            .ok()
-            .map(|text| serde_json::from_str(&text).unwrap())
-            .unwrap_or_default();
+        let mut all: BTreeMap<String, BTreeMap<String, String>> =
+            std::fs::read_to_string(&path).ok().map(|text| serde_json::from_str(&text).unwrap()).unwrap_or_default();
         all.insert(key.to_string(), actual);
         std::fs::write(&path, serde_json::to_string_pretty(&all).unwrap() + "\n").unwrap();
         return;

@@ -38,3 +38,10 @@ pub enum Error {
 
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The semantics' errors (encodings read with its codec) reach callers as the task layer's.
+impl From<tgrid_circuits::int8::Error> for Error {
+    fn from(e: tgrid_circuits::int8::Error) -> Self {
+        Error::Task(e.into())
+    }
+}

@@ -16,6 +16,7 @@
 
 pub mod batch;
 mod error;
+mod leaves;
 pub mod registry;
 pub mod shape;
 #[cfg(test)]

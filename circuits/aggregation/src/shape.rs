@@ -56,16 +56,21 @@ pub fn leaf_config() -> CircuitConfig {
     config
 }
 
+/// Number of public inputs of chunk and merge proofs.
+pub const NUM_AGGREGATION_PUBLIC_INPUTS: usize = 21;
+
+/// Number of public inputs of leaf proofs: the task leaf and the model id, 8 words each.
+pub const NUM_LEAF_PUBLIC_INPUTS: usize = 16;
+
 /// The shape of leaf proofs (one task's leaf, every model's [`crate::LeafCircuit`]), which only
 /// chunk circuits verify: 2^13 rows at the cheaper-to-verify [`leaf_config`]. A model's task
 /// proof must be verifiable in it beside the leaf's hashing (the character GPT's takes 6,909
 /// rows; `tgrid_circuits` picks each segment's FRI rate so that it fits).
-pub static LEAF: Shape = Shape::new("leaf", 13, crate::tree::NUM_LEAF_PUBLIC_INPUTS, true, leaf_config);
+pub static LEAF: Shape = Shape::new("leaf", 13, NUM_LEAF_PUBLIC_INPUTS, true, leaf_config);
 
 /// The shape shared by chunk and merge proofs, so a merge circuit verifies either. Both hash
 /// with the SHA-256 gates.
-pub static AGGREGATION: Shape =
-    Shape::new("aggregation", 14, crate::tree::NUM_AGGREGATION_PUBLIC_INPUTS, true, aggregation_config);
+pub static AGGREGATION: Shape = Shape::new("aggregation", 14, NUM_AGGREGATION_PUBLIC_INPUTS, true, aggregation_config);
 
 impl Shape {
     const fn new(

@@ -3,7 +3,7 @@
 //! PyTorch exports GELU as `x * 0.5 * (1 + erf(x / √2))`, scaling as `Mul`/`Div` by a constant,
 //! and so on: several ops that each read one value of one tensor. A chain like that is one
 //! function of an int8 input, so it is tabulated over the 256 input values (an
-//! [`tgrid_circuits::Op::Table`]) and proven by one lookup per element, whatever its length.
+//! [`tgrid_int8::Op::Table`]) and proven by one lookup per element, whatever its length.
 
 /// A function of one real input `x`.
 #[derive(Clone, Debug, PartialEq)]

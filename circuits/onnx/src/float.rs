@@ -1,7 +1,7 @@
 //! The float graph after folding, and a float executor for calibration.
 //!
 //! Tensor 0 is the input; node `i` produces tensor `i + 1` (the same indexing as
-//! [`tgrid_circuits::QuantModel`], which the quantizer produces node for node).
+//! [`tgrid_int8::QuantModel`], which the quantizer produces node for node).
 
 use crate::elementwise::Expr;
 
@@ -317,7 +317,7 @@ fn pool(
     for ch in 0..c {
         for oy in 0..oh {
             for ox in 0..ow {
-                tgrid_circuits::window_indices(ch, [h, w], kernel, stride, pads, [oy, ox], &mut cells);
+                tgrid_int8::window_indices(ch, [h, w], kernel, stride, pads, [oy, ox], &mut cells);
                 vals.clear();
                 vals.extend(cells.iter().map(|&i| x[i]));
                 y.push(f(&vals, ch));

@@ -12,7 +12,6 @@ mod elementwise;
 mod float;
 mod fold;
 mod import;
-mod layers;
 mod layout;
 mod node;
 mod prune;
@@ -66,7 +65,7 @@ pub enum Error {
     Data(String),
     /// The quantized model violates a circuit bound.
     #[error(transparent)]
-    Model(#[from] tgrid_circuits::Error),
+    Model(#[from] tgrid_int8::Error),
     /// The float reference (tract) failed.
     #[error("float reference failed: {0}")]
     Reference(String),

@@ -3,7 +3,7 @@
 //! channel, bias int32 at `s_in · s_w`, fixed-point requantization multipliers.
 
 use serde::{Deserialize, Serialize};
-use tgrid_circuits::{infer, requant_for, Node, Op, QParams, QuantModel, Requant};
+use tgrid_int8::{infer, requant_for, Node, Op, QParams, QuantModel, Requant};
 
 use crate::elementwise::Expr;
 use crate::float::{FloatGraph, FloatOp};
@@ -148,13 +148,13 @@ fn quantize_layer_norm(
 ) -> std::result::Result<Op, String> {
     let n = gamma.len() as f64;
     let eps = (n.powi(3) * f64::from(eps) / f64::from(in_q.scale).powi(2)).round().max(1.0);
-    if eps > tgrid_circuits::MAX_LAYER_NORM_EPS as f64 {
+    if eps > tgrid_int8::MAX_LAYER_NORM_EPS as f64 {
         return Err(format!("epsilon {eps} is too large for the input scale {}", in_q.scale));
     }
     let s_out = f64::from(out_q.scale);
     let mut last = String::new();
     for shift in [48u8, 40, 32] {
-        let fraction = 2f64.powi(i32::from(shift) - tgrid_circuits::INV_SQRT_BITS as i32);
+        let fraction = 2f64.powi(i32::from(shift) - tgrid_int8::INV_SQRT_BITS as i32);
         let g: Vec<f64> = gamma.iter().map(|&v| (f64::from(v) * n.sqrt() / s_out * fraction).round()).collect();
         let b: Vec<f64> = beta.iter().map(|&v| (f64::from(v) / s_out * 2f64.powi(shift.into())).round()).collect();
         if g.iter().any(|v| v.abs() >= 2f64.powi(31)) || b.iter().any(|v| v.abs() >= 2f64.powi(62)) {
@@ -164,7 +164,7 @@ fn quantize_layer_norm(
         let gamma: Vec<i32> = g.iter().map(|&v| v as i32).collect();
         let beta: Vec<i64> = b.iter().map(|&v| v as i64).collect();
         let requant = Requant { multiplier: 1, shift };
-        match tgrid_circuits::check_layer_norm(&gamma, &beta, requant) {
+        match tgrid_int8::check_layer_norm(&gamma, &beta, requant) {
             Ok(()) => return Ok(Op::LayerNorm { gamma, beta, eps: eps as u64, requant }),
             Err(why) => last = why,
         }
@@ -375,13 +375,15 @@ pub fn quantize_model_adjusted(
                         ),
                     });
                 }
-                let constants = tgrid_circuits::infer::quantize(constants, observed).map_err(|e| {
-                    Error::InvalidNode { op: "Concat".into(), node: n.name.clone(), reason: e.to_string() }
+                let constants = tgrid_int8::infer::quantize(constants, observed).map_err(|e| Error::InvalidNode {
+                    op: "Concat".into(),
+                    node: n.name.clone(),
+                    reason: e.to_string(),
                 })?;
                 (Op::Concat { source: source.clone(), constants }, observed)
             }
             FloatOp::Embedding { table, dim } => {
-                let table = tgrid_circuits::infer::quantize(table, observed).map_err(|e| Error::InvalidNode {
+                let table = tgrid_int8::infer::quantize(table, observed).map_err(|e| Error::InvalidNode {
                     op: "Gather".into(),
                     node: n.name.clone(),
                     reason: e.to_string(),
@@ -397,7 +399,7 @@ pub fn quantize_model_adjusted(
             FloatOp::Softmax { keep } => match wide_scores_of(graph, options, n.inputs[0]) {
                 Some(scores) => {
                     let (op, inputs) = scores_softmax(graph, scores, &qs, lo[n.inputs[0]], hi[n.inputs[0]], keep)?;
-                    qs.push(tgrid_circuits::SOFTMAX_Q);
+                    qs.push(tgrid_int8::SOFTMAX_Q);
                     nodes.push(Node { name: n.name.clone(), op, inputs, shape: n.shape.clone(), q: qs[i + 1] });
                     continue;
                 }
@@ -405,7 +407,7 @@ pub fn quantize_model_adjusted(
                     let exp = (0..256)
                         .map(|d| (65535.0 * (-f64::from(in_q.scale) * f64::from(d)).exp()).round() as u16)
                         .collect();
-                    (Op::Softmax { exp, keep: keep.clone() }, tgrid_circuits::SOFTMAX_Q)
+                    (Op::Softmax { exp, keep: keep.clone() }, tgrid_int8::SOFTMAX_Q)
                 }
             },
             FloatOp::MatMul { alpha } => {
@@ -501,7 +503,7 @@ fn scores_softmax(
     if !(m.is_finite() && m > 0.0) {
         return Err(invalid(format!("scaling by {alpha} is not a positive finite factor")));
     }
-    let requant = tgrid_circuits::requant_for_scores(m, k * 255 * 255).map_err(invalid)?;
+    let requant = tgrid_int8::requant_for_scores(m, k * 255 * 255).map_err(invalid)?;
     // exp(d) for d = 256·h + l is the rounded product of two tables (`infer::score_exp`).
     let table =
         |step: f64| (0..256).map(move |i| (65535.0 * (-score_scale * step * f64::from(i)).exp()).round() as u16);

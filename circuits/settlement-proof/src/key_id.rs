@@ -15,6 +15,21 @@ use tgrid_wrap::FinalFri;
 
 use crate::error::{Error, Result};
 
+/// `VERIFYING_KEY_DIGEST`s of the public-seed wrap keys verifiers were generated for
+/// (contracts/verifier/WrapVerifierDevnetInsecure.sol, production FRI; WrapVerifierInsecureTest.sol,
+/// test FRI): anyone can forge proofs for them, whatever a file or a key id calls them.
+pub const PUBLIC_SEED_KEY_DIGESTS: [&str; 2] = [
+    "0x827112031abcb8017c32b9ad02a5b411034c26190379285827a5b259ba660d53",
+    "0xc8f54b39a6e206c828ba84ec2fc5ccd316339f90e8d93fdc3cd13e2b6b07dca0",
+];
+
+/// Whether `digest` (sha256 of a verifying key's 18 EIP-197 words) is one of
+/// [`PUBLIC_SEED_KEY_DIGESTS`].
+pub fn is_public_seed_key_digest(digest: &[u8; 32]) -> bool {
+    let hex = format!("0x{}", hex::encode(digest));
+    PUBLIC_SEED_KEY_DIGESTS.contains(&hex.as_str())
+}
+
 /// Conjectured bits below which a key is reported insecure whatever its setup.
 pub const MIN_SECURE_BITS: usize = 100;
 
@@ -171,7 +186,7 @@ fn small_number<T: FromStr>(t: &str) -> Option<T> {
 /// `None`: a public-seed verifying key digest, an id that says so (public seed or fewer than
 /// [`MIN_SECURE_BITS`]), or an id that does not say its parameters at all.
 pub fn insecurity(key_id: Option<&str>, verifying_key_digest: Option<&[u8; 32]>) -> Option<String> {
-    if verifying_key_digest.is_some_and(crate::is_public_seed_key_digest) {
+    if verifying_key_digest.is_some_and(is_public_seed_key_digest) {
         return Some("a public-seed devnet key: anyone can forge proofs for it".into());
     }
     match key_id.map(str::parse::<WrapKeyId>) {
@@ -237,7 +252,7 @@ mod tests {
     fn insecurity_comes_from_the_digest_and_the_parsed_id() {
         let secure = id(FinalFri::PRODUCTION, false).to_string();
         assert_eq!(insecurity(Some(&secure), Some(&[7; 32])), None);
-        let public_digest: [u8; 32] = hex::decode(&crate::PUBLIC_SEED_KEY_DIGESTS[0][2..]).unwrap().try_into().unwrap();
+        let public_digest: [u8; 32] = hex::decode(&PUBLIC_SEED_KEY_DIGESTS[0][2..]).unwrap().try_into().unwrap();
         assert!(insecurity(Some(&secure), Some(&public_digest)).unwrap().contains("public-seed"));
         assert!(insecurity(Some(&id(FinalFri::PRODUCTION, true).to_string()), None).unwrap().contains("public-seed"));
         assert!(insecurity(Some(&id(FinalFri::INSECURE_TEST, false).to_string()), None)

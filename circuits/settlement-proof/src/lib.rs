@@ -11,6 +11,7 @@ pub mod error;
 pub mod file;
 pub mod key_id;
 pub mod keys;
+pub mod setup;
 pub mod wrapper;
 
 #[cfg(test)]
@@ -25,7 +26,8 @@ pub use error::{Error, Result};
 pub use file::{SettlementProofFile, VerifiedSettlement};
 pub use key_id::{insecurity, WrapKeyId, MIN_SECURE_BITS};
 pub use keys::{
-    insecure_devnet_key_id, is_public_seed_key_digest, KeySource, WrapFri, WrapKey, WrapVerifyingKey,
-    DEVNET_INSECURE_SEED, PUBLIC_SEED_KEY_DIGESTS,
+    is_public_seed_key_digest, KeySource, WrapFri, WrapKey, WrapVerifyingKey, DEVNET_INSECURE_SEED,
+    PUBLIC_SEED_KEY_DIGESTS,
 };
+pub use setup::insecure_devnet_key_id;
 pub use wrapper::{BatchWrapper, Stage, WrapStats};

@@ -67,7 +67,7 @@ impl Gadgets {
         let above = builder.sub(next_minus_v, one);
         self.range_check_bits(builder, above, 27);
         // s·R ≤ 2^31 < s·(R+1): both gaps below s < 2^26 for the true quotient; s·R < 2^58.
-        let limit = builder.constant(F::from_canonical_u64(1 << crate::model::INV_SQRT_BITS));
+        let limit = builder.constant(F::from_canonical_u64(1 << tgrid_int8::INV_SQRT_BITS));
         let s_r = builder.mul(s, r);
         let room = builder.sub(limit, s_r);
         self.range_check_bits(builder, room, 26);
@@ -117,7 +117,7 @@ impl SimpleGenerator<F, D> for InvSqrtHint {
     fn run_once(&self, witness: &PartitionWitness<'_, F>, out: &mut GeneratedValues<F>) -> anyhow::Result<()> {
         let v = witness.get_target(self.v).to_canonical_u64().max(1);
         #[allow(unused_mut)]
-        let mut s = crate::infer::isqrt(v);
+        let mut s = tgrid_int8::infer::isqrt(v);
         #[cfg(test)]
         match self.fault {
             Some(Fault::IsqrtHigh) => s += 1,
@@ -125,7 +125,7 @@ impl SimpleGenerator<F, D> for InvSqrtHint {
             _ => {}
         }
         #[allow(unused_mut)]
-        let mut r = (1u64 << crate::model::INV_SQRT_BITS) / s.max(1);
+        let mut r = (1u64 << tgrid_int8::INV_SQRT_BITS) / s.max(1);
         #[cfg(test)]
         match self.fault {
             Some(Fault::InvSqrtHigh) => r += 1,

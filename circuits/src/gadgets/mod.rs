@@ -5,7 +5,7 @@
 //! modules.
 //!
 //! Every hint computed by a generator here is constrained: bytes by the lookup table, the
-//! division by a linear identity that cannot wrap (bounds in [`crate::lower::affine_layout`]),
+//! division by a linear identity that cannot wrap (bounds in [`tgrid_int8::affine_layout`]),
 //! the clamp by sign/zero products.
 
 use std::collections::{BTreeMap, HashMap};
@@ -20,12 +20,12 @@ use plonky2::plonk::circuit_builder::CircuitBuilder;
 use plonky2::plonk::circuit_data::CommonCircuitData;
 use plonky2::util::serialization::{Buffer, IoResult, Read, Write};
 
-use crate::commit::BYTES_PER_ELEMENT;
 use crate::gates::{ByteRangeGate, ByteTableGate, DotProductGate, RequantizeGate, WeightedSumGate};
-use crate::lower::{AffineLayout, Width};
-use crate::model::Requant;
-use crate::privacy::Privacy;
 use crate::{TgridPoseidonHash, D, F};
+use tgrid_int8::commit::BYTES_PER_ELEMENT;
+use tgrid_int8::Privacy;
+use tgrid_int8::Requant;
+use tgrid_int8::{AffineLayout, Width};
 
 mod layer_norm;
 mod softmax;
@@ -33,13 +33,13 @@ mod softmax;
 pub(crate) use softmax::ExpTable;
 
 /// The witness generators of these gadgets, by id (for the task circuit cache).
-pub(crate) const GENERATORS: &[(&str, crate::prover_cache::ReadGenerator)] = &[
-    ("tgrid::RequantHint", crate::prover_cache::reader::<RequantHint>),
-    ("tgrid::MaxHint", crate::prover_cache::reader::<MaxHint>),
-    ("tgrid::OneHotHint", crate::prover_cache::reader::<OneHotHint>),
-    ("tgrid::InvSqrtHint", crate::prover_cache::reader::<layer_norm::InvSqrtHint>),
-    ("tgrid::BytesHint", crate::prover_cache::reader::<layer_norm::BytesHint>),
-    ("tgrid::SoftmaxHint", crate::prover_cache::reader::<softmax::SoftmaxHint>),
+pub(crate) const GENERATORS: &[(&str, crate::gates::ReadGenerator)] = &[
+    ("tgrid::RequantHint", crate::gates::reader::<RequantHint>),
+    ("tgrid::MaxHint", crate::gates::reader::<MaxHint>),
+    ("tgrid::OneHotHint", crate::gates::reader::<OneHotHint>),
+    ("tgrid::InvSqrtHint", crate::gates::reader::<layer_norm::InvSqrtHint>),
+    ("tgrid::BytesHint", crate::gates::reader::<layer_norm::BytesHint>),
+    ("tgrid::SoftmaxHint", crate::gates::reader::<softmax::SoftmaxHint>),
 ];
 
 /// How an affine element's multiply-accumulates are laid out in rows.
@@ -177,10 +177,10 @@ impl Clamp {
 
 impl Gadgets {
     /// The gadgets of a circuit of mode `privacy`; a private circuit's builder must leave
-    /// [`crate::zero_knowledge::MASK_COLUMNS`] wires to the masking.
+    /// [`crate::gates::MASK_COLUMNS`] wires to the masking.
     pub(crate) fn new(builder: &mut CircuitBuilder<F, D>, privacy: Privacy) -> Self {
         let byte_checks = if privacy.zero_knowledge() {
-            let gate_wires = builder.config.num_wires - crate::zero_knowledge::MASK_COLUMNS;
+            let gate_wires = builder.config.num_wires - crate::gates::MASK_COLUMNS;
             ByteChecks::Limbs(ByteRangeGate::new(gate_wires, builder.config.num_routed_wires), 0)
         } else {
             let table: Vec<(u16, u16)> = (0..256u16).map(|v| (v, v)).collect();
@@ -242,7 +242,7 @@ impl Gadgets {
                 ByteTable::Lookup(builder.add_lookup_table_from_pairs(Arc::new(pairs)))
             }
             ByteChecks::Limbs(..) => {
-                let wires = builder.config.num_wires - crate::zero_knowledge::MASK_COLUMNS;
+                let wires = builder.config.num_wires - crate::gates::MASK_COLUMNS;
                 let table: Vec<u32> = entries.iter().map(|&e| u32::from(e)).collect();
                 let gate = ByteTableGate::new(table.into(), wires, builder.config.num_routed_wires);
                 self.table_gates.push((gate, 0));
@@ -288,7 +288,7 @@ impl Gadgets {
     ) -> ByteTarget {
         if let ByteChecks::Limbs(..) = self.byte_checks {
             let one_hot = self.one_hot(builder, u, table.len() / dim);
-            let weights = crate::circuit::embedding_weights(table, dim, channel);
+            let weights = embedding_weights(table, dim, channel);
             let terms: Vec<(i64, Target)> = weights.into_iter().zip(one_hot).collect();
             return ByteTarget(self.affine(builder, layout, 0, &terms));
         }
@@ -729,13 +729,13 @@ fn pack_bytes(builder: &mut CircuitBuilder<F, D>, bytes: &[ByteTarget]) -> Targe
 }
 
 /// The commitment of [`crate::commit`] over byte targets (offset form), or with a `salt` (secret
-/// witness) that of [`crate::commit::commit_salted`].
+/// witness) that of [`tgrid_int8::commit::commit_salted`].
 pub(crate) fn commit_bytes(
     builder: &mut CircuitBuilder<F, D>,
     values: &[ByteTarget],
     salt: Option<[Target; 4]>,
 ) -> HashOutTarget {
-    let flag = if salt.is_some() { crate::commit::SALTED_FLAG } else { 0 };
+    let flag = if salt.is_some() { tgrid_int8::commit::SALTED_FLAG } else { 0 };
     let mut elements = vec![builder.constant(F::from_canonical_u64(values.len() as u64 + flag))];
     elements.extend(salt.into_iter().flatten());
     for chunk in values.chunks(BYTES_PER_ELEMENT) {
@@ -744,16 +744,16 @@ pub(crate) fn commit_bytes(
     builder.hash_n_to_hash_no_pad::<TgridPoseidonHash>(elements)
 }
 
-/// The [`crate::commit::OutputKey`] of an input salt, in-circuit.
+/// The [`tgrid_int8::commit::OutputKey`] of an input salt, in-circuit.
 pub(crate) fn output_key(builder: &mut CircuitBuilder<F, D>, salt: [Target; 4]) -> [Target; 4] {
-    let mut inputs = vec![builder.constant(F::from_canonical_u64(crate::commit::OUTPUT_KEY_TAG))];
+    let mut inputs = vec![builder.constant(F::from_canonical_u64(tgrid_int8::commit::OUTPUT_KEY_TAG))];
     inputs.extend(salt);
     builder.hash_n_to_hash_no_pad::<TgridPoseidonHash>(inputs).elements
 }
 
-/// The commitment of [`crate::commit::EncryptedTensor`] over byte targets encrypted under `key`:
+/// The commitment of [`tgrid_int8::commit::EncryptedTensor`] over byte targets encrypted under `key`:
 /// each packed element plus a keystream element, hashed after the length and
-/// [`crate::commit::ENCRYPTED_FLAG`].
+/// [`tgrid_int8::commit::ENCRYPTED_FLAG`].
 pub(crate) fn commit_encrypted_bytes(
     builder: &mut CircuitBuilder<F, D>,
     values: &[ByteTarget],
@@ -761,9 +761,9 @@ pub(crate) fn commit_encrypted_bytes(
 ) -> HashOutTarget {
     let packed: Vec<Target> = values.chunks(BYTES_PER_ELEMENT).map(|chunk| pack_bytes(builder, chunk)).collect();
     let mut elements =
-        vec![builder.constant(F::from_canonical_u64(values.len() as u64 + crate::commit::ENCRYPTED_FLAG))];
+        vec![builder.constant(F::from_canonical_u64(values.len() as u64 + tgrid_int8::commit::ENCRYPTED_FLAG))];
     if !packed.is_empty() {
-        let mut stream_inputs = vec![builder.constant(F::from_canonical_u64(crate::commit::KEYSTREAM_TAG))];
+        let mut stream_inputs = vec![builder.constant(F::from_canonical_u64(tgrid_int8::commit::KEYSTREAM_TAG))];
         stream_inputs.extend(key);
         let stream = builder.hash_n_to_m_no_pad::<TgridPoseidonHash>(stream_inputs, packed.len());
         elements.extend(packed.iter().zip(stream).map(|(&e, k)| builder.add(e, k)));
@@ -935,4 +935,10 @@ impl SimpleGenerator<F, D> for MaxHint {
             fault: None,
         })
     }
+}
+
+/// The weights of channel `channel` of a private embedding's sum over the one-hot vector:
+/// `E[k][channel] + 128` for every token id `k`.
+pub(crate) fn embedding_weights(table: &[i8], dim: usize, channel: usize) -> Vec<i64> {
+    table.iter().skip(channel).step_by(dim).map(|&v| i64::from((v as u8) ^ 0x80)).collect()
 }

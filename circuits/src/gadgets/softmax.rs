@@ -22,7 +22,7 @@ pub(crate) enum ExpTable<'a> {
     /// `exp[d]` for a byte `d`: one table read (proving `d ∈ [0, 255]`).
     Direct(&'a [u16]),
     /// `floor((high[h]·low[l] + 2^15) / 2^16)` for a 16-bit `d = 256·h + l`
-    /// ([`crate::infer::score_exp`]).
+    /// ([`tgrid_int8::infer::score_exp`]).
     Split { high: &'a [u16], low: &'a [u16] },
 }
 

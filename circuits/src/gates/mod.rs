@@ -14,6 +14,7 @@ mod poseidon;
 mod poseidon_low_degree;
 mod quotient_mask;
 mod requantize;
+mod serialize;
 mod weighted_sum;
 
 #[cfg(test)]
@@ -33,7 +34,13 @@ pub(crate) use quotient_mask::QuotientMaskGenerator;
 pub use requantize::RequantizeGate;
 pub use weighted_sum::WeightedSumGate;
 
-use crate::prover_cache::{reader, ReadGenerator};
+pub(crate) use serialize::{reader, ReadGenerator};
+
+/// Wire columns random on every row of a private circuit, read only by its quotient-masking row
+/// ([`QuotientMaskGate`]): `D` masks and their multiplier. The last columns of every private
+/// circuit; the gadgets leave them to the masking.
+pub const MASK_COLUMNS: usize = D + 1;
+
 use crate::{D, F};
 
 /// The witness generators of these gates, by id (for the task circuit cache).

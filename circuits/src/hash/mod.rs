@@ -99,3 +99,7 @@ impl GenericConfig<2> for TgridPoseidonConfig {
     type Hasher = TgridPoseidonHash;
     type InnerHasher = TgridPoseidonHash;
 }
+
+/// plonky2 configuration of every circuit: Poseidon over Goldilocks, narrow in task circuits
+/// ([`TgridPoseidonConfig`]).
+pub type C = TgridPoseidonConfig;

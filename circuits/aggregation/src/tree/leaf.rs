@@ -16,8 +16,8 @@ use tgrid_circuits::{TaskProof, TaskVerifier, C, D, F, NUM_PUBLIC_INPUTS};
 use tgrid_sha256::CircuitBuilderSha256;
 
 use super::{byte_bits, element_bits_be, word_bits, SubtreeProof};
-use crate::batch::TaskLeaf;
 use crate::error::{Error, Result};
+use crate::leaves::TaskLeaf;
 use crate::shape::{aggregation_config, LEAF};
 
 /// The leaf circuit of one model (public or private task circuit). Its digest is what the

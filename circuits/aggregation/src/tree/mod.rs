@@ -51,8 +51,8 @@ use tgrid_circuit_cache::CircuitKey;
 use tgrid_circuits::{C, D, F};
 use tgrid_sha256::{CircuitBuilderSha256, U32Target};
 
-use crate::batch::AggregationPublicInputs;
 use crate::error::{Error, Result};
+use crate::leaves::AggregationPublicInputs;
 use crate::registry::Registry;
 use crate::shape::{AGGREGATION, LEAF};
 
@@ -69,11 +69,7 @@ use merge::MergeCircuit;
 pub(crate) use merge::MergeCut;
 pub use merge::MergeShape;
 
-/// Number of public inputs of chunk and merge proofs.
-pub const NUM_AGGREGATION_PUBLIC_INPUTS: usize = 21;
-
-/// Number of public inputs of leaf proofs: the task leaf and the model id, 8 words each.
-pub const NUM_LEAF_PUBLIC_INPUTS: usize = 16;
+pub use crate::shape::{NUM_AGGREGATION_PUBLIC_INPUTS, NUM_LEAF_PUBLIC_INPUTS};
 
 /// Most leaves one chunk proof covers: the batch tree's tasks `4i..4i+4` form chunk `i` (the
 /// last chunk may hold fewer), and the RFC 6962 tree of the tasks is the tree of the chunks'

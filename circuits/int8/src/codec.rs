@@ -157,3 +157,18 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 }
+
+/// Reads and checks a file header: the 8-byte `magic` and the little-endian u16 `version`;
+/// `what` names the file kind in errors.
+pub fn check_header(r: &mut Reader<'_>, magic: &[u8; 8], version: u16, what: &str) -> Result<()> {
+    let got: [u8; 8] =
+        r.raw().map_err(|_| Error::Format(format!("not a {what}: the file is shorter than its header")))?;
+    if &got != magic {
+        return Err(Error::Format(format!("not a {what}: bad magic")));
+    }
+    let v = r.u16()?;
+    if v != version {
+        return Err(Error::Format(format!("{what} version {v} is not supported (expected {version})")));
+    }
+    Ok(())
+}

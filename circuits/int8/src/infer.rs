@@ -45,7 +45,7 @@ pub fn score_exp(exp_high: &[u16], exp_low: &[u16], d: u16) -> u16 {
 
 /// The outputs (offset form) of a softmax row's kept cells `u` (offset form, 8 or 16 bits):
 /// `q_j = floor((510·e_j + S) / 2S)` with `e_j = exp(max − u_j)`, `S = Σ e_j`.
-pub(crate) fn softmax_row(u: &[u16], exp: impl Fn(u16) -> u16) -> Vec<u8> {
+pub fn softmax_row(u: &[u16], exp: impl Fn(u16) -> u16) -> Vec<u8> {
     let m = *u.iter().max().expect("a row keeps a cell");
     let e: Vec<u64> = u.iter().map(|&x| u64::from(exp(m - x))).collect();
     let s: u64 = e.iter().sum::<u64>().max(1);
@@ -53,7 +53,7 @@ pub(crate) fn softmax_row(u: &[u16], exp: impl Fn(u16) -> u16) -> Vec<u8> {
 }
 
 /// `floor(√v)`, exactly.
-pub(crate) fn isqrt(v: u64) -> u64 {
+pub fn isqrt(v: u64) -> u64 {
     let mut s = (v as f64).sqrt() as u64;
     while s * s > v {
         s -= 1;
@@ -65,13 +65,13 @@ pub(crate) fn isqrt(v: u64) -> u64 {
 }
 
 /// `R = floor(2^31 / isqrt(v))` (`v ≥ 1`): the LayerNorm's inverse square root.
-pub(crate) fn inv_sqrt(v: u64) -> u64 {
+pub fn inv_sqrt(v: u64) -> u64 {
     (1u64 << crate::model::INV_SQRT_BITS) / isqrt(v).max(1)
 }
 
 /// `D_i · R` for every cell of a LayerNorm row of centered values `c`: `D_i = n·c_i − Σc`,
 /// `R = inv_sqrt(Σ D_i² + eps)`.
-pub(crate) fn layer_norm_row(c: &[i64], eps: u64) -> Vec<i64> {
+pub fn layer_norm_row(c: &[i64], eps: u64) -> Vec<i64> {
     let n = c.len() as i64;
     let sum: i64 = c.iter().sum();
     let d: Vec<i64> = c.iter().map(|&x| n * x - sum).collect();

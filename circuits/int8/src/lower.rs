@@ -8,15 +8,19 @@ use crate::model::{chw, dense_dims, matmul_dims, numel, Node, Op, QuantModel, Re
 
 /// One input term `weight * u[tensor][index]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Term {
+pub struct Term {
+    /// The constant weight.
     pub weight: i64,
+    /// The tensor read.
     pub tensor: usize,
+    /// The flat index of the element read.
     pub index: usize,
 }
 
-/// How one output element is computed.
+/// How one output element is computed. Each variant's formula names its fields.
 #[derive(Debug)]
-pub(crate) enum Element<'a> {
+#[allow(missing_docs)]
+pub enum Element<'a> {
     /// `acc = constant + Σ weight·u`, then
     /// `y = clamp(zp + floor((acc·M + 2^(s-1)) / 2^s), lo, 127)`.
     Affine { constant: i64, terms: &'a [Term], requant: Requant, zero_point: i8, lo: i8 },
@@ -72,7 +76,7 @@ pub(crate) enum Element<'a> {
 }
 
 /// Calls `f(output_index, element)` for every output element of node `node_index`, in order.
-pub(crate) fn for_each_element(model: &QuantModel, node_index: usize, mut f: impl FnMut(usize, Element<'_>)) {
+pub fn for_each_element(model: &QuantModel, node_index: usize, mut f: impl FnMut(usize, Element<'_>)) {
     let node: &Node = &model.nodes[node_index];
     let input = node.inputs[0];
     let in_shape = model.tensor_shape(input);
@@ -383,7 +387,7 @@ pub fn window_indices(
 
 /// Static bounds of one affine element, in bits, as the circuit lays them out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct AffineLayout {
+pub struct AffineLayout {
     /// Bytes of the remainder `r ∈ [0, 2^s)`.
     pub remainder_bytes: usize,
     /// Bytes of the clamp excess `|d| < 2^(8·excess_bytes)`.
@@ -395,7 +399,7 @@ pub(crate) struct AffineLayout {
 const LIMIT: u128 = 1 << 62;
 
 /// Checks that one affine element cannot wrap around the field and returns its layout.
-pub(crate) fn affine_layout(constant: i64, terms: &[Term], requant: Requant) -> Result<AffineLayout, String> {
+pub fn affine_layout(constant: i64, terms: &[Term], requant: Requant) -> Result<AffineLayout, String> {
     affine_layout_of(constant, terms, requant, Width::Int8)
 }
 
@@ -424,7 +428,7 @@ fn affine_layout_of(constant: i64, terms: &[Term], requant: Requant, width: Widt
 
 /// The layout of a product element of `k` pairs requantized to `width`: each centered factor
 /// is in `[−255, 255]`.
-pub(crate) fn product_layout(k: usize, requant: Requant, width: Width) -> Result<AffineLayout, String> {
+pub fn product_layout(k: usize, requant: Requant, width: Width) -> Result<AffineLayout, String> {
     let bound = i64::try_from(k as u128 * 255 * 255).map_err(|_| "too many products".to_string())?;
     affine_layout_of(bound, &[], requant, width)
 }
@@ -432,14 +436,16 @@ pub(crate) fn product_layout(k: usize, requant: Requant, width: Width) -> Result
 /// How many bits a requantized value keeps: every tensor is int8; the scores inside an
 /// [`Op::ScoresSoftmax`] are int16.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Width {
+pub enum Width {
+    /// Every tensor.
     Int8,
+    /// The attention scores inside an [`Op::ScoresSoftmax`].
     Int16,
 }
 
 impl Width {
     /// Number of values: `2^bits`.
-    pub(crate) fn span(self) -> u128 {
+    pub fn span(self) -> u128 {
         match self {
             Self::Int8 => 1 << 8,
             Self::Int16 => 1 << 16,
@@ -447,7 +453,7 @@ impl Width {
     }
 
     /// Bits of a value.
-    pub(crate) fn bits(self) -> usize {
+    pub fn bits(self) -> usize {
         match self {
             Self::Int8 => 8,
             Self::Int16 => 16,
@@ -455,7 +461,7 @@ impl Width {
     }
 
     /// Largest value: 127 or 32767.
-    pub(crate) fn top(self) -> i64 {
+    pub fn top(self) -> i64 {
         (self.span() / 2) as i64 - 1
     }
 }
@@ -463,7 +469,7 @@ impl Width {
 /// The layout of a LayerNorm element: `|D_i · R| ≤ 2^31` (`D_i² ≤ V`, so `|D_i| ≤ isqrt(V) = s`,
 /// and `s·R ≤ 2^31`), so the accumulator
 /// `D_i·R·gamma + beta` is bounded by `2^31·|gamma| + |beta|`.
-pub(crate) fn layer_norm_layout(gamma: i64, beta: i64, requant: Requant) -> Result<AffineLayout, String> {
+pub fn layer_norm_layout(gamma: i64, beta: i64, requant: Requant) -> Result<AffineLayout, String> {
     let bound =
         (1u128 << crate::model::INV_SQRT_BITS) * u128::from(gamma.unsigned_abs()) + u128::from(beta.unsigned_abs());
     let bound = i64::try_from(bound).map_err(|_| "LayerNorm gamma or beta too large".to_string())?;

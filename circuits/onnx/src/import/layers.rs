@@ -1,8 +1,8 @@
 //! Layers: the nodes that compute (Gemm/MatMul, Conv, pooling, additions, ReduceMean), with
 //! BatchNormalization, bias additions and ReLU folded into the layer before them.
 
+use super::{Importer, SUPPORTED};
 use crate::float::FloatOp;
-use crate::import::{Importer, SUPPORTED};
 use crate::node::Ctx;
 use crate::tensor::{axis, broadcast_to, Tensor};
 use crate::Result;
@@ -277,7 +277,7 @@ fn product(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     }
     let mut out = fa[..rank - 1].to_vec();
     out.push(fb[rank - 1]);
-    if crate::import::strip_batch(&fa).len() < 2 {
+    if super::strip_batch(&fa).len() < 2 {
         return Err(cx.unsupported(format!("MatMul of {fa:?}: the batch axis cannot be a matrix axis")));
     }
     let t = im.push(cx.name(), FloatOp::MatMul { alpha: 1.0 }, vec![a, b], out);
@@ -483,7 +483,7 @@ fn reduce_mean(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     } else {
         wanted.remove(a);
     }
-    if crate::import::strip_batch(&wanted) != crate::import::strip_batch(&summed) {
+    if super::strip_batch(&wanted) != super::strip_batch(&summed) {
         t = im.push(format!("{}:reshape", cx.name()), FloatOp::Reshape, vec![t], wanted);
     }
     im.alias(&cx.node.output[0], t);

@@ -1,14 +1,21 @@
 //! The canonical binary encoding of a compiled model: the model section of a `.tgm` file and
 //! the preimage of the model id.
 
-use super::{
+use sha2::{Digest, Sha256};
+
+use crate::codec::{Reader, Writer};
+use crate::error::{Error, Result};
+use crate::model::{
     Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_ROW, MAX_NAME_LEN,
     MAX_NODES, MAX_RANK, MAX_TENSOR_LEN, TABLE_LEN,
 };
-use crate::codec::{Reader, Writer};
-use crate::error::{Error, Result};
 
 impl QuantModel {
+    /// The model id: SHA-256 over the canonical encoding (which includes [`CIRCUIT_VERSION`]).
+    pub fn model_id(&self) -> [u8; 32] {
+        Sha256::digest(self.to_canonical_bytes()).into()
+    }
+
     /// Canonical binary encoding (the model section of a .tgm file and the model id preimage).
     pub fn to_canonical_bytes(&self) -> Vec<u8> {
         let mut w = Writer::default();

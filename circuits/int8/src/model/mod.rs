@@ -5,13 +5,10 @@
 //! in [`crate::infer`]; the circuit proves exactly that meaning.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-mod encoding;
-mod validate;
+mod shapes;
 
-use validate::dense_rows;
-pub(crate) use validate::{chw, dense_dims, matmul_dims};
+pub use shapes::{chw, dense_dims, dense_rows, matmul_dims};
 
 /// Version of the integer semantics and of the circuit layout. It is part of the model id, so a
 /// change of either gives every model a new id.
@@ -22,13 +19,16 @@ pub const CIRCUIT_VERSION: u32 = 5;
 pub const MAX_TENSOR_LEN: usize = 1 << 22;
 /// See [`MAX_TENSOR_LEN`].
 pub const MAX_MACS: u64 = 1 << 32;
-const MAX_NODES: usize = 4096;
+/// Most layers a model may have.
+pub const MAX_NODES: usize = 4096;
 /// Most lookup-table entries a model's ops may add to its circuit (up to 65,536 per embedding,
 /// 256 per function or exponential table): bounds what a hostile model file can make a circuit
 /// build allocate, about 155,000 table rows.
 pub const MAX_LOOKUP_ENTRIES: usize = 1 << 22;
-const MAX_RANK: usize = 8;
-const MAX_NAME_LEN: usize = 256;
+/// Largest tensor rank.
+pub const MAX_RANK: usize = 8;
+/// Longest model or layer name, in bytes.
+pub const MAX_NAME_LEN: usize = 256;
 
 /// Quantization parameters of one int8 tensor: `real = scale * (q - zero_point)`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -347,10 +347,5 @@ impl QuantModel {
                 _ => 0,
             })
             .sum()
-    }
-
-    /// The model id: SHA-256 over the canonical encoding (which includes [`CIRCUIT_VERSION`]).
-    pub fn model_id(&self) -> [u8; 32] {
-        Sha256::digest(self.to_canonical_bytes()).into()
     }
 }

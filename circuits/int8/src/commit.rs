@@ -101,9 +101,9 @@ pub fn commit_salted(tensor: &[i8], salt: &Salt) -> Commitment {
 /// Added to the length element of the commitment of an encrypted output ([`EncryptedTensor`]).
 pub const ENCRYPTED_FLAG: u64 = 2 << 40;
 /// First element hashed with an input salt to derive the output key ([`OutputKey`]).
-pub(crate) const OUTPUT_KEY_TAG: u64 = 3 << 40;
+pub const OUTPUT_KEY_TAG: u64 = 3 << 40;
 /// First element of the keystream sponge's input, before the output key.
-pub(crate) const KEYSTREAM_TAG: u64 = 4 << 40;
+pub const KEYSTREAM_TAG: u64 = 4 << 40;
 
 /// The key a private task's output is encrypted under, derived from the salt of its input
 /// commitment: `Poseidon(OUTPUT_KEY_TAG ‖ salt)`. The poster picked the salt and the signed
@@ -230,7 +230,7 @@ impl EncryptedTensor {
     /// Decodes an encrypted tensor of at most `max_len` values.
     pub fn from_bytes(bytes: &[u8], max_len: usize) -> Result<Self> {
         let mut r = Reader::new(bytes);
-        crate::files::check_header(&mut r, ENCRYPTED_MAGIC, ENCRYPTED_VERSION, "encrypted tensor")?;
+        crate::codec::check_header(&mut r, ENCRYPTED_MAGIC, ENCRYPTED_VERSION, "encrypted tensor")?;
         let len = r.u32()? as usize;
         if len > max_len {
             return Err(Error::Format(format!("an encrypted tensor of {len} values is over the limit of {max_len}")));

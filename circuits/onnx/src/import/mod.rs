@@ -9,13 +9,16 @@
 //!    one table node when something else reads it;
 //! 3. data movement of an activation (`Transpose`, `Slice`, `Split`, `Gather` with constant
 //!    indices...) becomes an index map ([`crate::layout`]);
-//! 4. layers ([`crate::layers`]).
+//! 4. layers ([`layers`]).
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use tract_onnx::pb;
 use tract_onnx::prelude::Framework;
+
+mod concat;
+mod layers;
 
 use crate::elementwise::{Binary, Expr, Unary};
 use crate::float::{FloatGraph, FloatNode, FloatOp};
@@ -362,15 +365,15 @@ impl<'a> Importer<'a> {
             self.materialize(name);
         }
         if op == "Gather" && self.is_const(cx, 0) {
-            return crate::layers::embedding(self, cx);
+            return layers::embedding(self, cx);
         }
         if DATA_MOVEMENT.contains(&op) {
             return self.move_data(cx);
         }
         if op == "Concat" {
-            return crate::layout::concat_node(self, cx);
+            return concat::concat_node(self, cx);
         }
-        crate::layers::layer(self, cx, is_last)
+        layers::layer(self, cx, is_last)
     }
 
     /// Fuses an elementwise op into a pending function; false if the node is not one.
@@ -421,7 +424,7 @@ impl<'a> Importer<'a> {
             }
         }
         // A bias added right after a layer folds into the layer (layers.rs), not into a table.
-        if b == Binary::Add && on_layer && crate::layers::takes_bias(&self.g.nodes[base - 1].op) {
+        if b == Binary::Add && on_layer && layers::takes_bias(&self.g.nodes[base - 1].op) {
             return Ok(false);
         }
         self.pending.insert(out, Pending { base, f, name: cx.name() });

@@ -1,11 +1,12 @@
 //! The structural invariants of a compiled model, checked before it runs or becomes a circuit,
 //! and the shape arithmetic they share with the lowering.
 
-use super::{
-    numel, Op, QParams, QuantModel, Requant, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW,
-    MAX_LOOKUP_ENTRIES, MAX_MACS, MAX_NODES, MAX_RANK, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q, TABLE_LEN,
-};
 use crate::error::{Error, Result};
+use crate::model::{
+    chw, dense_dims, matmul_dims, numel, Node, Op, QParams, QuantModel, Requant, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_EPS,
+    MAX_LAYER_NORM_ROW, MAX_LOOKUP_ENTRIES, MAX_MACS, MAX_NODES, MAX_RANK, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q,
+    TABLE_LEN,
+};
 
 impl QuantModel {
     /// Checks every structural invariant the inference and the circuit rely on. Decoding calls
@@ -244,41 +245,6 @@ fn check_requant(r: Requant) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Rows, inputs per row and outputs per row of a [`Op::Dense`] from its input and output
-/// shapes: one row of the whole input for an output `[out]`, else one row per position of the
-/// leading axes, which input and output share.
-pub(crate) fn dense_dims(in_shape: &[usize], out_shape: &[usize]) -> std::result::Result<[usize; 3], String> {
-    match out_shape {
-        [out] => Ok([1, numel(in_shape), *out]),
-        [lead @ .., out] if in_shape.len() == out_shape.len() && in_shape[..lead.len()] == *lead => {
-            Ok([numel(lead), in_shape[lead.len()], *out])
-        }
-        _ => Err(format!("a Dense from {in_shape:?} to {out_shape:?} must keep the leading axes")),
-    }
-}
-
-/// `[batch, m, k, n]` of a product of tensors of shapes `[.., m, k]` and `[.., k, n]` with
-/// equal leading axes.
-pub(crate) fn matmul_dims(a: &[usize], b: &[usize]) -> std::result::Result<[usize; 4], String> {
-    let rank = a.len();
-    if rank < 2 || b.len() != rank || a[..rank - 2] != b[..rank - 2] || a[rank - 1] != b[rank - 2] {
-        return Err(format!("cannot multiply {a:?} by {b:?}: shapes [.., m, k] and [.., k, n] are required"));
-    }
-    Ok([numel(&a[..rank - 2]), a[rank - 2], a[rank - 1], b[rank - 1]])
-}
-
-pub(super) fn dense_rows(out_shape: &[usize]) -> usize {
-    numel(&out_shape[..out_shape.len() - 1])
-}
-
-/// `[C, H, W]` of a rank-3 shape.
-pub(crate) fn chw(shape: &[usize]) -> std::result::Result<[usize; 3], String> {
-    match shape {
-        [c, h, w] => Ok([*c, *h, *w]),
-        _ => Err(format!("expects a [C, H, W] input, got {shape:?}")),
-    }
-}
-
 /// Output height and width of a sliding window.
 fn window_out(
     h: usize,
@@ -299,7 +265,7 @@ fn window_out(
 
 /// The shapes and multiplier of a product of two computed tensors (MatMul, ScoresSoftmax);
 /// returns its multiply-accumulates.
-fn check_matmul(model: &QuantModel, n: &super::Node, requant: Requant) -> std::result::Result<u64, String> {
+fn check_matmul(model: &QuantModel, n: &Node, requant: Requant) -> std::result::Result<u64, String> {
     let in_shape = model.tensor_shape(n.inputs[0]);
     let [batch, m, k, n_] = matmul_dims(in_shape, model.tensor_shape(n.inputs[1]))?;
     let mut expected = in_shape[..in_shape.len() - 1].to_vec();
@@ -312,7 +278,7 @@ fn check_matmul(model: &QuantModel, n: &super::Node, requant: Requant) -> std::r
 }
 
 /// A Softmax's output quantization, row length and mask.
-fn check_softmax(n: &super::Node, keep: &[bool]) -> std::result::Result<(), String> {
+fn check_softmax(n: &Node, keep: &[bool]) -> std::result::Result<(), String> {
     if n.q != SOFTMAX_Q {
         return Err("a Softmax outputs at scale 1/255, zero point -128".into());
     }
