@@ -18,6 +18,8 @@ mod lower;
 mod model;
 mod privacy;
 pub mod testing;
+#[cfg(test)]
+mod tests;
 mod validate;
 
 pub use codec::check_header;

@@ -1,0 +1,216 @@
+//! Tests of the integer semantics alone: requantization, inputs, commitments, and the canonical
+//! encoding and validation of every op (the circuits' tests check the circuits compute exactly
+//! this).
+
+use plonky2::field::types::Field;
+
+use crate::testing::{language_model, random_input, scores_attention_model, tiny_model, token_model};
+use crate::{commit, infer, Error, Node, Op, QuantModel, Requant, F};
+
+#[test]
+fn model_encoding_round_trips_and_pins_the_id() {
+    let model = tiny_model(17);
+    let bytes = model.to_canonical_bytes();
+    assert_eq!(QuantModel::from_canonical_bytes(&bytes).unwrap(), model);
+    let mut other = model.clone();
+    if let Op::Dense { weights, .. } = &mut other.nodes[6].op {
+        weights[0] = weights[0].wrapping_add(1);
+    }
+    assert_ne!(other.model_id(), model.model_id());
+}
+
+#[test]
+fn requantize_rounds_half_up_and_clamps() {
+    let unit = Requant { multiplier: 1, shift: 8 };
+    assert_eq!(infer::requantize(128, unit, 0, -128), 1); // 0.5 rounds up
+    assert_eq!(infer::requantize(127, unit, 0, -128), 0);
+    assert_eq!(infer::requantize(-128, unit, 0, -128), 0); // -0.5 rounds up to 0
+    assert_eq!(infer::requantize(-129, unit, 0, -128), -1);
+    assert_eq!(infer::requantize(1 << 20, unit, 0, -128), 127);
+    assert_eq!(infer::requantize(-(1 << 20), unit, 0, -128), -128);
+    assert_eq!(infer::requantize(-(1 << 10), unit, 5, 5), 5); // folded ReLU clamps at zp
+}
+
+#[test]
+fn inputs_of_the_wrong_length_are_rejected() {
+    let model = tiny_model(18);
+    assert!(matches!(infer::run(&model, &[0; 3]), Err(Error::InvalidInput(_))));
+    assert!(matches!(infer::quantize_input(&model, &[0.0; 3]), Err(Error::InvalidInput(_))));
+    let mut x = vec![0.5f32; model.input_len()];
+    x[2] = f32::NAN;
+    assert!(matches!(infer::quantize_input(&model, &x), Err(Error::InvalidInput(_))));
+    x[2] = f32::INFINITY;
+    assert!(matches!(infer::quantize_input(&model, &x), Err(Error::InvalidInput(_))));
+}
+
+#[test]
+fn commitment_packs_seven_bytes_and_absorbs_the_length() {
+    let a = commit(&[0; 7]);
+    assert_ne!(a, commit(&[0; 8]), "length must be absorbed");
+    assert_ne!(commit(&[1, 2]), commit(&[2, 1]));
+    let e = crate::commit::packed_elements(&[-128, 127, 0]);
+    assert_eq!(e.len(), 2);
+    assert_eq!(e[1], F::from_canonical_u64(0x80_ff_00));
+}
+
+#[test]
+fn new_ops_round_trip_and_every_field_is_bound_by_the_id() {
+    let model = token_model(8);
+    assert_eq!(QuantModel::from_canonical_bytes(&model.to_canonical_bytes()).unwrap(), model);
+    let changed = |edit: &dyn Fn(&mut Op)| -> QuantModel {
+        let mut m = model.clone();
+        m.nodes.iter_mut().for_each(|n| edit(&mut n.op));
+        m
+    };
+    let variants = [
+        changed(&|op| {
+            if let Op::Table { table } = op {
+                table[7] = table[7].wrapping_add(1)
+            }
+        }),
+        changed(&|op| {
+            if let Op::Gather { source } = op {
+                source.swap(0, 1)
+            }
+        }),
+        changed(&|op| {
+            if let Op::AddConst { constants, .. } = op {
+                constants[3] += 1
+            }
+        }),
+        changed(&|op| {
+            if let Op::Concat { constants, .. } = op {
+                constants[1] += 1
+            }
+        }),
+        changed(&|op| {
+            if let Op::Concat { source, .. } = op {
+                source.swap(5, 7)
+            }
+        }),
+    ];
+    for other in variants {
+        other.validate().unwrap();
+        assert_ne!(other.model_id(), model.model_id());
+    }
+}
+
+#[test]
+fn malformed_new_ops_are_refused() {
+    let model = token_model(9);
+    let broken = |node: usize, edit: &dyn Fn(&mut Node)| {
+        let mut m = model.clone();
+        edit(&mut m.nodes[node]);
+        let err = m.validate().expect_err("a malformed node must be refused").to_string();
+        // Decoding validates too: the bytes of a malformed model do not decode.
+        assert!(QuantModel::from_canonical_bytes(&m.to_canonical_bytes()).is_err());
+        err
+    };
+    let short_table = broken(1, &|n| n.op = Op::Table { table: vec![0; 255] });
+    assert!(short_table.contains("256"), "{short_table}");
+    let outside = broken(2, &|n| n.op = Op::Gather { source: (0..32).map(|i| if i == 9 { 32 } else { i }).collect() });
+    assert!(outside.contains("outside"), "{outside}");
+    broken(2, &|n| n.q.zero_point += 1);
+    broken(3, &|n| {
+        if let Op::AddConst { constants, .. } = &mut n.op {
+            constants.pop();
+        }
+    });
+    let rows = broken(4, &|n| n.shape = vec![4, 5]);
+    assert!(rows.contains("leading axes") || rows.contains("count"), "{rows}");
+    // The Concat (node 7): a source past its pool, a part of another quantization, one source
+    // missing, more inputs than allowed.
+    let past = broken(7, &|n| {
+        if let Op::Concat { source, .. } = &mut n.op {
+            source[6] = 47;
+        }
+    });
+    assert!(past.contains("outside the 47 values"), "{past}");
+    let scales = broken(7, &|n| n.inputs = vec![7, 4]);
+    assert!(scales.contains("quantization"), "{scales}");
+    broken(7, &|n| {
+        if let Op::Concat { source, .. } = &mut n.op {
+            source.pop();
+        }
+    });
+    let many = broken(7, &|n| n.inputs = vec![6; crate::MAX_CONCAT_INPUTS + 1]);
+    assert!(many.contains("input tensor"), "{many}");
+}
+
+#[test]
+fn sixteen_bit_scores_follow_the_integer_semantics() {
+    // The fused op computes what a 16-bit MatMul then a Softmax over it would: checked against
+    // a direct evaluation of its definition on one row.
+    let model = scores_attention_model(33, false);
+    let x = random_input(34, model.input_len());
+    let trace = infer::run(&model, &x).unwrap();
+    let Op::ScoresSoftmax { requant, score_zero_point, exp_high, exp_low, .. } = &model.nodes[3].op else {
+        unreachable!()
+    };
+    let (q, kt) = (&trace.tensors[1], &trace.tensors[3]);
+    let (zq, zk) = (i64::from(model.tensor_q(1).zero_point), i64::from(model.tensor_q(3).zero_point));
+    for row in 0..4 {
+        let scores: Vec<i64> = (0..4)
+            .map(|col| {
+                let acc = (0..4).map(|j| (i64::from(q[row * 4 + j]) - zq) * (i64::from(kt[j * 4 + col]) - zk)).sum();
+                i64::from(infer::requantize_score(acc, *requant, *score_zero_point))
+            })
+            .collect();
+        let m = *scores.iter().max().unwrap();
+        let e: Vec<i64> = scores
+            .iter()
+            .map(|&s| {
+                let d = (m - s) as u64;
+                let product = u64::from(exp_high[(d / 256) as usize]) * u64::from(exp_low[(d % 256) as usize]);
+                ((product + 32768) / 65536) as i64
+            })
+            .collect();
+        let sum: i64 = e.iter().sum();
+        let expected: Vec<i8> = e.iter().map(|&e| ((510 * e + sum) / (2 * sum) - 128) as i8).collect();
+        assert_eq!(&trace.tensors[4][row * 4..row * 4 + 4], &expected[..], "row {row}");
+    }
+}
+
+#[test]
+fn a_sixteen_bit_score_model_round_trips_and_rejects_a_short_table() {
+    let model = scores_attention_model(36, true);
+    assert_eq!(QuantModel::from_canonical_bytes(&model.to_canonical_bytes()).unwrap(), model);
+    let mut short = model.clone();
+    let Op::ScoresSoftmax { exp_low, .. } = &mut short.nodes[3].op else { unreachable!() };
+    exp_low.truncate(255);
+    let why = short.validate().unwrap_err().to_string();
+    assert!(why.contains("two tables of 256 exponentials"), "{why}");
+    let bytes = model.to_canonical_bytes();
+    for cut in [bytes.len() / 2, bytes.len() - 1] {
+        assert!(QuantModel::from_canonical_bytes(&bytes[..cut]).is_err());
+    }
+}
+
+#[test]
+fn a_model_may_not_add_more_than_its_share_of_lookup_entries() {
+    // Sixty-five embeddings of 256 tokens × 256 channels would add 65 · 2^16 > 2^22 table
+    // entries to the circuit, each a row of a lookup table every build allocates.
+    let mut model = language_model(37);
+    let embed = &model.nodes[0];
+    let wide = Node {
+        name: "wide".into(),
+        op: Op::Embedding { table: vec![1; 1 << 16], dim: 256 },
+        inputs: vec![0],
+        shape: vec![embed.shape[0], 256],
+        q: embed.q,
+    };
+    let extra = crate::MAX_LOOKUP_ENTRIES / (1 << 16) + 1;
+    for i in 0..extra {
+        model.nodes.insert(1, Node { name: format!("wide_{i}"), ..wide.clone() });
+    }
+    for node in &mut model.nodes[1 + extra..] {
+        node.inputs.iter_mut().filter(|t| **t >= 2).for_each(|t| *t += extra);
+    }
+    let why = model.validate().unwrap_err().to_string();
+    assert!(why.contains("lookup-table entries"), "{why}");
+    model.nodes.drain(1..3);
+    for node in &mut model.nodes[extra - 1..] {
+        node.inputs.iter_mut().filter(|t| **t >= 2).for_each(|t| *t -= 2);
+    }
+    model.validate().expect("63 such embeddings are within the limit");
+}
