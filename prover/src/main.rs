@@ -244,13 +244,18 @@ fn run(command: Command, out: &Output) -> Result<()> {
     match command {
         Command::Compile { model, calibration, out: out_path, max_segment_rows, wide_attention_scores } => {
             let started = Instant::now();
-            let (graph, warnings) = import_onnx(&model).map_err(bad_input)?;
+            let (graph, mut warnings) = import_onnx(&model).map_err(bad_input)?;
             for w in &warnings {
                 tracing::warn!("{w}");
             }
             let cal = InputData::from_path(&calibration).map_err(bad_input)?;
+            let (samples, split) = cal.samples_for(graph.input_shape.iter().product()).map_err(bad_input)?;
+            if let Some(note) = split {
+                tracing::warn!("{note}");
+                warnings.push(note);
+            }
             let options = QuantizeOptions { wide_attention_scores };
-            let quant = quantize_model_with(&graph, &cal.input_data, options).map_err(bad_input)?;
+            let quant = quantize_model_with(&graph, &samples, options).map_err(bad_input)?;
             let eight_bit_scores = quant.nodes.iter().filter(|n| n.op.kind() == "Softmax").count();
             if !wide_attention_scores && eight_bit_scores > 0 {
                 tracing::info!(
@@ -258,8 +263,8 @@ fn run(command: Command, out: &Output) -> Result<()> {
                      scores at 16 bits (more accurate, a few lookups per score)"
                 );
             }
-            let reference = tract_reference(&model, &graph, &cal.input_data)?;
-            let report = CalibrationReport::compare(&quant, &cal.input_data, &reference)?;
+            let reference = tract_reference(&model, &graph, &samples)?;
+            let report = CalibrationReport::compare(&quant, &samples, &reference)?;
             let plan = SegmentPlan::auto(&quant, max_segment_rows);
             let bar = out.spinner("building the circuit");
             let verifier = TaskVerifier::new(&quant, &plan)?;

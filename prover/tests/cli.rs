@@ -215,3 +215,38 @@ fn bad_inputs_exit_with_code_two_and_a_reason() {
     expect2(run(prover().arg("infer").arg(&garbage).arg("--input").arg(&input)), "not a usable compiled model");
     expect2(run(verifier().arg("task").arg(&garbage).arg("--model").arg(&garbage)), "not a usable compiled model");
 }
+
+/// Calibration as users have it: EZKL's calibration files often hold many inputs back to back
+/// in one sample, and exporters write samples nested as their tensor's shape, in integers.
+#[test]
+fn calibration_back_to_back_or_nested_compiles_to_the_same_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("mlp/calibration.json")).unwrap();
+    let samples: Vec<Vec<f32>> = serde_json::from_str::<serde_json::Value>(&text).unwrap()["input_data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect())
+        .collect();
+    let compile_with = |name: &str, data: serde_json::Value| {
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, serde_json::json!({ "input_data": data }).to_string()).unwrap();
+        json(&run(prover()
+            .args(["--json", "compile"])
+            .arg(fixture("mlp/model.onnx"))
+            .arg("--calibration")
+            .arg(&path)
+            .arg("--out")
+            .arg(dir.path().join(format!("{name}.tgm")))))
+    };
+    let as_listed = compile_with("listed", serde_json::json!(samples));
+    let joined: Vec<f32> = samples.concat();
+    let back_to_back = compile_with("joined", serde_json::json!([joined]));
+    assert_eq!(back_to_back["model_id"], as_listed["model_id"], "{back_to_back}");
+    assert_eq!(back_to_back["calibration"]["samples"], as_listed["calibration"]["samples"]);
+    let warnings = back_to_back["warnings"].to_string();
+    assert!(warnings.contains("back to back"), "{warnings}");
+    // The same samples nested 8 × 8 (the mlp reads 64 values).
+    let nested: Vec<Vec<Vec<f32>>> = samples.iter().map(|s| s.chunks(8).map(<[f32]>::to_vec).collect()).collect();
+    assert_eq!(compile_with("nested", serde_json::json!(nested))["model_id"], as_listed["model_id"]);
+}

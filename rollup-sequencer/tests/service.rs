@@ -653,5 +653,30 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
             .unwrap();
         assert!(n >= 1, "{stage}: {n}");
     }
+
+    // A poster cannot read an output without paying for it: cancelling the order's nonce once
+    // the result is acknowledged (or settling another order under it) publishes nothing, since
+    // no settlement paid the provider for it (issue 63).
+    let now = admin.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap().header.timestamp;
+    let (late, late_input) = order_of(20, now + 86_400);
+    let late_task = late.hash(&domain);
+    let body = {
+        let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
+        let (proof, trace, _) = prover.prove(&late_input, late_task.0, provider_addr.0 .0, &mut |_, _, _| {}).unwrap();
+        let mut body = json!({
+            "order": late,
+            "acceptance": accept(&late, &provider_key),
+            "output": trace.output(),
+            "proof": format!("0x{}", hex::encode(proof.to_bytes())),
+        });
+        sign_delivery(&mut body, &provider_key, &domain);
+        body
+    };
+    let (code, v) = post(&http, &api, body.to_string()).await;
+    assert_eq!(code, 202, "acknowledged: {v}");
+    Market::new(&d, wallet(2)).cancel(vec![late.order.nonce]).await.unwrap();
+    assert!(market.nonce_used(poster_addr, late.order.nonce).await.unwrap());
+    let (code, v) = get(&http, &format!("{api}/v1/tasks/{late_task}/output")).await;
+    assert_eq!(code, 404, "an output read after its nonce was cancelled, unpaid: {v}");
     drop(seq);
 }

@@ -147,8 +147,11 @@ async fn the_task_market_end_to_end_on_anvil() {
     let sequencer = Service::start("tgrid-sequencer", &["run"], &seq_env, &work.path().join("sequencer.log"));
     let ready = sequencer.next_json(Duration::from_secs(120), "the sequencer's ready line");
     let seq_url = format!("http://{}", ready["listening"].as_str().unwrap());
-    // Provider 1 reaches the node through a proxy that fails chosen calls on demand.
+    // Provider 1 reaches the node through a proxy that fails chosen calls on demand; provider 2
+    // reaches the sequencer through a relay that records its acceptances but answers each with
+    // a 503: P2 must treat them as binding and deliver (or be slashed on them).
     let proxy = fault_proxy::FaultProxy::start(&rpc);
+    let lying_relay = support::lying_relay::LyingRelay::start(&seq_url);
     let daemon = |i: usize| {
         let env = provider_env(
             &keys,
@@ -158,7 +161,7 @@ async fn the_task_market_end_to_end_on_anvil() {
                 ("PRIVATE_KEY", B256::from(devnet.signer(i).to_bytes()).to_string()),
                 ("MODELS", w("mlp.tgm")),
                 ("INPUTS_DIR", w("inputs")),
-                ("SEQUENCER_URL", seq_url.clone()),
+                ("SEQUENCER_URL", if i == 2 { lying_relay.url.clone() } else { seq_url.clone() }),
                 ("DATA_DIR", w(&format!("provider-{i}"))),
                 // P2 proves its tasks' leaves itself; the sequencer's worker proves only P1's.
                 ("PROVE_LEAVES", (i == 2).to_string()),
@@ -277,6 +280,7 @@ async fn the_task_market_end_to_end_on_anvil() {
         (4, 3),
         "provider 1's node faults were all hit, and ridden out"
     );
+    assert_eq!(lying_relay.denied(), 3, "each of P2's acceptances was recorded and denied once");
     // The batch's 2 chunk proofs (5 tasks: 4 + 1), its merge and its wrap were proven by the
     // worker, through the queue, and so were P1's 2 leaves; P2's 3 leaves (one of a private task)
     // came with its results.

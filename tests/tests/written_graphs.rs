@@ -1,12 +1,14 @@
 //! ONNX graphs written by the tests themselves, for what no committed fixture exports: a
 //! scaling of the model input, a class token joined before the patches (`Concat` with a
-//! constant) and two branches joined (`Concat` of computed tensors with different ranges).
+//! constant), two branches joined (`Concat` of computed tensors with different ranges), and the
+//! activations exporters write (LeakyRelu, Elu, Selu, Celu, Softplus, Softsign, Mish,
+//! HardSigmoid, HardSwish, ThresholdedRelu, Clip, PRelu, Log).
 //! Each one: imported, equal to tract on the original graph, int8 close to float, and the
 //! circuit witness bit-exact with a proof the verifier accepts.
 
 mod onnx_graph;
 
-use onnx_graph::{int_attr, values, OnnxGraph};
+use onnx_graph::{float_attr, int_attr, values, OnnxGraph};
 use tgrid_circuits::{infer, QuantModel, SegmentPlan, TaskProver, TaskVerifier};
 use tgrid_onnx::{import_onnx, quantize_model, tract_reference, FloatGraph};
 
@@ -162,4 +164,118 @@ fn a_concat_that_cannot_share_one_quantization_is_a_clear_error() {
     let (float, _) = import_onnx(&path).unwrap();
     let err = quantize_model(&float, &samples(300, 8, 4)).unwrap_err().to_string();
     assert!(err.contains("Concat") && err.contains("fixed quantization"), "{err}");
+}
+
+/// `Gemm → activation → Gemm`, the activation `op` with `attrs` and constant operands `extra`
+/// (name, values) after its input.
+fn activation_graph(op: &str, attrs: Vec<tract_onnx::pb::AttributeProto>, extra: &[(&str, Vec<f32>)]) -> OnnxGraph {
+    let mut g = OnnxGraph::new(&[1, 6], &[1, 3]);
+    g.floats("w1", &[6, 8], values(31, 48, 0.8)).floats("b1", &[8], values(32, 8, 0.3));
+    g.floats("w2", &[8, 3], values(33, 24, 0.6));
+    let mut inputs = vec!["hidden"];
+    for (name, v) in extra {
+        let dims: Vec<i64> = if v.len() == 1 { vec![] } else { vec![v.len() as i64] };
+        g.floats(name, &dims, v.clone());
+        inputs.push(name);
+    }
+    g.node("Gemm", &["input", "w1", "b1"], "hidden", vec![]).node(op, &inputs, "activated", attrs).node(
+        "MatMul",
+        &["activated", "w2"],
+        "output",
+        vec![],
+    );
+    g
+}
+
+/// Every activation imports as one table equal to tract's float function, its int8 model tracks
+/// float, and its circuit witness, integer inference and proven output agree bit for bit (a
+/// wrong table read is refused by the verifier: `tgrid-circuits`' token tests).
+#[test]
+fn activations_import_as_tables_and_prove_exactly() {
+    let xs = samples(400, 24, 6);
+    let cases: Vec<(&str, Vec<tract_onnx::pb::AttributeProto>, Vec<(&str, Vec<f32>)>)> = vec![
+        ("LeakyRelu", vec![float_attr("alpha", 0.1)], vec![]),
+        ("Elu", vec![float_attr("alpha", 0.7)], vec![]),
+        ("Selu", vec![], vec![]),
+        ("Celu", vec![float_attr("alpha", 1.5)], vec![]),
+        ("Softplus", vec![], vec![]),
+        ("Softsign", vec![], vec![]),
+        ("Mish", vec![], vec![]),
+        ("HardSigmoid", vec![float_attr("alpha", 0.3), float_attr("beta", 0.4)], vec![]),
+        ("HardSwish", vec![], vec![]),
+        ("ThresholdedRelu", vec![float_attr("alpha", 0.2)], vec![]),
+        ("Clip", vec![], vec![("lo", vec![-0.3]), ("hi", vec![0.5])]),
+        ("PRelu", vec![], vec![("slope", vec![0.25; 8])]),
+    ];
+    for (op, attrs, extra) in cases {
+        let (float, model) = import_and_quantize(&activation_graph(op, attrs, &extra), op, &xs);
+        let kinds: Vec<&str> = model.nodes.iter().map(|n| n.op.kind()).collect();
+        assert!(kinds.contains(&"Table"), "{op}: {kinds:?}");
+        int8_tracks_float(&float, &model, &xs, 6.0);
+        proof_commits_to_the_inference(&model, &xs[2]);
+    }
+}
+
+/// What cannot be a table is a clear error naming the op and the node.
+#[test]
+fn activations_that_are_not_one_function_are_clear_errors() {
+    let cases = [
+        ("PRelu", vec![("slope", (0..8).map(|i| i as f32 / 10.0).collect::<Vec<f32>>())], "slope per channel"),
+        ("Clip", vec![("lo", vec![0.5]), ("hi", vec![-0.5])], "above its max"),
+    ];
+    for (op, extra, why) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("{op}.onnx"));
+        activation_graph(op, vec![], &extra).write(&path);
+        let err = import_onnx(&path).unwrap_err().to_string();
+        assert!(err.contains(why) && err.contains(op), "{op}: {err}");
+    }
+}
+
+/// An output that is an `Identity` of an earlier tensor, with nodes nothing reads beside and
+/// after it (as exporters leave them): the dead nodes are left out, with a warning, and the rest
+/// compiles and proves.
+#[test]
+fn an_output_before_the_last_node_keeps_only_what_it_reads() {
+    let mut g = OnnxGraph::new(&[1, 6], &[1, 3]);
+    g.floats("w1", &[6, 8], values(41, 48, 0.8))
+        .floats("w2", &[8, 3], values(42, 24, 0.6))
+        .node("MatMul", &["input", "w1"], "hidden", vec![])
+        .node("Tanh", &["hidden"], "unread", vec![])
+        .node("MatMul", &["hidden", "w2"], "logits", vec![])
+        .node("Identity", &["logits"], "output", vec![])
+        .node("Sigmoid", &["logits"], "after", vec![]);
+    let xs = samples(500, 16, 6);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dead.onnx");
+    g.write(&path);
+    let (_, warnings) = import_onnx(&path).unwrap();
+    assert!(warnings.iter().any(|w| w.contains("compute nothing the output")), "{warnings:?}");
+    let (float, model) = import_and_quantize(&g, "dead", &xs);
+    assert_eq!(model.nodes.iter().map(|n| n.op.kind()).collect::<Vec<_>>(), ["Dense", "Dense"]);
+    int8_tracks_float(&float, &model, &xs, 6.0);
+    proof_commits_to_the_inference(&model, &xs[1]);
+}
+
+/// `Expand` and `Tile` of a computed tensor (a token broadcast over positions, features repeated)
+/// are copies: index maps, proven like any gather.
+#[test]
+fn expand_and_tile_of_a_computed_tensor_compile_and_prove() {
+    let mut g = OnnxGraph::new(&[1, 4], &[1, 3]);
+    g.floats("w1", &[4, 4], values(51, 16, 0.8))
+        .ints("row", &[3], vec![1, 1, 4])
+        .ints("to", &[3], vec![1, 3, 4])
+        .ints("repeats", &[3], vec![1, 1, 2])
+        .floats("w2", &[24, 3], values(52, 72, 0.4))
+        .node("MatMul", &["input", "w1"], "h", vec![])
+        .node("Reshape", &["h", "row"], "h_row", vec![])
+        .node("Expand", &["h_row", "to"], "broadcast", vec![])
+        .node("Tile", &["broadcast", "repeats"], "tiled", vec![])
+        .node("Flatten", &["tiled"], "flat", vec![int_attr("axis", 1)])
+        .node("MatMul", &["flat", "w2"], "output", vec![]);
+    let xs = samples(600, 16, 4);
+    let (float, model) = import_and_quantize(&g, "expand_tile", &xs);
+    assert!(model.nodes.iter().any(|n| n.op.kind() == "Gather"), "{:?}", model.nodes.iter().map(|n| n.op.kind()).collect::<Vec<_>>());
+    int8_tracks_float(&float, &model, &xs, 6.0);
+    proof_commits_to_the_inference(&model, &xs[4]);
 }

@@ -43,6 +43,12 @@ pub enum Unary {
     Gelu,
     /// GELU, tanh approximation.
     GeluTanh,
+    /// Natural logarithm.
+    Log,
+    /// `ln(1 + e^x)`, computed as `max(x, 0) + ln(1 + e^-|x|)` (no overflow for large `x`).
+    Softplus,
+    /// `1` for `x > 0`, else `0` (the gate of `ThresholdedRelu`).
+    Step,
 }
 
 /// Arithmetic of two arguments.
@@ -72,6 +78,8 @@ impl Unary {
             "Reciprocal" => Unary::Reciprocal,
             "Neg" => Unary::Neg,
             "Abs" => Unary::Abs,
+            "Log" => Unary::Log,
+            "Softplus" => Unary::Softplus,
             _ => return None,
         })
     }
@@ -91,6 +99,15 @@ impl Unary {
             Unary::GeluTanh => {
                 let c = (2.0 / std::f64::consts::PI).sqrt();
                 0.5 * x * (1.0 + (c * (x + 0.044_715 * x * x * x)).tanh())
+            }
+            Unary::Log => x.ln(),
+            Unary::Softplus => x.max(0.0) + (-x.abs()).exp().ln_1p(),
+            Unary::Step => {
+                if x > 0.0 {
+                    1.0
+                } else {
+                    0.0
+                }
             }
         }
     }
@@ -129,6 +146,16 @@ impl Expr {
     /// `op(self, other)`.
     pub fn binary(self, op: Binary, other: Expr) -> Self {
         Expr::Binary(op, Box::new(self), Box::new(other))
+    }
+
+    /// `self(inner(x))`: `inner` in place of the input.
+    pub fn compose(&self, inner: &Expr) -> Expr {
+        match self {
+            Expr::Input => inner.clone(),
+            Expr::Const(c) => Expr::Const(*c),
+            Expr::Unary(op, a) => a.compose(inner).unary(*op),
+            Expr::Binary(op, a, b) => a.compose(inner).binary(*op, b.compose(inner)),
+        }
     }
 
     /// The value at `x` (NaN or infinite where the function is undefined).

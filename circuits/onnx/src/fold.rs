@@ -10,7 +10,7 @@ use crate::Result;
 
 /// Ops this module evaluates on constants (besides [`DATA_MOVEMENT`]).
 const FOLDED: &[&str] =
-    &["Concat", "Cast", "Add", "Sub", "Mul", "Div", "Pow", "Equal", "ConstantOfShape", "Where", "Expand", "Range"];
+    &["Concat", "Cast", "Add", "Sub", "Mul", "Div", "Pow", "Equal", "ConstantOfShape", "Where", "Range"];
 
 /// Whether [`fold`] evaluates `op`.
 pub(crate) fn folds(op: &str) -> bool {
@@ -73,15 +73,6 @@ pub(crate) fn fold(cx: &Ctx<'_>, inputs: &[Option<&Const>]) -> Result<Vec<Const>
                     Const::Ints(v) if v.data.len() == 1 => Const::Ints(Tensor { dims, data: vec![v.data[0]; n] }),
                     _ => return Err(cx.invalid("value must hold one element")),
                 },
-            }
-        }
-        "Expand" => {
-            let x = input(0)?;
-            let spec = shape_of(cx, input(1)?)?;
-            let dims = broadcast_dims(x.dims(), &spec).map_err(bad)?;
-            match x {
-                Const::Floats(t) => Const::Floats(broadcast_to(t, &dims).map_err(bad)?),
-                Const::Ints(t) => Const::Ints(broadcast_to(t, &dims).map_err(bad)?),
             }
         }
         "Where" => {

@@ -1,15 +1,26 @@
-//! Data-movement ops (Reshape, Transpose, Slice, Split, Gather...) as index maps: for each
+//! Data-movement ops (Reshape, Transpose, Slice, Split, Gather, Expand, Tile...) as index maps: for each
 //! output element, the flat index of the input element it copies. The same maps move the
 //! values of constants (shape arithmetic) and become [`crate::FloatOp::Gather`] nodes on
 //! activations.
 
 use crate::node::Ctx;
-use crate::tensor::{axis, reshape_dims, Const, Tensor};
+use crate::tensor::{axis, broadcast_dims, broadcast_to, concat, count, reshape_dims, Const, Tensor};
 use crate::Result;
 
 /// Ops this module interprets.
-pub(crate) const DATA_MOVEMENT: &[&str] =
-    &["Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Split", "Gather"];
+pub(crate) const DATA_MOVEMENT: &[&str] = &[
+    "Identity",
+    "Reshape",
+    "Flatten",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "Slice",
+    "Split",
+    "Gather",
+    "Expand",
+    "Tile",
+];
 
 /// The index maps of `cx`'s op applied to a tensor of ONNX shape `dims`, one per output.
 /// `konst(k)` is input `k` if it is a constant.
@@ -126,6 +137,33 @@ pub(crate) fn index_maps<'c>(
             })?;
             let Const::Ints(indices) = indices else { return Err(cx.invalid("Gather indices must be integers")) };
             one(iota.gather_axis(cx.int("axis", 0), indices))
+        }
+        "Expand" => {
+            let spec = ints(1, "the shape")?;
+            let spec = spec
+                .iter()
+                .map(|&d| usize::try_from(d).map_err(|_| cx.invalid(format!("shape {spec:?}"))))
+                .collect::<Result<Vec<usize>>>()?;
+            let out = broadcast_dims(dims, &spec).map_err(bad)?;
+            count(&out).map_err(bad)?;
+            one(broadcast_to(&iota, &out))
+        }
+        "Tile" => {
+            let repeats = ints(1, "the repeats")?;
+            if repeats.len() != rank {
+                return Err(cx.invalid(format!("{} repeats for a rank-{rank} tensor", repeats.len())));
+            }
+            let repeats = repeats
+                .iter()
+                .map(|&r| usize::try_from(r).ok().filter(|&r| r > 0).ok_or_else(|| cx.invalid(format!("repeats {repeats:?}"))))
+                .collect::<Result<Vec<usize>>>()?;
+            let out: Vec<usize> = dims.iter().zip(&repeats).map(|(&d, &r)| d.saturating_mul(r)).collect();
+            count(&out).map_err(bad)?;
+            let mut tiled = iota;
+            for (a, &r) in repeats.iter().enumerate().filter(|(_, &r)| r > 1) {
+                tiled = concat(&vec![tiled; r], a as i64).map_err(bad)?;
+            }
+            Ok(vec![tiled])
         }
         other => Err(cx.unsupported(format!("'{other}' is not a data-movement op"))),
     }

@@ -12,12 +12,14 @@ mod elementwise;
 mod float;
 mod fold;
 mod import;
+mod input;
 mod layout;
 mod node;
 mod prune;
 mod quantize;
 mod tensor;
 
+pub use input::InputData;
 pub use elementwise::{Binary, Expr, Unary};
 pub use float::{FloatGraph, FloatNode, FloatOp};
 pub use import::import_onnx;
@@ -73,38 +75,6 @@ pub enum Error {
 
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// Input data in EZKL's format: `{"input_data": [[flat f32 values], ...]}`. For a one-input
-/// model every inner array is one sample (EZKL's batch convention for calibration files).
-#[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
-pub struct InputData {
-    /// Flat float samples.
-    pub input_data: Vec<Vec<f32>>,
-}
-
-impl InputData {
-    /// Reads and checks an EZKL-format JSON file: at least one sample, every value finite.
-    pub fn from_path(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Data(format!("{}: {e}", path.display())))?;
-        Self::from_json(&text).map_err(|e| Error::Data(format!("{}: {e}", path.display())))
-    }
-
-    /// Parses EZKL-format JSON.
-    pub fn from_json(text: &str) -> std::result::Result<Self, String> {
-        // serde_json maps NaN/Infinity literals to errors already; numbers out of f32 range
-        // become infinities, which we reject below.
-        let data: InputData = serde_json::from_str(text).map_err(|e| format!("not EZKL input JSON: {e}"))?;
-        if data.input_data.is_empty() || data.input_data.iter().any(|s| s.is_empty()) {
-            return Err("input_data must hold at least one non-empty sample".into());
-        }
-        for (i, s) in data.input_data.iter().enumerate() {
-            if let Some(j) = s.iter().position(|v| !v.is_finite()) {
-                return Err(format!("sample {i} value {j} is not finite"));
-            }
-        }
-        Ok(data)
-    }
-}
 
 /// Runs the original ONNX file with tract (the float reference) on each sample; a token model
 /// gets its samples as int64 ids.

@@ -397,6 +397,7 @@ impl Daemon {
                 let _ = std::fs::remove_file(self.proof_path(id));
                 let _ = std::fs::remove_file(self.leaf_path(id));
                 let _ = std::fs::remove_file(self.accepted_input_path(id));
+                let _ = std::fs::remove_file(self.output_path(id));
             }
         }
         // Earliest deadline first. Open orders are accepted first (before another provider takes
@@ -453,9 +454,20 @@ fn queue_too_long(depth: u64, max: u64) -> Option<String> {
         .then(|| format!("the sequencer's queue holds {depth} results waiting for a batch (max_sequencer_queue {max})"))
 }
 
+/// Writes and syncs a file of the data directory, readable by its owner only: accepted inputs,
+/// outputs and a private task's salt are the posters' data.
 fn write_synced(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
-    let mut f = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    // A file an older version created keeps its mode through `open`: narrow it.
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
     f.write_all(bytes)?;
     f.sync_all()?;
     Ok(())
@@ -464,6 +476,21 @@ fn write_synced(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::queue_too_long;
+
+    #[test]
+    fn data_files_are_the_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("input.json");
+        std::fs::write(&path, b"old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        super::write_synced(&path, b"[1, 2]").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"[1, 2]");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        let fresh = dir.path().join("output.json");
+        super::write_synced(&fresh, b"{}").unwrap();
+        assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777, 0o600);
+    }
 
     #[test]
     fn a_long_sequencer_queue_stops_new_acceptances() {

@@ -85,6 +85,9 @@ impl Daemon {
             );
         }
         let params = self.market.parameters().await?;
+        if let Err(reason) = within_longest_deadline(o.deadline, now, params.maxDeadlineDelay.saturating_to()) {
+            return self.skip(id, reason);
+        }
         let min_payment = tokens(self.settings.min_payment_tgrid).max(params.minPayment);
         if U256::from(o.payment) < min_payment {
             return self.skip(
@@ -137,24 +140,32 @@ impl Daemon {
             Err(e) => return self.skip(id, format!("{e:#}")),
         };
         let acceptance = Acceptance::sign(id, &self.signer, &self.domain)?;
-        match self.relay.accept(&acceptance).await {
-            Ok(_) => {}
-            Err(RelayError::Refused { status, reason, .. }) if status == 409 || status == 422 || status == 404 => {
-                return self.skip(id, format!("the relay refused the acceptance ({status}): {reason}"));
-            }
-            // Unreachable: try again next round; nothing was promised yet.
-            Err(e) => return Err(e.into()),
-        }
+        // Binding from here on: whoever holds the signature (a relay, which providers need not
+        // trust, keeps what it is sent whatever it answers) can hand it to the poster, who may
+        // dispute after the deadline. So the acceptance is saved, and the order owed, before it
+        // leaves this machine; whatever the relay answers, the daemon proves the order and, if
+        // no one settles it, settles it itself.
         // Kept beside the proof: once accepted, proving must not depend on the store.
         write_synced(&self.accepted_input_path(&id), &serde_json::to_vec(&input)?)?;
         if let Some(r) = self.state.tasks.get_mut(&id) {
-            r.acceptance = Some(acceptance);
+            r.acceptance = Some(acceptance.clone());
             r.state = TaskState::Accepted;
         }
         self.save()?;
+        let relay = match self.relay.accept(&acceptance).await {
+            Ok(_) => "recorded".to_string(),
+            Err(e) => {
+                let why = match &e {
+                    RelayError::Refused { status, reason, .. } => format!("refused ({status}): {reason}"),
+                    other => format!("{other}"),
+                };
+                tracing::warn!(order = %id, relay = %why, "the relay did not confirm the acceptance; it binds all the same: proving it");
+                why
+            }
+        };
         self.event(
             "accepted",
-            json!({"task_id": id.to_string(), "collateral": tgrid_amount(U256::from(o.collateral)), "deadline_in_secs": o.deadline.saturating_sub(now)}),
+            json!({"task_id": id.to_string(), "collateral": tgrid_amount(U256::from(o.collateral)), "deadline_in_secs": o.deadline.saturating_sub(now), "relay": relay}),
             format!(
                 "accepted order {} (collateral {} TGRID at stake, deadline in {} s)",
                 short(&id),
@@ -163,5 +174,32 @@ impl Daemon {
             ),
         );
         Ok(())
+    }
+}
+
+/// Refuses an order whose deadline is further than the market's longest deadline: the relay
+/// that listed it need not be trusted, and only within that delay does a book closed right after
+/// the acceptance still pay at the deadline (the deposit unlock delay exceeds it).
+fn within_longest_deadline(deadline: u64, now: u64, longest: u64) -> Result<(), String> {
+    if deadline > now.saturating_add(longest) {
+        return Err(format!(
+            "deadline in {} s is beyond the market's longest deadline ({longest} s): the poster's book could \
+             unlock before it",
+            deadline - now
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::within_longest_deadline;
+
+    #[test]
+    fn an_order_past_the_longest_deadline_is_refused() {
+        assert!(within_longest_deadline(1_000 + 3_600, 1_000, 3_600).is_ok());
+        let why = within_longest_deadline(1_000 + 3_601, 1_000, 3_600).unwrap_err();
+        assert!(why.contains("beyond the market's longest deadline (3600 s)"), "{why}");
+        assert!(within_longest_deadline(u64::MAX, u64::MAX - 1, u64::MAX).is_ok(), "no overflow");
     }
 }

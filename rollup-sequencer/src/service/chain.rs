@@ -138,6 +138,35 @@ impl Chain {
             .map_err(|e| market("TaskMarket.nonceUsed", e))
     }
 
+    /// The transaction that settled `item`'s order and paid its provider for its output, if one
+    /// did (the order's fate read from chain events and calldata since the deployment): how a
+    /// result this sequencer did not settle (its provider settled it itself) is known to be paid
+    /// for before its output is published.
+    pub async fn settled_paying(
+        &self,
+        item: &tgrid_chain::market::SettlementItem,
+    ) -> Result<Option<B256>, ServiceError> {
+        let outcome = tgrid_chain::market::status::order_outcome(
+            &self.provider,
+            self.deployment.market,
+            &self.domain(),
+            &item.order.order,
+            self.deployment.start_block,
+        )
+        .await
+        .map_err(|e| ServiceError::Chain(e.to_string()))?;
+        Ok(match outcome {
+            tgrid_chain::market::status::OrderOutcome::Settled {
+                paid: true,
+                provider,
+                output_commitment,
+                transaction,
+                ..
+            } if provider == item.provider && output_commitment == item.output_commitment => Some(transaction),
+            _ => None,
+        })
+    }
+
     /// Whether each `(poster, nonce)` is used, in order. Read [`CONCURRENT_READS`] at a time: a
     /// batch of a thousand orders read one after the other from a remote node would take a
     /// thousand round trips.

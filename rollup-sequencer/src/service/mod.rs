@@ -17,10 +17,10 @@ pub mod pipeline;
 mod registry;
 pub mod store;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tgrid_aggregation::{RegistryFile, TaskLeaf};
@@ -100,11 +100,30 @@ pub struct Shared {
     pub(crate) refused: Mutex<api::refused::RefusedDeliveries>,
     /// Bounds concurrent proof checks to the cores.
     pub verify_slots: tokio::sync::Semaphore,
+    /// One lock per provider whose acceptance is being checked: its bond is checked against its
+    /// open acceptances and the new one recorded as one step, so two racing acceptances cannot
+    /// both fit a bond that covers one.
+    acceptance_locks: Mutex<HashMap<alloy::primitives::Address, Weak<tokio::sync::Mutex<()>>>>,
     /// The pipeline's trouble (retrying batches, low funds), for the status endpoint.
     pub health: Health,
 }
 
 impl Shared {
+    /// The lock serializing `provider`'s acceptances (see `acceptance_locks`). Locks nobody holds
+    /// are dropped once many accumulate, so throwaway keys cannot grow the map without bound.
+    pub(crate) fn acceptance_lock(&self, provider: alloy::primitives::Address) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.acceptance_locks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if locks.len() >= 1024 {
+            locks.retain(|_, lock| lock.strong_count() > 0);
+        }
+        if let Some(lock) = locks.get(&provider).and_then(Weak::upgrade) {
+            return lock;
+        }
+        let lock = Arc::new(tokio::sync::Mutex::new(()));
+        locks.insert(provider, Arc::downgrade(&lock));
+        lock
+    }
+
     /// The aggregator of the registry new batches are proven under.
     pub fn aggregator(&self) -> Arc<Aggregator> {
         self.aggregator.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
@@ -261,6 +280,7 @@ pub async fn run(
         in_flight: Mutex::default(),
         refused: Mutex::new(api::refused::RefusedDeliveries::new(REFUSED_DELIVERIES_KEPT)),
         verify_slots: tokio::sync::Semaphore::new(cores),
+        acceptance_locks: Mutex::default(),
         health: Health::default(),
     });
     shared.metrics.queue_depth.set(shared.store.queued_count() as i64);

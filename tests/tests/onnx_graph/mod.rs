@@ -21,6 +21,16 @@ pub fn int_attr(name: &str, value: i64) -> pb::AttributeProto {
     }
 }
 
+/// A float attribute of a node.
+pub fn float_attr(name: &str, value: f32) -> pb::AttributeProto {
+    pb::AttributeProto {
+        name: name.into(),
+        r#type: pb::attribute_proto::AttributeType::Float as i32,
+        f: value,
+        ..Default::default()
+    }
+}
+
 fn tensor(name: &str, dims: &[i64]) -> pb::TensorProto {
     pb::TensorProto { name: name.into(), dims: dims.to_vec(), ..Default::default() }
 }

@@ -17,6 +17,7 @@ use std::path::Path;
 use tract_onnx::pb;
 use tract_onnx::prelude::Framework;
 
+mod activations;
 mod concat;
 mod layers;
 
@@ -30,9 +31,12 @@ use crate::{Error, Result};
 
 pub(crate) const SUPPORTED: &str = "Gemm, MatMul (constant weights, or of two computed tensors), Add, Conv, Relu, \
 MaxPool, AveragePool, GlobalAveragePool, ReduceMean, BatchNormalization (after Conv/Gemm), LayerNormalization, \
-Softmax (last axis, with a causal mask), elementwise functions (Erf, Gelu, Tanh, Sigmoid, Exp, Sqrt, Reciprocal, \
-Neg, Abs, and Add/Sub/Mul/Div/Pow by constants or of one tensor with itself), Flatten, Reshape, Transpose, \
-Squeeze, Unsqueeze, Slice, Split, Concat, Gather (constant indices, or token ids into a constant table), Constant, \
+Softmax (last axis, with a causal mask), elementwise functions (Erf, Gelu, Tanh, Sigmoid, Exp, Log, Sqrt, \
+Reciprocal, Neg, Abs, Softplus, Softsign, Mish, LeakyRelu, PRelu with one slope, Elu, Selu, Celu, HardSigmoid, \
+HardSwish, ThresholdedRelu, Clip with constant bounds, and Add/Sub/Mul/Div/Pow by constants or of one tensor with \
+itself), Flatten, Reshape, Transpose, \
+Squeeze, Unsqueeze, Slice, Split, Expand, Tile, Concat, Gather (constant indices, or token ids into a constant table), \
+Constant, \
 Shape and arithmetic on constants, Identity, Dropout";
 
 /// An elementwise function of a computed tensor, not yet a node.
@@ -225,10 +229,42 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         .get(outputs[0])
         .copied()
         .ok_or_else(|| read_err(format!("output '{}' is never produced from the input", outputs[0])))?;
-    if out != im.g.nodes.len() || out == 0 {
-        return Err(read_err("the graph output must be the last computed tensor".into()));
+    if out == 0 {
+        return Err(read_err("the graph output is its input: there is nothing to prove".into()));
     }
-    Ok((crate::prune::prune_rows(im.g), im.warnings))
+    // The output need not be the last node (an exporter may leave computations nothing reads, or
+    // name an earlier tensor the output through an Identity): keep what it reads.
+    let (g, dropped) = live_graph(im.g, out);
+    if dropped > 0 {
+        im.warnings.push(format!("{dropped} node(s) compute nothing the output '{}' reads: left out", outputs[0]));
+    }
+    Ok((crate::prune::prune_rows(g), im.warnings))
+}
+
+/// The nodes of `g` tensor `out` depends on, renumbered, `out` last; and how many were dropped.
+fn live_graph(mut g: FloatGraph, out: usize) -> (FloatGraph, usize) {
+    let mut live = vec![false; out + 1];
+    live[out] = true;
+    for t in (1..=out).rev() {
+        if live[t] {
+            for &i in &g.nodes[t - 1].inputs {
+                live[i] = true;
+            }
+        }
+    }
+    let total = g.nodes.len();
+    let mut renumbered = vec![0usize; out + 1];
+    let mut kept = Vec::new();
+    for (t, node) in g.nodes.drain(..).take(out).enumerate().map(|(i, n)| (i + 1, n)) {
+        if live[t] {
+            let inputs = node.inputs.iter().map(|&i| renumbered[i]).collect();
+            kept.push(FloatNode { inputs, ..node });
+            renumbered[t] = kept.len();
+        }
+    }
+    g.nodes = kept;
+    let dropped = total - g.nodes.len();
+    (g, dropped)
 }
 
 impl<'a> Importer<'a> {
@@ -381,6 +417,13 @@ impl<'a> Importer<'a> {
         let op = cx.op();
         let out = cx.node.output[0].clone();
         let input = |k: usize| cx.node.input.get(k).map(String::as_str).unwrap_or("");
+        if let Some(activation) = self.activation(cx)? {
+            let Some(Operand::Value(base, f)) = self.operand(input(0)) else {
+                return Err(cx.invalid(format!("input '{}' is not produced before this node", input(0))));
+            };
+            self.pending.insert(out, Pending { base, f: activation.compose(&f), name: cx.name() });
+            return Ok(true);
+        }
         let unary = match op {
             "Gelu" => {
                 Some(if cx.string("approximate").as_deref() == Some("tanh") { Unary::GeluTanh } else { Unary::Gelu })

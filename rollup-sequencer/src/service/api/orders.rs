@@ -259,6 +259,10 @@ pub(super) async fn accept_order(
         return Err(ApiError::rejected(format!("order {hash} names provider {}", o.provider)));
     }
     admit_relay_client(&shared, client)?;
+    // This provider's acceptances are checked against its bond one at a time: two racing ones
+    // must not both fit a bond that covers one.
+    let provider_lock = shared.acceptance_lock(acceptance.provider);
+    let _serialized = provider_lock.lock().await;
     let now = shared.relay_reads.now(chain).await.map_err(ApiError::unavailable)?;
     if o.deadline <= now {
         return Err(ApiError::rejected(format!("order {hash}'s deadline {} has passed", o.deadline)));
@@ -290,10 +294,15 @@ pub(super) async fn accept_order(
             open.len()
         )));
     }
-    record.acceptance = Some(acceptance);
-    shared.store.put_order(&hash, &record).map_err(ApiError::unavailable)?;
+    // First acceptance wins, checked again as it is written: another provider's may have been
+    // recorded while this one's bond was read.
+    let kept = shared.store.record_acceptance(&hash, &acceptance).map_err(ApiError::unavailable)?;
+    if kept.provider != acceptance.provider {
+        return Err(ApiError::conflict(format!("order {hash} was accepted by {} first", kept.provider)));
+    }
     shared.store.flush().await.map_err(ApiError::unavailable)?;
     shared.metrics.orders.with_label_values(&["accepted"]).inc();
-    tracing::info!(order = %hash, provider = %record.acceptance.as_ref().map(|a| a.provider).unwrap_or_default(), "acceptance recorded");
+    tracing::info!(order = %hash, provider = %kept.provider, "acceptance recorded");
+    record.acceptance = Some(kept);
     Ok(Json(view(&shared, hash, record, now)?))
 }

@@ -420,11 +420,12 @@ pub(super) async fn task_status(
     }
 }
 
-/// A task's output, published once its order's nonce is used on-chain (before that, a poster
-/// could read the output and cancel the order). A private task's is served as it was delivered:
-/// encrypted to the poster.
+/// A task's output, published once a settlement paid its provider for it (recorded by this
+/// sequencer's pipeline: its own batch, or a settlement elsewhere read from chain data). Before
+/// that a poster could read the output and cancel the order's nonce, or settle another order
+/// under it. A private task's is served as it was delivered: encrypted to the poster.
 #[utoipa::path(get, path = "/v1/tasks/{task_id}/output", params(("task_id" = String, Path, description = "0x + 64 hex")),
-    responses((status = 200, body = OutputView), (status = 404, description = "unknown, or not settled yet", body = ErrorBody)))]
+    responses((status = 200, body = OutputView), (status = 404, description = "unknown, or not yet settled and paid", body = ErrorBody)))]
 pub(super) async fn task_output(
     State(shared): State<Arc<Shared>>,
     Path(task_id): Path<String>,
@@ -435,12 +436,13 @@ pub(super) async fn task_output(
     let (Some(r), Some(output)) = (record, output) else {
         return Err(ApiError::not_found(format!("no acknowledged result for task {task_id}")));
     };
-    // Published once the order's nonce is used on-chain: the pipeline may not have recorded the
-    // settlement yet (confirmations), but the poster can no longer cancel the order.
-    let closed = matches!(r.state, TaskState::Settled { .. })
-        || shared.chain.nonce_used(r.order.order.poster, r.order.order.nonce).await.map_err(ApiError::unavailable)?;
-    if !closed {
-        return Err(ApiError::not_found(format!("task {task_id}'s output is published once its order settles")));
+    // Published only once a settlement paid this provider for this output: a used nonce alone
+    // is not enough (a poster may cancel its nonce after the delivery, or use it for another
+    // order, and read the output unpaid).
+    if !matches!(r.state, TaskState::Settled { unpaid: None, .. }) {
+        return Err(ApiError::not_found(format!(
+            "task {task_id}'s output is published once a settlement pays its provider for it"
+        )));
     }
     let (output, encrypted_output) = match output {
         StoredOutput::Plain(values) => (values, None),

@@ -121,8 +121,18 @@ impl Worker {
         for (item, used) in items.iter().zip(&used) {
             let id = item.order.hash(&chain.domain()).0;
             if *used {
-                let reason = "its nonce was used on-chain before this batch (settled elsewhere, disputed or cancelled)";
-                outcomes.push((id, TaskState::Dropped { reason: reason.into() }));
+                // Settled elsewhere and paid (its provider settled it itself): the poster paid for
+                // this output, which may now be published; anything else (cancelled, disputed,
+                // unpaid, another provider's output) publishes nothing.
+                let paid = self.rt.block_on(chain.settled_paying(item))?;
+                outcomes.push(match paid {
+                    Some(tx) => (id, TaskState::Settled { batch: None, tx: Some(tx.to_string()), unpaid: None }),
+                    None => {
+                        let reason =
+                            "its nonce was used on-chain before this batch (settled elsewhere, disputed or cancelled)";
+                        (id, TaskState::Dropped { reason: reason.into() })
+                    }
+                });
             } else if item.order.order.deadline < now {
                 let reason = format!("deadline {} passed before settlement", item.order.order.deadline);
                 outcomes.push((id, TaskState::Dropped { reason }));

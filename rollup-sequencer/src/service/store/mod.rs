@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use alloy::primitives::B256;
-use tgrid_chain::market::SealingKeyAnnouncement;
+use tgrid_chain::market::{Acceptance, SealingKeyAnnouncement};
 
 use crate::service::ServiceError;
 
@@ -361,6 +361,21 @@ impl Store {
         self.orders.insert(hash, serde_json::to_vec(record).expect("records serialize"))?;
         indexes.index_order(*hash, record);
         Ok(())
+    }
+
+    /// Records `acceptance` on its listed order unless another provider's is there: the check
+    /// and the write are one step under the index lock, so of two racing acceptances exactly one
+    /// is recorded. Returns the acceptance the order holds afterwards (the caller flushes).
+    pub fn record_acceptance(&self, hash: &B256, acceptance: &Acceptance) -> Result<Acceptance, ServiceError> {
+        let mut indexes = self.lock();
+        let mut record = self.order(hash)?.ok_or_else(|| ServiceError::Store(format!("no order {hash} is listed")))?;
+        if let Some(existing) = &record.acceptance {
+            return Ok(existing.clone());
+        }
+        record.acceptance = Some(acceptance.clone());
+        self.orders.insert(hash, serde_json::to_vec(&record).expect("records serialize"))?;
+        indexes.index_order(*hash, &record);
+        Ok(acceptance.clone())
     }
 
     /// Orders `provider` accepted whose deadline is at or after `not_before`.

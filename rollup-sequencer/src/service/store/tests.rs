@@ -75,6 +75,38 @@ fn the_relay_lists_orders_by_model_and_deadline_one_per_nonce() {
 }
 
 #[test]
+fn of_racing_acceptances_exactly_one_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let domain = MarketDomain { chain_id: 1, market: Address::ZERO };
+    let hash = B256::repeat_byte(1);
+    store.put_order(&hash, &OrderRecord { signed: signed(1, 1, 100), acceptance: None, listed_at: 1 }).unwrap();
+    let providers: Vec<PrivateKeySigner> = (0..8).map(|_| PrivateKeySigner::random()).collect();
+    let barrier = std::sync::Barrier::new(providers.len());
+    let kept: Vec<Acceptance> = std::thread::scope(|s| {
+        let racers: Vec<_> = providers
+            .iter()
+            .map(|key| {
+                let (store, barrier) = (&store, &barrier);
+                s.spawn(move || {
+                    let mine = Acceptance::sign(hash, key, &domain).unwrap();
+                    barrier.wait();
+                    store.record_acceptance(&hash, &mine).unwrap()
+                })
+            })
+            .collect();
+        racers.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    // Every racer is told the same winner, and the store and its index hold that one.
+    assert!(kept.iter().all(|a| a == &kept[0]), "{kept:?}");
+    assert_eq!(store.order(&hash).unwrap().unwrap().acceptance.as_ref(), Some(&kept[0]));
+    for key in &providers {
+        let listed = store.accepted_by(&key.address(), 0).unwrap();
+        assert_eq!(listed.len(), usize::from(key.address() == kept[0].provider), "{listed:?}");
+    }
+}
+
+#[test]
 fn records_survive_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     {
