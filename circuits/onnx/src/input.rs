@@ -30,7 +30,8 @@ impl<'de> serde::Deserialize<'de> for InputData {
             .enumerate()
             .map(|(i, sample)| {
                 let mut flat = Vec::new();
-                flatten_sample(sample, 0, &mut flat).map_err(|e| serde::de::Error::custom(format!("sample {i}: {e}")))?;
+                flatten_sample(sample, 0, &mut flat)
+                    .map_err(|e| serde::de::Error::custom(format!("sample {i}: {e}")))?;
                 Ok(flat)
             })
             .collect::<std::result::Result<_, D::Error>>()?;

@@ -155,7 +155,9 @@ pub(crate) fn index_maps<'c>(
             }
             let repeats = repeats
                 .iter()
-                .map(|&r| usize::try_from(r).ok().filter(|&r| r > 0).ok_or_else(|| cx.invalid(format!("repeats {repeats:?}"))))
+                .map(|&r| {
+                    usize::try_from(r).ok().filter(|&r| r > 0).ok_or_else(|| cx.invalid(format!("repeats {repeats:?}")))
+                })
                 .collect::<Result<Vec<usize>>>()?;
             let out: Vec<usize> = dims.iter().zip(&repeats).map(|(&d, &r)| d.saturating_mul(r)).collect();
             count(&out).map_err(bad)?;

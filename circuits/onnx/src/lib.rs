@@ -19,10 +19,10 @@ mod prune;
 mod quantize;
 mod tensor;
 
-pub use input::InputData;
 pub use elementwise::{Binary, Expr, Unary};
 pub use float::{FloatGraph, FloatNode, FloatOp};
 pub use import::import_onnx;
+pub use input::InputData;
 pub use prune::prune_rows;
 pub use quantize::{
     argmax, quantize_model, quantize_model_adjusted, quantize_model_with, CalibrationReport, QuantizeOptions,

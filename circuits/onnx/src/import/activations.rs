@@ -78,12 +78,11 @@ impl Importer<'_> {
                 let bound = |k: usize, attribute: &str, default: f32| -> Result<f64> {
                     match cx.node.input.get(k).filter(|n| !n.is_empty()) {
                         None => Ok(attr(attribute, default)),
-                        Some(name) => self
-                            .consts
-                            .get(name.as_str())
-                            .and_then(|v| v.uniform())
-                            .map(f64::from)
-                            .ok_or_else(|| cx.unsupported(format!("Clip's bound '{name}' must be a constant scalar"))),
+                        Some(name) => {
+                            self.consts.get(name.as_str()).and_then(|v| v.uniform()).map(f64::from).ok_or_else(|| {
+                                cx.unsupported(format!("Clip's bound '{name}' must be a constant scalar"))
+                            })
+                        }
                     }
                 };
                 let (lo, hi) = (bound(1, "min", f32::NEG_INFINITY)?, bound(2, "max", f32::INFINITY)?);
@@ -106,5 +105,29 @@ impl Importer<'_> {
             }
             _ => return Ok(None),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each function against its ONNX definition written out.
+    #[test]
+    fn activations_follow_their_onnx_definitions() {
+        for i in -24..=24 {
+            let v = f64::from(i) / 8.0;
+            let close = |e: Expr, expected: f64, what: &str| {
+                assert!((e.eval(v) - expected).abs() < 1e-12, "{what} at {v}: {} vs {expected}", e.eval(v));
+            };
+            close(leaky(0.1), if v >= 0.0 { v } else { 0.1 * v }, "LeakyRelu");
+            close(elu(0.7, 1.0), if v >= 0.0 { v } else { 0.7 * (v.exp() - 1.0) }, "Elu");
+            close(elu(1.5, 1.5), v.max(0.0) + (1.5 * ((v / 1.5).exp() - 1.0)).min(0.0), "Celu");
+            close(hard_sigmoid(0.3, 0.4), (0.3 * v + 0.4).clamp(0.0, 1.0), "HardSigmoid");
+            close(clamp(-0.3, 0.5), v.clamp(-0.3, 0.5), "Clip");
+            close(clamp(f64::NEG_INFINITY, 0.5), v.min(0.5), "Clip without a lower bound");
+            let softplus = (1.0 + v.exp()).ln();
+            close(x().unary(Unary::Softplus), softplus, "Softplus");
+        }
     }
 }
