@@ -292,3 +292,157 @@ fn expand_and_tile_of_a_computed_tensor_compile_and_prove() {
     int8_tracks_float(&float, &model, &xs, 6.0);
     proof_commits_to_the_inference(&model, &xs[4]);
 }
+
+/// One causal self-attention layer the way exporters write it: the mask built from the
+/// hidden state's shape (`Shape`, `Gather`, `Range`, `Unsqueeze`, `Greater`) and position ids
+/// from `ConstantOfShape`, `Equal` and `NonZero`. Everything that depends on constants and
+/// shapes alone is folded at compile time (by tract's inference where our own folding has no
+/// rule), so what remains is the layers.
+fn shape_built_attention_graph(opset: i64) -> OnnxGraph {
+    let (t, d) = (4i64, 8i64);
+    let mut g = OnnxGraph::new(&[1, t, d], &[1, t, 3]);
+    g.opset(opset)
+        .floats("w0", &[d, d], values(61, 64, 0.5))
+        .floats("pos_table", &[16, d], values(62, 128, 0.3))
+        .floats("wq", &[d, d], values(63, 64, 0.6))
+        .floats("wk", &[d, d], values(64, 64, 0.6))
+        .floats("wv", &[d, d], values(65, 64, 0.6))
+        .floats("wo", &[d, 3], values(66, 24, 0.5))
+        .floats("scale", &[], vec![0.35])
+        .floats("minus_inf", &[], vec![f32::NEG_INFINITY])
+        .floats("zero_f", &[], vec![0.0])
+        .ints("one_index", &[], vec![1])
+        .ints("zero", &[], vec![0])
+        .ints("one", &[], vec![1])
+        .ints("axis0", &[1], vec![0])
+        .ints("axis1", &[1], vec![1])
+        .node("MatMul", &["input", "w0"], "h", vec![])
+        // Position ids: nonzero(zeros(T) == 0) = 0..T.
+        .node("Shape", &["h"], "shape", vec![])
+        .node("Gather", &["shape", "one_index"], "len", vec![int_attr("axis", 0)])
+        .node("Unsqueeze", &["len", "axis0"], "len_1d", vec![])
+        .node("ConstantOfShape", &["len_1d"], "zeros", vec![])
+        .node("Equal", &["zeros", "zero_f"], "all_true", vec![])
+        .node("NonZero", &["all_true"], "nonzero", vec![])
+        .node("Squeeze", &["nonzero", "axis0"], "position_ids", vec![])
+        .node("Gather", &["pos_table", "position_ids"], "positions", vec![int_attr("axis", 0)])
+        .node("Add", &["h", "positions"], "hp", vec![])
+        .node("MatMul", &["hp", "wq"], "q", vec![])
+        .node("MatMul", &["hp", "wk"], "k", vec![])
+        .node("MatMul", &["hp", "wv"], "v", vec![])
+        .node("Transpose", &["k"], "kt", vec![onnx_graph::ints_attr("perm", &[0, 2, 1])])
+        .node("MatMul", &["q", "kt"], "scores", vec![])
+        .node("Mul", &["scores", "scale"], "scaled", vec![])
+        // The causal mask: position j is hidden from query i when j > i.
+        .node("Range", &["zero", "len", "one"], "range", vec![])
+        .node("Unsqueeze", &["range", "axis0"], "key_index", vec![])
+        .node("Unsqueeze", &["range", "axis1"], "query_index", vec![])
+        .node("Greater", &["key_index", "query_index"], "future", vec![])
+        .node("Where", &["future", "minus_inf", "scaled"], "masked", vec![])
+        .node("Softmax", &["masked"], "probs", vec![int_attr("axis", -1)])
+        .node("MatMul", &["probs", "v"], "attended", vec![])
+        .node("MatMul", &["attended", "wo"], "output", vec![]);
+    g
+}
+
+#[test]
+fn masks_and_position_ids_built_from_shapes_fold_at_any_opset_and_prove() {
+    let xs = samples(700, 24, 32);
+    for opset in [13, 17] {
+        let (float, model) = import_and_quantize(&shape_built_attention_graph(opset), "shape_built", &xs);
+        let softmax = model.nodes.iter().find(|n| n.op.kind() == "Softmax").expect("a Softmax");
+        let tgrid_circuits::Op::Softmax { keep, .. } = &softmax.op else { unreachable!() };
+        let causal: Vec<bool> = (0..16).map(|c| c % 4 <= c / 4).collect();
+        assert_eq!(keep, &causal, "opset {opset}: the mask tract evaluated is the causal one");
+        int8_tracks_float(&float, &model, &xs, 8.0);
+        if opset == 13 {
+            proof_commits_to_the_inference(&model, &xs[2]);
+        }
+    }
+}
+
+/// A projection, a LayerNorm, a head: the LayerNorm as one `LayerNormalization` node (opset 17)
+/// or written out as opset-13 exporters write it (`ReduceMean`, `Sub`, `Pow`, `ReduceMean`,
+/// `Add`, `Sqrt`, then `Div`, or `Reciprocal` and `Mul`; then `Mul γ`, `Add β` if `affine`).
+fn layer_norm_graph(written_out: Option<&str>, affine: bool) -> OnnxGraph {
+    let (t, d) = (4i64, 16i64);
+    let mut g = OnnxGraph::new(&[1, t, d], &[1, t, 3]);
+    let gamma: Vec<f32> = values(72, 16, 0.4).into_iter().map(|v| 1.0 + v).collect();
+    let beta = if affine { values(73, 16, 0.2) } else { vec![0.0; 16] };
+    let gamma = if affine { gamma } else { vec![1.0; 16] };
+    g.opset(if written_out.is_some() { 13 } else { 17 })
+        .floats("w", &[d, d], values(71, 256, 0.5))
+        .floats("gamma", &[d], gamma)
+        .floats("beta", &[d], beta)
+        .floats("wo", &[d, 3], values(74, 48, 0.5))
+        .floats("two", &[], vec![2.0])
+        .floats("eps", &[], vec![1e-5])
+        .node("MatMul", &["input", "w"], "h", vec![]);
+    let normed = if affine { "normed" } else { "ln" };
+    match written_out {
+        None => {
+            g.node("LayerNormalization", &["h", "gamma", "beta"], "ln", vec![float_attr("epsilon", 1e-5)]);
+        }
+        Some(division) => {
+            g.node("ReduceMean", &["h"], "mean", vec![onnx_graph::ints_attr("axes", &[-1])])
+                .node("Sub", &["h", "mean"], "centered", vec![])
+                .node("Pow", &["centered", "two"], "squared", vec![])
+                .node("ReduceMean", &["squared"], "variance", vec![onnx_graph::ints_attr("axes", &[2])])
+                .node("Add", &["variance", "eps"], "variance_eps", vec![])
+                .node("Sqrt", &["variance_eps"], "deviation", vec![]);
+            if division == "Div" {
+                g.node("Div", &["centered", "deviation"], normed, vec![]);
+            } else {
+                g.node("Reciprocal", &["deviation"], "inverse", vec![]).node(
+                    "Mul",
+                    &["inverse", "centered"],
+                    normed,
+                    vec![],
+                );
+            }
+            if affine {
+                g.node("Mul", &["normed", "gamma"], "scaled", vec![]).node("Add", &["scaled", "beta"], "ln", vec![]);
+            }
+        }
+    }
+    g.node("MatMul", &["ln", "wo"], "output", vec![]);
+    g
+}
+
+/// A LayerNorm written out op by op is recognised and proven as the one LayerNorm node: the
+/// quantized model is the one the `LayerNormalization` export gives, and it proves.
+#[test]
+fn a_layer_norm_written_out_is_the_layer_norm_node() {
+    let xs = samples(800, 24, 64);
+    // Everything but the names the nodes carry for messages.
+    let ops = |m: &QuantModel| {
+        let mut m = m.clone();
+        m.name.clear();
+        m.nodes.iter_mut().for_each(|n| n.name.clear());
+        m
+    };
+    for affine in [true, false] {
+        let (_, fused) = import_and_quantize(&layer_norm_graph(None, affine), "ln", &xs);
+        for division in ["Div", "Reciprocal"] {
+            let (float, model) = import_and_quantize(&layer_norm_graph(Some(division), affine), "ln_written", &xs);
+            assert_eq!(ops(&model), ops(&fused), "{division}, affine {affine}");
+            int8_tracks_float(&float, &model, &xs, 6.0);
+        }
+    }
+    let (_, model) = import_and_quantize(&layer_norm_graph(Some("Div"), true), "ln_written", &xs);
+    proof_commits_to_the_inference(&model, &xs[5]);
+}
+
+/// A pattern that is not a LayerNorm (the variance over another axis) is not fused: it stays a
+/// clear error naming the op it stops at.
+#[test]
+fn a_near_layer_norm_is_not_fused() {
+    let mut g = layer_norm_graph(Some("Div"), false);
+    // The same graph with the second mean over axis 1: a different function.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("near.onnx");
+    g.replace_attr("ReduceMean_4", onnx_graph::ints_attr("axes", &[1]));
+    g.write(&path);
+    let err = import_onnx(&path).unwrap_err().to_string();
+    assert!(err.contains("unsupported ONNX op 'Sub'"), "{err}");
+}

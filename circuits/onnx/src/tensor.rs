@@ -340,6 +340,10 @@ pub(crate) fn arithmetic(op: &str, a: &Const, b: &Const) -> Result<Const, String
             let fa = Tensor { dims: a.dims().to_vec(), data: a.floats() };
             let fb = Tensor { dims: b.dims().to_vec(), data: b.floats() };
             let (x, y) = (broadcast_to(&fa, &dims)?, broadcast_to(&fb, &dims)?);
+            if op == "Equal" {
+                let data = x.data.iter().zip(&y.data).map(|(&p, &q)| i64::from(p == q)).collect();
+                return Ok(Const::Ints(Tensor { dims, data }));
+            }
             let f = |p: f32, q: f32| match op {
                 "Add" => p + q,
                 "Sub" => p - q,

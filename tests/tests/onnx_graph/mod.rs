@@ -9,6 +9,7 @@ pub struct OnnxGraph {
     initializers: Vec<pb::TensorProto>,
     input: Vec<i64>,
     output: Vec<i64>,
+    opset: i64,
 }
 
 /// An integer attribute of a node.
@@ -17,6 +18,16 @@ pub fn int_attr(name: &str, value: i64) -> pb::AttributeProto {
         name: name.into(),
         r#type: pb::attribute_proto::AttributeType::Int as i32,
         i: value,
+        ..Default::default()
+    }
+}
+
+/// An attribute of a node holding a list of integers.
+pub fn ints_attr(name: &str, values: &[i64]) -> pb::AttributeProto {
+    pb::AttributeProto {
+        name: name.into(),
+        r#type: pb::attribute_proto::AttributeType::Ints as i32,
+        ints: values.to_vec(),
         ..Default::default()
     }
 }
@@ -53,7 +64,13 @@ fn value_info(name: &str, dims: &[i64]) -> pb::ValueInfoProto {
 impl OnnxGraph {
     /// A graph from tensor `input` to tensor `output` of the given ONNX shapes (batch included).
     pub fn new(input: &[i64], output: &[i64]) -> Self {
-        Self { nodes: Vec::new(), initializers: Vec::new(), input: input.to_vec(), output: output.to_vec() }
+        Self { nodes: Vec::new(), initializers: Vec::new(), input: input.to_vec(), output: output.to_vec(), opset: 17 }
+    }
+
+    /// The version of the default operator set the model imports (17 unless set).
+    pub fn opset(&mut self, version: i64) -> &mut Self {
+        self.opset = version;
+        self
     }
 
     /// A float initializer.
@@ -84,7 +101,15 @@ impl OnnxGraph {
         self
     }
 
-    /// Writes the model (opset 17) to `path`.
+    /// Replaces (or adds) attribute `attr.name` of the node named `node`.
+    pub fn replace_attr(&mut self, node: &str, attr: pb::AttributeProto) -> &mut Self {
+        let n = self.nodes.iter_mut().find(|n| n.name == node).expect("a node of that name");
+        n.attribute.retain(|a| a.name != attr.name);
+        n.attribute.push(attr);
+        self
+    }
+
+    /// Writes the model to `path`.
     pub fn write(&self, path: &std::path::Path) {
         let graph = pb::GraphProto {
             name: path.file_stem().unwrap().to_string_lossy().into_owned(),
@@ -96,7 +121,7 @@ impl OnnxGraph {
         };
         let model = pb::ModelProto {
             ir_version: 8,
-            opset_import: vec![pb::OperatorSetIdProto { domain: String::new(), version: 17 }],
+            opset_import: vec![pb::OperatorSetIdProto { domain: String::new(), version: self.opset }],
             graph: Some(graph),
             ..Default::default()
         };

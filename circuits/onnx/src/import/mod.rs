@@ -20,6 +20,8 @@ use tract_onnx::prelude::Framework;
 mod activations;
 mod concat;
 mod layers;
+mod patterns;
+mod tract_constants;
 
 use crate::elementwise::{Binary, Expr, Unary};
 use crate::float::{FloatGraph, FloatNode, FloatOp};
@@ -70,6 +72,9 @@ pub(crate) struct Importer<'a> {
     pub masks: HashMap<String, (usize, Vec<bool>)>,
     /// Version of the default ONNX operator set the model imports.
     pub opset: i64,
+    /// Values tract's type inference found for tensors computed from constants and shapes
+    /// alone; taken for nodes the importer's own folding does not evaluate.
+    tract_values: HashMap<String, Const>,
 }
 
 /// The operator set assumed when a model names none.
@@ -183,15 +188,65 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
     if outputs.len() != 1 {
         return Err(read_err(format!("the model must have exactly one output, it has {}", outputs.len())));
     }
+
+    let tokens = matches!(input_elem_type(input), Some(6 | 7));
+    let mut warnings = Vec::new();
+    let tract = {
+        use tract_onnx::prelude::{Datum, DatumType};
+        let elem_type: DatumType = match input_elem_type(input) {
+            Some(6) => i32::datum_type(),
+            Some(7) => i64::datum_type(),
+            _ => f32::datum_type(),
+        };
+        // tract reads the weights kept in external files only through our checked reader.
+        let resolved;
+        let proto = if graph.initializer.iter().any(|t| t.data_location == Some(EXTERNAL)) {
+            let mut copy = proto.clone();
+            if let Some(g) = copy.graph.as_mut() {
+                for t in g.initializer.iter_mut().filter(|t| t.data_location == Some(EXTERNAL)) {
+                    *t = with_external_data(t, dir)?;
+                }
+            }
+            resolved = copy;
+            &resolved
+        } else {
+            &proto
+        };
+        match tract_constants::tract_constants(proto, &input.name, &input_full, elem_type) {
+            Ok(facts) => facts,
+            Err(reason) => {
+                warnings.push(format!(
+                    "tract could not analyse the graph ({reason}): only the importer's own rules fold constants"
+                ));
+                tract_constants::TractFacts::default()
+            }
+        }
+    };
+    let nodes = {
+        let constant_nodes: HashMap<&str, Const> = graph
+            .node
+            .iter()
+            .filter(|n| n.op_type == "Constant" && n.output.len() == 1)
+            .filter_map(|n| Some((n.output[0].as_str(), Ctx { node: n }.constant_value().ok()?)))
+            .collect();
+        let constant = |name: &str| {
+            consts.get(name).or_else(|| tract.values.get(name)).or_else(|| constant_nodes.get(name)).cloned()
+        };
+        let rank = |name: &str| tract.shapes.get(name).map(Vec::len);
+        let known = patterns::Known { constant: &constant, rank: &rank, outputs: &outputs };
+        let (nodes, fused) = patterns::fuse_written_layer_norms(&graph.node, &known);
+        if fused > 0 {
+            warnings.push(format!("{fused} LayerNorm(s) written out op by op recognised and proven whole"));
+        }
+        nodes
+    };
     // Consumers per tensor name, for folding decisions.
     let mut consumers: HashMap<&str, usize> = HashMap::new();
-    for n in &graph.node {
+    for n in &nodes {
         for i in &n.input {
             *consumers.entry(i.as_str()).or_default() += 1;
         }
     }
-
-    let tokens = matches!(input_elem_type(input), Some(6 | 7));
     // The default opset's version decides a few attribute defaults (Softmax's axis).
     let opset = proto
         .opset_import
@@ -206,11 +261,12 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         consts,
         consumers,
         outputs: outputs.clone(),
-        warnings: Vec::new(),
+        warnings,
         masks: HashMap::new(),
         opset,
+        tract_values: tract.values,
     };
-    for (ni, node) in graph.node.iter().enumerate() {
+    for (ni, node) in nodes.iter().enumerate() {
         let cx = Ctx { node };
         if !node.domain.is_empty() && node.domain != "ai.onnx" {
             return Err(
@@ -220,7 +276,7 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         if node.output.is_empty() {
             return Err(cx.invalid("no output"));
         }
-        let is_last = ni + 1 == graph.node.len();
+        let is_last = ni + 1 == nodes.len();
         im.node(&cx, is_last)?;
     }
     im.materialize(outputs[0]);
@@ -382,13 +438,32 @@ impl<'a> Importer<'a> {
                 return Ok(());
             }
         }
-        if !given.is_empty() && given.iter().all(|n| self.consts.contains_key(n.as_str())) {
+        let all_const = !given.is_empty() && given.iter().all(|n| self.consts.contains_key(n.as_str()));
+        // What tract evaluated and our own folding does not (a NonZero, a Less building a mask,
+        // a Shape read through ops we do not fold) is a constant too. Our folding keeps the
+        // nodes it evaluates, so every model it imported keeps its model id.
+        let outputs: Vec<&String> = node.output.iter().filter(|o| !o.is_empty()).collect();
+        if !(all_const && folds(op)) && outputs.iter().all(|o| self.tract_values.contains_key(o.as_str())) {
+            for o in outputs {
+                let value = self.tract_values.remove(o.as_str()).expect("checked above");
+                self.consts.insert(o.clone(), value);
+            }
+            return Ok(());
+        }
+        if all_const {
             if !folds(op) {
                 return Err(cx.unsupported(format!("'{op}' on constants is not supported; supported ops: {SUPPORTED}")));
             }
             let inputs: Vec<Option<&Const>> =
                 node.input.iter().map(|n| if n.is_empty() { None } else { self.consts.get(n.as_str()) }).collect();
-            let values = fold(cx, &inputs)?;
+            // Where our rule fails and tract evaluated the node, tract's value stands.
+            let values = match fold(cx, &inputs) {
+                Ok(values) => values,
+                Err(e) => match node.output.iter().map(|o| self.tract_values.remove(o.as_str())).collect() {
+                    Some(values) => values,
+                    None => return Err(e),
+                },
+            };
             for (name, value) in node.output.iter().zip(values) {
                 self.consts.insert(name.clone(), value);
             }
