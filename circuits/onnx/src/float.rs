@@ -59,10 +59,12 @@ pub enum FloatOp {
         /// Folded ReLU.
         relu: bool,
     },
-    /// Elementwise sum of two tensors.
+    /// Elementwise sum of two tensors of one shape, or their difference `a − b`.
     Add {
         /// Folded ReLU.
         relu: bool,
+        /// `a − b` instead of `a + b`.
+        subtract: bool,
     },
     /// max(x, 0).
     Relu,
@@ -222,9 +224,10 @@ impl FloatGraph {
                         relu(vals.iter().sum::<f32>() / div, *r)
                     })
                 }
-                FloatOp::Add { relu: r } => {
+                FloatOp::Add { relu: r, subtract } => {
                     let b = &ts[n.inputs[1]];
-                    x.iter().zip(b).map(|(&a, &b)| relu(a + b, *r)).collect()
+                    let sign = if *subtract { -1.0 } else { 1.0 };
+                    x.iter().zip(b).map(|(&a, &b)| relu(a + sign * b, *r)).collect()
                 }
                 FloatOp::Relu => x.iter().map(|&v| v.max(0.0)).collect(),
                 FloatOp::Reshape => x.clone(),

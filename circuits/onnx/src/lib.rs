@@ -104,7 +104,9 @@ pub fn tract_reference(path: &Path, graph: &FloatGraph, samples: &[Vec<f32>]) ->
             } else {
                 tract_ndarray::ArrayD::from_shape_vec(shape.clone(), s.clone()).map_err(shape_error)?.into()
             };
-            let out = model.run(tvec!(input.into())).map_err(err)?;
+            // A malformed graph can make tract panic (negative pads in 0.23.9): an error, not a crash.
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.run(tvec!(input.into()))));
+            let out = run.map_err(|_| Error::Reference("tract panicked running the model".into()))?.map_err(err)?;
             let view = out[0].to_plain_array_view::<f32>().map_err(err)?;
             Ok(view.iter().copied().collect())
         })

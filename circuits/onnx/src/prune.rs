@@ -289,7 +289,7 @@ mod tests {
             node("scores", FloatOp::MatMul { alpha: 0.5 }, vec![1, 4], vec![t, t]), // 5
             node("softmax", FloatOp::Softmax { keep }, vec![5], vec![t, t]), // 6
             node("mixed", FloatOp::MatMul { alpha: 1.0 }, vec![6, 3], vec![t, d]), // 7
-            node("residual", FloatOp::Add { relu: false }, vec![7, 0], vec![t, d]), // 8
+            node("residual", FloatOp::Add { relu: false, subtract: false }, vec![7, 0], vec![t, d]), // 8
             node(
                 "ln",
                 FloatOp::LayerNorm { gamma: vec![1.0, 0.5, 2.0], beta: vec![0.0, 0.1, -0.1], eps: 1e-5 },

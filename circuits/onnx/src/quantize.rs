@@ -345,12 +345,12 @@ pub fn quantize_model_adjusted(
                     })?;
                 (Op::AvgPool { kernel: *kernel, stride: *stride, pads: *pads, requant, relu: *relu }, observed)
             }
-            FloatOp::Add { relu } => {
+            FloatOp::Add { relu, subtract } => {
                 let qb = qs[n.inputs[1]];
                 const SHIFT: u8 = ADD_SHIFT;
                 let k =
                     |q: QParams| (f64::from(q.scale) / f64::from(observed.scale) * f64::from(1u32 << SHIFT)).round();
-                let (ka, kb) = (k(in_q), k(qb));
+                let (ka, kb) = (k(in_q), if *subtract { -k(qb) } else { k(qb) });
                 if ka.abs() >= 2f64.powi(24) || kb.abs() >= 2f64.powi(24) {
                     return Err(Error::InvalidNode {
                         op: "Add".into(),
@@ -575,7 +575,7 @@ mod tests {
         let mut nodes = vec![transpose, scores, softmax];
         if reread {
             nodes.push(FloatNode { name: "relu".into(), op: FloatOp::Relu, inputs: vec![2], shape: vec![2, 2] });
-            let add = FloatOp::Add { relu: false };
+            let add = FloatOp::Add { relu: false, subtract: false };
             nodes.push(FloatNode { name: "add".into(), op: add, inputs: vec![3, 4], shape: vec![2, 2] });
         }
         FloatGraph { name: "attention".into(), input_shape: vec![2, 3], tokens: false, nodes }

@@ -32,6 +32,16 @@ pub fn ints_attr(name: &str, values: &[i64]) -> pb::AttributeProto {
     }
 }
 
+/// A string attribute of a node.
+pub fn string_attr(name: &str, value: &str) -> pb::AttributeProto {
+    pb::AttributeProto {
+        name: name.into(),
+        r#type: pb::attribute_proto::AttributeType::String as i32,
+        s: value.as_bytes().to_vec(),
+        ..Default::default()
+    }
+}
+
 /// A float attribute of a node.
 pub fn float_attr(name: &str, value: f32) -> pb::AttributeProto {
     pb::AttributeProto {

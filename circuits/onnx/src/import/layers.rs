@@ -4,7 +4,7 @@
 use super::{Importer, SUPPORTED};
 use crate::float::FloatOp;
 use crate::node::Ctx;
-use crate::tensor::{axis, broadcast_to, Tensor};
+use crate::tensor::{axis, broadcast_dims, broadcast_to, Tensor};
 use crate::Result;
 
 /// Whether a constant added right after `op` is its bias.
@@ -27,7 +27,7 @@ pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Resul
                     FloatOp::Dense { relu, .. }
                     | FloatOp::Conv { relu, .. }
                     | FloatOp::AvgPool { relu, .. }
-                    | FloatOp::Add { relu } => {
+                    | FloatOp::Add { relu, .. } => {
                         *relu = true;
                         true
                     }
@@ -57,7 +57,7 @@ pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Resul
             im.alias(out, t);
             Ok(())
         }
-        "ReduceMean" => reduce_mean(im, cx),
+        "ReduceMean" | "ReduceSum" | "ReduceMax" => reduce(im, cx),
         "Softmax" => {
             if let Some((x, keep)) = im.masks.remove(&input_name) {
                 return masked_softmax(im, cx, x, keep);
@@ -87,9 +87,12 @@ pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Resul
         }
         "LayerNormalization" => layer_norm(im, cx),
         "Where" => masked(im, cx),
-        "Mul" | "Div" | "Sub" | "Pow" => Err(cx.unsupported(
+        "Sub" => add(im, cx),
+        "Mul" => elementwise_product(im, cx),
+        "Div" | "Pow" => Err(cx.unsupported(
             "only by a constant with one value, or of one tensor with a function of itself (elementwise); \
-             products of two computed tensors are not supported yet",
+             a division or power of two computed tensors is not supported (a LayerNorm written out is \
+             recognised whole: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div)",
         )),
         other => Err(cx.unsupported(format!("'{other}' is not supported; supported ops: {SUPPORTED}"))),
     }
@@ -336,10 +339,13 @@ fn batch_norm(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     let [scale, b, mean, var] = [1, 2, 3, 4].map(|k| im.finite(cx, k));
     let (scale, b, mean, var) = (scale?, b?, mean?, var?);
     let eps = cx.float("epsilon", 1e-5);
-    if !im.foldable(x, &cx.node.input[0]) {
-        return Err(cx.unsupported(
-            "BatchNormalization is supported only right after a Conv or Gemm whose output it alone uses",
-        ));
+    let folds_into_producer = im.foldable(x, &cx.node.input[0])
+        && matches!(
+            im.g.nodes.last().map(|n| &n.op),
+            Some(FloatOp::Conv { relu: false, .. } | FloatOp::Dense { relu: false, .. })
+        );
+    if !folds_into_producer {
+        return batch_norm_alone(im, cx, x, [scale, b, mean, var], eps);
     }
     let last = im.g.nodes.last_mut().expect("foldable implies a producer");
     let channels = scale.len();
@@ -362,20 +368,96 @@ fn batch_norm(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Tensor `t` broadcast (numpy rules) to ONNX shape `to`: itself when it has that shape, else a
+/// copy of its elements (a Gather).
+fn broadcast(im: &mut Importer<'_>, cx: &Ctx<'_>, t: usize, to: &[usize]) -> Result<usize> {
+    let from = im.full[t].clone();
+    if super::strip_batch(&from) == super::strip_batch(to) {
+        return Ok(t);
+    }
+    let map = Tensor::iota(&from).and_then(|i| broadcast_to(&i, to)).map_err(|e| cx.invalid(e))?;
+    let source = map.data.iter().map(|&i| i as u32).collect();
+    Ok(im.push(format!("{}:broadcast {t}", cx.name()), FloatOp::Gather { source }, vec![t], to.to_vec()))
+}
+
+/// The two computed inputs of a binary elementwise node, broadcast to their common shape.
+fn computed_pair(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<(usize, usize, Vec<usize>)> {
+    let (a, b) = (im.data_in(cx, 0)?, im.data_in(cx, 1)?);
+    let full = broadcast_dims(&im.full[a], &im.full[b])
+        .map_err(|e| cx.invalid(format!("{:?} and {:?} do not broadcast: {e}", im.full[a], im.full[b])))?;
+    Ok((broadcast(im, cx, a, &full)?, broadcast(im, cx, b, &full)?, full))
+}
+
+/// `a · b` of two computed tensors, elementwise: a batch of 1×1 matrix products, one per element
+/// (the product of two int8 values at full width, then one requantization).
+fn elementwise_product(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+    if im.is_const(cx, 0) || im.is_const(cx, 1) {
+        return Err(cx.unsupported(
+            "Mul by a constant tensor of several values that is not a bias or scale of a layer; \
+             only by one value, or by a per-channel scale right after a Conv/Gemm",
+        ));
+    }
+    let (a, b, full) = computed_pair(im, cx)?;
+    let n: usize = full.iter().product();
+    let cells = vec![1, n, 1, 1];
+    let a = im.push(format!("{}:a", cx.name()), FloatOp::Reshape, vec![a], cells.clone());
+    let b = im.push(format!("{}:b", cx.name()), FloatOp::Reshape, vec![b], cells.clone());
+    let mut t = im.push(cx.name(), FloatOp::MatMul { alpha: 1.0 }, vec![a, b], cells);
+    if super::strip_batch(&full) != super::strip_batch(&im.full[t]) {
+        t = im.push(format!("{}:reshape", cx.name()), FloatOp::Reshape, vec![t], full);
+    }
+    im.alias(&cx.node.output[0], t);
+    Ok(())
+}
+
+/// A BatchNormalization with no layer to fold into (after a pool, a residual sum, the input):
+/// the affine map `γ·(x − μ)/√(σ² + ε) + β` per channel, as a 1×1 convolution (channels first,
+/// `[N, C, H, W]`) or a Dense (`[N, C]`) whose weights are that diagonal. It costs `C` weights
+/// per element where a folded one costs nothing; a per-channel scale has no cheaper exact form
+/// among the proven ops.
+fn batch_norm_alone(im: &mut Importer<'_>, cx: &Ctx<'_>, x: usize, params: [Vec<f32>; 4], eps: f32) -> Result<()> {
+    let [scale, b, mean, var] = params;
+    let full = im.full[x].clone();
+    let c = *full.get(1).ok_or_else(|| cx.invalid(format!("input shape {full:?} has no channel axis")))?;
+    if [&scale, &b, &mean, &var].iter().any(|v| v.len() != c) {
+        return Err(cx.invalid(format!("parameter lengths differ from the {c} channels")));
+    }
+    let factor: Vec<f32> = (0..c).map(|ch| scale[ch] / (var[ch] + eps).sqrt()).collect();
+    let bias: Vec<f32> = (0..c).map(|ch| b[ch] - mean[ch] * factor[ch]).collect();
+    if factor.iter().chain(&bias).any(|v| !v.is_finite()) {
+        return Err(cx.invalid("the affine map it computes is not finite (a variance of −ε?)"));
+    }
+    let mut weights = vec![0.0f32; c * c];
+    for ch in 0..c {
+        weights[ch * c + ch] = factor[ch];
+    }
+    let op = match full.len() {
+        4 => FloatOp::Conv { weights, bias, c_out: c, kernel: [1, 1], stride: [1, 1], pads: [0; 4], relu: false },
+        2 => FloatOp::Dense { weights, bias, out: c, relu: false },
+        _ => {
+            return Err(cx.unsupported(format!(
+                "BatchNormalization of shape {full:?} not after a Conv or Gemm: [N, C, H, W] and [N, C] are supported"
+            )))
+        }
+    };
+    let t = im.push(cx.name(), op, vec![x], full);
+    im.alias(&cx.node.output[0], t);
+    Ok(())
+}
+
 fn add(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     let out = cx.node.output[0].as_str();
+    let subtract = cx.op() == "Sub";
     if !(im.is_const(cx, 0) || im.is_const(cx, 1)) {
-        let (a, b) = (im.data_in(cx, 0)?, im.data_in(cx, 1)?);
-        if im.g.shape(a) != im.g.shape(b) {
-            return Err(cx.unsupported(format!(
-                "broadcasting {:?} + {:?}: only equal shapes are supported",
-                im.full[a], im.full[b]
-            )));
-        }
-        let full = im.full[a].clone();
-        let t = im.push(cx.name(), FloatOp::Add { relu: false }, vec![a, b], full);
+        let (a, b, full) = computed_pair(im, cx)?;
+        let t = im.push(cx.name(), FloatOp::Add { relu: false, subtract }, vec![a, b], full);
         im.alias(out, t);
         return Ok(());
+    }
+    if subtract {
+        return Err(
+            cx.unsupported("Sub of a constant tensor of several values; only of one value, or of two computed tensors")
+        );
     }
     let (xk, ck) = if im.is_const(cx, 1) { (0, 1) } else { (1, 0) };
     let x = im.data_in(cx, xk)?;
@@ -451,41 +533,72 @@ fn pool(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     Ok(())
 }
 
-/// The mean over one axis: the axis moved last (a Gather), then a Dense of one output with
-/// equal weights `1/n` per row, then the requested shape.
-fn reduce_mean(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+/// `ReduceMean`, `ReduceSum` or `ReduceMax` over any set of axes (all of them when none are
+/// given): the reduced axes moved last and merged into one (a Gather, a Reshape), then a Dense
+/// of one output with equal weights (`1/n` for the mean, 1 for the sum) or a max pool over each
+/// row, then the requested shape.
+fn reduce(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     let x = im.data_in(cx, 0)?;
     let full = im.full[x].clone();
     let rank = full.len();
-    let axes = match cx.node.input.get(1).filter(|n| !n.is_empty()) {
+    let given = match cx.node.input.get(1).filter(|n| !n.is_empty()) {
         Some(_) => im.konst(cx, 1)?.ints().map(<[i64]>::to_vec).ok_or_else(|| cx.invalid("axes must be integers"))?,
         None => cx.ints("axes").unwrap_or_default(),
     };
-    let [a] = axes.as_slice() else {
-        return Err(cx.unsupported(format!("ReduceMean over axes {axes:?}: one axis is supported")));
+    if given.is_empty() && cx.int("noop_with_empty_axes", 0) != 0 {
+        im.alias(&cx.node.output[0], x);
+        return Ok(());
+    }
+    let mut axes: Vec<usize> = if given.is_empty() {
+        (0..rank).collect()
+    } else {
+        given.iter().map(|&a| axis(a, rank).map_err(|e| cx.invalid(e))).collect::<Result<_>>()?
     };
-    let a = axis(*a, rank).map_err(|e| cx.invalid(e))?;
-    let n = full[a];
-    let mut x_last = x;
-    if a + 1 != rank {
-        let perm: Vec<i64> = (0..rank).filter(|&k| k != a).chain([a]).map(|k| k as i64).collect();
+    axes.sort_unstable();
+    axes.dedup();
+    if axes.len() != given.len() && !given.is_empty() {
+        return Err(cx.invalid(format!("axes {given:?} repeat an axis")));
+    }
+    let kept: Vec<usize> = (0..rank).filter(|k| !axes.contains(k)).collect();
+    let n: usize = axes.iter().map(|&a| full[a]).product();
+    // The reduced axes last, merged into one of `n` elements.
+    let perm: Vec<usize> = kept.iter().chain(&axes).copied().collect();
+    let mut rows = x;
+    if perm.iter().enumerate().any(|(i, &p)| i != p) {
+        let perm: Vec<i64> = perm.iter().map(|&k| k as i64).collect();
         let map = Tensor::iota(&full).and_then(|t| t.transpose(&perm)).map_err(|e| cx.invalid(e))?;
         let source = map.data.iter().map(|&i| i as u32).collect();
-        x_last = im.push(format!("{}:transpose", cx.name()), FloatOp::Gather { source }, vec![x], map.dims);
+        rows = im.push(format!("{}:transpose", cx.name()), FloatOp::Gather { source }, vec![x], map.dims);
     }
-    let mut summed = im.full[x_last].clone();
-    *summed.last_mut().expect("rank >= 1") = 1;
-    let dense = FloatOp::Dense { weights: vec![1.0 / n as f32; n], bias: vec![0.0], out: 1, relu: false };
-    let mut t = im.push(cx.name(), dense, vec![x_last], summed.clone());
-    let mut wanted = full.clone();
-    if cx.int("keepdims", 1) != 0 {
-        wanted[a] = 1;
+    let leading: Vec<usize> = kept.iter().map(|&k| full[k]).collect();
+    let row_count: usize = leading.iter().product();
+    let t = if cx.op() == "ReduceMax" {
+        // A max pool over a [1, rows, n] image with an n-wide window.
+        let image = vec![1, 1, row_count, n];
+        let t = im.push(format!("{}:rows", cx.name()), FloatOp::Reshape, vec![rows], image);
+        let pool = FloatOp::MaxPool { kernel: [1, n], stride: [1, n], pads: [0; 4] };
+        im.push(cx.name(), pool, vec![t], vec![1, 1, row_count, 1])
     } else {
-        wanted.remove(a);
-    }
-    if super::strip_batch(&wanted) != super::strip_batch(&summed) {
-        t = im.push(format!("{}:reshape", cx.name()), FloatOp::Reshape, vec![t], wanted);
-    }
+        let mut merged = leading.clone();
+        merged.push(n);
+        if im.full[rows] != merged {
+            rows = im.push(format!("{}:rows", cx.name()), FloatOp::Reshape, vec![rows], merged.clone());
+        }
+        let weight = if cx.op() == "ReduceMean" { 1.0 / n as f32 } else { 1.0 };
+        let dense = FloatOp::Dense { weights: vec![weight; n], bias: vec![0.0], out: 1, relu: false };
+        *merged.last_mut().expect("rank >= 1") = 1;
+        im.push(cx.name(), dense, vec![rows], merged)
+    };
+    let wanted: Vec<usize> = if cx.int("keepdims", 1) != 0 {
+        (0..rank).map(|k| if axes.contains(&k) { 1 } else { full[k] }).collect()
+    } else {
+        leading
+    };
+    let t = if super::strip_batch(&wanted) != super::strip_batch(&im.full[t]) {
+        im.push(format!("{}:reshape", cx.name()), FloatOp::Reshape, vec![t], wanted)
+    } else {
+        t
+    };
     im.alias(&cx.node.output[0], t);
     Ok(())
 }

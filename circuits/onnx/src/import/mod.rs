@@ -1,15 +1,18 @@
 //! ONNX protobuf → [`FloatGraph`]. Every unsupported construct is an error that names the op
 //! and the node.
 //!
-//! Nodes are handled in file order, each in the first way that applies:
+//! Before the nodes, tract's type inference runs on the graph with the input shape fixed
+//! ([`tract_constants`]), and LayerNorms written out op by op are recognised ([`patterns`]).
+//! Then nodes are handled in file order, each in the first way that applies:
 //! 1. constants: `Constant`, `Shape` of a computed tensor, and any node whose inputs are all
-//!    constants are evaluated now ([`crate::fold`]);
+//!    constants are evaluated now ([`crate::fold`]), or take the value tract found;
 //! 2. elementwise functions of one tensor (`Erf`, `Mul` by a constant, GELU's whole chain...)
 //!    are fused into a pending function of that tensor ([`crate::elementwise`]), which becomes
 //!    one table node when something else reads it;
 //! 3. data movement of an activation (`Transpose`, `Slice`, `Split`, `Gather` with constant
 //!    indices...) becomes an index map ([`crate::layout`]);
-//! 4. layers ([`layers`]).
+//! 4. `Concat` and `Pad`: copies out of a pool of tensors and constants ([`concat`], [`pad`]);
+//! 5. layers ([`layers`]).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -20,6 +23,7 @@ use tract_onnx::prelude::Framework;
 mod activations;
 mod concat;
 mod layers;
+mod pad;
 mod patterns;
 mod tract_constants;
 
@@ -31,15 +35,17 @@ use crate::node::{read_tensor, Ctx};
 use crate::tensor::{Const, Tensor};
 use crate::{Error, Result};
 
-pub(crate) const SUPPORTED: &str = "Gemm, MatMul (constant weights, or of two computed tensors), Add, Conv, Relu, \
-MaxPool, AveragePool, GlobalAveragePool, ReduceMean, BatchNormalization (after Conv/Gemm), LayerNormalization, \
+pub(crate) const SUPPORTED: &str = "Gemm, MatMul (constant weights, or of two computed tensors), Add, Sub and Mul \
+(of two computed tensors, broadcast), Conv, Relu, MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum and \
+ReduceMax (any axes), BatchNormalization, LayerNormalization (or written out: ReduceMean, Sub, Pow, ReduceMean, Add, \
+Sqrt, Div), Pad (constant, reflect, edge), \
 Softmax (last axis, with a causal mask), elementwise functions (Erf, Gelu, Tanh, Sigmoid, Exp, Log, Sqrt, \
 Reciprocal, Neg, Abs, Softplus, Softsign, Mish, LeakyRelu, PRelu with one slope, Elu, Selu, Celu, HardSigmoid, \
 HardSwish, ThresholdedRelu, Clip with constant bounds, and Add/Sub/Mul/Div/Pow by constants or of one tensor with \
 itself), Flatten, Reshape, Transpose, \
 Squeeze, Unsqueeze, Slice, Split, Expand, Tile, Concat, Gather (constant indices, or token ids into a constant table), \
 Constant, \
-Shape and arithmetic on constants, Identity, Dropout";
+Shape and anything computed from constants and shapes alone (evaluated at compile time), Identity, Dropout";
 
 /// An elementwise function of a computed tensor, not yet a node.
 #[derive(Clone, Debug)]
@@ -483,6 +489,9 @@ impl<'a> Importer<'a> {
         }
         if op == "Concat" {
             return concat::concat_node(self, cx);
+        }
+        if op == "Pad" {
+            return pad::pad_node(self, cx);
         }
         layers::layer(self, cx, is_last)
     }
