@@ -587,3 +587,68 @@ fn a_batch_norm_after_anything_compiles_and_proves() {
     int8_tracks_float(&float, &model, &xs, 6.0);
     proof_commits_to_the_inference(&model, &xs[8]);
 }
+
+/// MobileNet's inverted residual: a 1×1 expansion with BatchNormalization and ReLU6, a depthwise
+/// 3×3 (one group per channel) with its own, a grouped 3×3 (2 groups), a 1×1 projection and the
+/// residual sum; then a depthwise convolution of 80 channels (more groups than one Concat
+/// joins). Each group is its own convolution over its channels, proven as any.
+#[test]
+fn grouped_and_depthwise_convolutions_compile_and_prove() {
+    let bn = |g: &mut OnnxGraph, p: &str, c: usize, seed: u64| {
+        let var: Vec<f32> = values(seed + 3, c, 0.3).into_iter().map(|v| v + 0.7).collect();
+        g.floats(&format!("{p}_s"), &[c as i64], values(seed, c, 0.3).into_iter().map(|v| v + 1.0).collect())
+            .floats(&format!("{p}_b"), &[c as i64], values(seed + 1, c, 0.2))
+            .floats(&format!("{p}_m"), &[c as i64], values(seed + 2, c, 0.1))
+            .floats(&format!("{p}_v"), &[c as i64], var);
+        [format!("{p}_s"), format!("{p}_b"), format!("{p}_m"), format!("{p}_v")]
+    };
+    let mut g = OnnxGraph::new(&[1, 4, 6, 6], &[1, 3]);
+    let [s1, b1, m1, v1] = bn(&mut g, "bn1", 8, 141);
+    let [s2, b2, m2, v2] = bn(&mut g, "bn2", 8, 145);
+    let with_group = |k: i64| {
+        let mut a = vec![onnx_graph::ints_attr("pads", &[1, 1, 1, 1])];
+        a.push(int_attr("group", k));
+        a
+    };
+    g.floats("expand", &[8, 4, 1, 1], values(151, 32, 0.5))
+        .floats("depthwise", &[8, 1, 3, 3], values(152, 72, 0.5))
+        .floats("grouped", &[8, 4, 3, 3], values(153, 288, 0.3))
+        .floats("project", &[4, 8, 1, 1], values(154, 32, 0.4))
+        .floats("head", &[4, 3], values(155, 12, 0.5))
+        .floats("zero", &[], vec![0.0])
+        .floats("six", &[], vec![6.0])
+        .node("Conv", &["input", "expand"], "e", vec![])
+        .node("BatchNormalization", &["e", &s1, &b1, &m1, &v1], "e_bn", vec![])
+        .node("Clip", &["e_bn", "zero", "six"], "e_act", vec![])
+        .node("Conv", &["e_act", "depthwise"], "d", with_group(8))
+        .node("BatchNormalization", &["d", &s2, &b2, &m2, &v2], "d_bn", vec![])
+        .node("Clip", &["d_bn", "zero", "six"], "d_act", vec![])
+        .node("Conv", &["d_act", "grouped"], "grouped_out", with_group(2))
+        .node("Conv", &["grouped_out", "project"], "p", vec![])
+        .node("Add", &["p", "input"], "residual", vec![])
+        .node("GlobalAveragePool", &["residual"], "pooled", vec![])
+        .node("Flatten", &["pooled"], "flat", vec![int_attr("axis", 1)])
+        .node("Gemm", &["flat", "head"], "output", vec![]);
+    let xs = samples(1300, 24, 144);
+    let (float, model) = import_and_quantize(&g, "inverted_residual", &xs);
+    let convs = model.nodes.iter().filter(|n| n.op.kind() == "Conv").count();
+    assert_eq!(convs, 1 + 8 + 2 + 1, "one convolution per group");
+    int8_tracks_float(&float, &model, &xs, 8.0);
+    proof_commits_to_the_inference(&model, &xs[9]);
+
+    let mut wide = OnnxGraph::new(&[1, 2, 4, 4], &[1, 3]);
+    wide.floats("expand", &[80, 2, 1, 1], values(161, 160, 0.5))
+        .floats("depthwise", &[80, 1, 3, 3], values(162, 720, 0.5))
+        .floats("head", &[80, 3], values(163, 240, 0.3))
+        .node("Conv", &["input", "expand"], "e", vec![])
+        .node("Relu", &["e"], "e_act", vec![])
+        .node("Conv", &["e_act", "depthwise"], "d", with_group(80))
+        .node("GlobalAveragePool", &["d"], "pooled", vec![])
+        .node("Flatten", &["pooled"], "flat", vec![int_attr("axis", 1)])
+        .node("Gemm", &["flat", "head"], "output", vec![]);
+    let xs = samples(1400, 16, 32);
+    let (float, model) = import_and_quantize(&wide, "depthwise_80", &xs);
+    assert_eq!(model.nodes.iter().filter(|n| n.op.kind() == "Concat").count(), 3, "two tiers and their join");
+    int8_tracks_float(&float, &model, &xs, 8.0);
+    proof_commits_to_the_inference(&model, &xs[3]);
+}

@@ -34,6 +34,9 @@ pub enum FloatOp {
         stride: [usize; 2],
         /// Pads top, left, bottom, right.
         pads: [usize; 4],
+        /// Channel groups (`c_in / groups` input channels per output channel): 1 but while
+        /// importing, until [`crate::groups::split_grouped_convs`] splits them.
+        groups: usize,
         /// Folded ReLU.
         relu: bool,
     },
@@ -185,11 +188,12 @@ impl FloatGraph {
                         })
                         .collect()
                 }
-                FloatOp::Conv { weights, bias, c_out, kernel, stride, pads, relu: r } => {
-                    let (c_in, h, w) = (in_shape[0], in_shape[1], in_shape[2]);
+                FloatOp::Conv { weights, bias, c_out, kernel, stride, pads, groups, relu: r } => {
+                    let (c_in, h, w) = (in_shape[0] / groups, in_shape[1], in_shape[2]);
                     let (oh, ow) = (n.shape[1], n.shape[2]);
                     let mut y = vec![0f32; c_out * oh * ow];
                     for co in 0..*c_out {
+                        let first_in = co / (c_out / groups) * c_in;
                         for oy in 0..oh {
                             for ox in 0..ow {
                                 let mut s = f64::from(bias[co]);
@@ -202,7 +206,7 @@ impl FloatGraph {
                                             }
                                             let wv = weights[((co * c_in + ci) * kernel[0] + ky) * kernel[1] + kx];
                                             s += f64::from(wv)
-                                                * f64::from(x[(ci * h + iy - pads[0]) * w + ix - pads[1]]);
+                                                * f64::from(x[((first_in + ci) * h + iy - pads[0]) * w + ix - pads[1]]);
                                         }
                                     }
                                 }

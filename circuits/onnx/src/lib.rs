@@ -11,6 +11,7 @@
 mod elementwise;
 mod float;
 mod fold;
+mod groups;
 mod import;
 mod input;
 mod layout;

@@ -310,7 +310,14 @@ pub fn quantize_model_adjusted(
                 let (weights, bias, requant) = quantize_affine(&n.name, weights, bias, *out, in_q, observed)?;
                 (Op::Dense { weights, bias, requant, relu: *relu }, observed)
             }
-            FloatOp::Conv { weights, bias, c_out, kernel, stride, pads, relu } => {
+            FloatOp::Conv { weights, bias, c_out, kernel, stride, pads, groups, relu } => {
+                if *groups != 1 {
+                    return Err(Error::InvalidNode {
+                        op: "Conv".into(),
+                        node: n.name.clone(),
+                        reason: format!("{groups} channel groups left unsplit (split_grouped_convs)"),
+                    });
+                }
                 let (weights, bias, requant) = quantize_affine(&n.name, weights, bias, *c_out, in_q, observed)?;
                 (
                     Op::Conv {

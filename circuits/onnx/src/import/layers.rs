@@ -307,16 +307,21 @@ fn out_hw(cx: &Ctx<'_>, s: [usize; 3], kernel: [usize; 2], stride: [usize; 2], p
 fn conv(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     let x = im.data_in(cx, 0)?;
     let s = spatial(im, cx, x)?;
-    if cx.int("group", 1) != 1 {
-        return Err(cx.unsupported("group != 1: only group=1 convolutions are supported"));
-    }
     if cx.ints("dilations").is_some_and(|d| d.iter().any(|&v| v != 1)) {
         return Err(cx.unsupported("dilation != 1: only dilation 1 is supported"));
     }
     let w = im.konst(cx, 1)?;
     let w_dims = w.dims().to_vec();
-    if w_dims.len() != 4 || w_dims[1] != s[0] {
-        return Err(cx.invalid(format!("weights {w_dims:?} do not fit input {s:?}")));
+    let groups = usize::try_from(cx.int("group", 1)).ok().filter(|&g| g >= 1 && s[0] % g == 0).ok_or_else(|| {
+        cx.invalid(format!("group {} does not divide the {} input channels", cx.int("group", 1), s[0]))
+    })?;
+    if w_dims.len() != 4 || w_dims[1] * groups != s[0] || w_dims[0] % groups != 0 {
+        return Err(cx.invalid(format!("weights {w_dims:?} do not fit input {s:?} in {groups} group(s)")));
+    }
+    if groups > crate::groups::MAX_GROUPS {
+        return Err(
+            cx.unsupported(format!("{groups} channel groups; at most {} are supported", crate::groups::MAX_GROUPS))
+        );
     }
     let weights = im.finite(cx, 1)?;
     let c_out = w_dims[0];
@@ -328,7 +333,7 @@ fn conv(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     if bias.len() != c_out {
         return Err(cx.invalid("bias length differs from the output channels"));
     }
-    let op = FloatOp::Conv { weights, bias, c_out, kernel, stride, pads, relu: false };
+    let op = FloatOp::Conv { weights, bias, c_out, kernel, stride, pads, groups, relu: false };
     let t = im.push(cx.name(), op, vec![x], vec![1, c_out, oh, ow]);
     im.alias(&cx.node.output[0], t);
     Ok(())
@@ -432,7 +437,16 @@ fn batch_norm_alone(im: &mut Importer<'_>, cx: &Ctx<'_>, x: usize, params: [Vec<
         weights[ch * c + ch] = factor[ch];
     }
     let op = match full.len() {
-        4 => FloatOp::Conv { weights, bias, c_out: c, kernel: [1, 1], stride: [1, 1], pads: [0; 4], relu: false },
+        4 => FloatOp::Conv {
+            weights,
+            bias,
+            c_out: c,
+            kernel: [1, 1],
+            stride: [1, 1],
+            pads: [0; 4],
+            groups: 1,
+            relu: false,
+        },
         2 => FloatOp::Dense { weights, bias, out: c, relu: false },
         _ => {
             return Err(cx.unsupported(format!(

@@ -36,7 +36,7 @@ use crate::tensor::{Const, Tensor};
 use crate::{Error, Result};
 
 pub(crate) const SUPPORTED: &str = "Gemm, MatMul (constant weights, or of two computed tensors), Add, Sub and Mul \
-(of two computed tensors, broadcast), Conv, Relu, MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum and \
+(of two computed tensors, broadcast), Conv (grouped and depthwise too), Relu, MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum and \
 ReduceMax (any axes), BatchNormalization, LayerNormalization (or written out: ReduceMean, Sub, Pow, ReduceMean, Add, \
 Sqrt, Div), Pad (constant, reflect, edge), \
 Softmax (last axis, with a causal mask), elementwise functions (Erf, Gelu, Tanh, Sigmoid, Exp, Log, Sqrt, \
@@ -300,7 +300,7 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
     if dropped > 0 {
         im.warnings.push(format!("{dropped} node(s) compute nothing the output '{}' reads: left out", outputs[0]));
     }
-    Ok((crate::prune::prune_rows(g), im.warnings))
+    Ok((crate::prune::prune_rows(crate::groups::split_grouped_convs(g)), im.warnings))
 }
 
 /// The nodes of `g` tensor `out` depends on, renumbered, `out` last; and how many were dropped.
