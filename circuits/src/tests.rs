@@ -225,6 +225,19 @@ fn the_malicious_prover_proves_an_honest_witness() {
     circuit.data.verify(proof).unwrap();
 }
 
+/// A grouped and a depthwise convolution prove their integer inference exactly, and a wrong
+/// output of either is refused by the verifier.
+#[test]
+fn grouped_convolutions_prove_exactly_and_refuse_a_wrong_output() {
+    let model = tgrid_int8::testing::grouped_conv_model(5, 4, 2, 5);
+    let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();
+    let x = random_input(&mut StdRng::seed_from_u64(3), model.input_len());
+    assert_eq!(prover.circuit_trace(&x).unwrap(), crate::infer::run(&model, &x).unwrap());
+    for node in [0, 1] {
+        assert_fault_rejected(&model, node, 0, Fault::WrongOutput);
+    }
+}
+
 #[test]
 fn clamp_constraints_reject_a_wrong_clamp() {
     let model = tiny_model(11);

@@ -546,8 +546,8 @@ fn pads_in_every_mode_compile_and_prove() {
 }
 
 /// `BatchNormalization` with no layer to fold into: after a max pool (`[N, C, H, W]`) and after
-/// a ReLU (`[N, C]`, as Keras and pre-activation networks place it): a diagonal 1×1
-/// convolution or Dense.
+/// a ReLU (`[N, C]`, as Keras and pre-activation networks place it): a depthwise 1×1
+/// convolution, one weight per channel.
 #[test]
 fn a_batch_norm_after_anything_compiles_and_proves() {
     let bn = |g: &mut OnnxGraph, prefix: &str, c: usize, seed: u64| {
@@ -583,15 +583,20 @@ fn a_batch_norm_after_anything_compiles_and_proves() {
     let xs = samples(1200, 24, 72);
     let (float, model) = import_and_quantize(&g, "batch_norm_alone", &xs);
     let kinds: Vec<&str> = model.nodes.iter().map(|n| n.op.kind()).collect();
-    assert_eq!(kinds, ["Conv", "MaxPool", "Conv", "Reshape", "Dense", "Dense", "Dense"], "{kinds:?}");
+    assert_eq!(kinds, ["Conv", "MaxPool", "Conv", "Reshape", "Dense", "Reshape", "Conv", "Reshape", "Dense"]);
+    let depthwise = model
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.op, tgrid_circuits::Op::Conv { groups, c_out, .. } if groups == c_out));
+    assert_eq!(depthwise.count(), 2, "each alone BatchNormalization is one weight per channel");
     int8_tracks_float(&float, &model, &xs, 6.0);
     proof_commits_to_the_inference(&model, &xs[8]);
 }
 
 /// MobileNet's inverted residual: a 1×1 expansion with BatchNormalization and ReLU6, a depthwise
 /// 3×3 (one group per channel) with its own, a grouped 3×3 (2 groups), a 1×1 projection and the
-/// residual sum; then a depthwise convolution of 80 channels (more groups than one Concat
-/// joins). Each group is its own convolution over its channels, proven as any.
+/// residual sum; then a depthwise convolution of 80 channels. A grouped convolution is one Conv
+/// whose outputs each read their group's channels only: `c_in / groups` weights per output.
 #[test]
 fn grouped_and_depthwise_convolutions_compile_and_prove() {
     let bn = |g: &mut OnnxGraph, p: &str, c: usize, seed: u64| {
@@ -631,8 +636,15 @@ fn grouped_and_depthwise_convolutions_compile_and_prove() {
         .node("Gemm", &["flat", "head"], "output", vec![]);
     let xs = samples(1300, 24, 144);
     let (float, model) = import_and_quantize(&g, "inverted_residual", &xs);
-    let convs = model.nodes.iter().filter(|n| n.op.kind() == "Conv").count();
-    assert_eq!(convs, 1 + 8 + 2 + 1, "one convolution per group");
+    let groups: Vec<usize> = model
+        .nodes
+        .iter()
+        .filter_map(|n| match n.op {
+            tgrid_circuits::Op::Conv { groups, .. } => Some(groups),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(groups, [1, 8, 2, 1], "BatchNormalization and ReLU6 fold into the grouped convolutions");
     int8_tracks_float(&float, &model, &xs, 8.0);
     proof_commits_to_the_inference(&model, &xs[9]);
 
@@ -648,7 +660,6 @@ fn grouped_and_depthwise_convolutions_compile_and_prove() {
         .node("Gemm", &["flat", "head"], "output", vec![]);
     let xs = samples(1400, 16, 32);
     let (float, model) = import_and_quantize(&wide, "depthwise_80", &xs);
-    assert_eq!(model.nodes.iter().filter(|n| n.op.kind() == "Concat").count(), 3, "two tiers and their join");
     int8_tracks_float(&float, &model, &xs, 8.0);
     proof_commits_to_the_inference(&model, &xs[3]);
 }

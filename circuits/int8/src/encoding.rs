@@ -34,8 +34,15 @@ impl QuantModel {
                     w.u8(0);
                     put_affine(&mut w, weights, bias, requant, *relu);
                 }
-                Op::Conv { c_out, kernel, stride, pads, weights, bias, requant, relu } => {
-                    w.u8(1);
+                Op::Conv { c_out, groups, kernel, stride, pads, weights, bias, requant, relu } => {
+                    // A grouped convolution has its own tag, so that every model without one
+                    // keeps its bytes (and its id).
+                    if *groups == 1 {
+                        w.u8(1);
+                    } else {
+                        w.u8(16);
+                        w.u32(*groups as u32);
+                    }
                     w.u32(*c_out as u32);
                     put_window(&mut w, kernel, stride, pads);
                     put_affine(&mut w, weights, bias, requant, *relu);
@@ -142,11 +149,12 @@ impl QuantModel {
                     let (weights, bias, requant, relu) = get_affine(&mut r)?;
                     Op::Dense { weights, bias, requant, relu }
                 }
-                1 => {
+                tag @ (1 | 16) => {
+                    let groups = if tag == 16 { r.u32()? as usize } else { 1 };
                     let c_out = r.u32()? as usize;
                     let (kernel, stride, pads) = get_window(&mut r)?;
                     let (weights, bias, requant, relu) = get_affine(&mut r)?;
-                    Op::Conv { c_out, kernel, stride, pads, weights, bias, requant, relu }
+                    Op::Conv { c_out, groups, kernel, stride, pads, weights, bias, requant, relu }
                 }
                 2 => {
                     let (kernel, stride, pads) = get_window(&mut r)?;

@@ -112,12 +112,15 @@ pub fn for_each_element(model: &QuantModel, node_index: usize, mut f: impl FnMut
                 }
             }
         }
-        Op::Conv { c_out, kernel, stride, pads, weights, bias, requant, relu } => {
-            let [c_in, h, w] = chw(in_shape).expect("validated");
+        Op::Conv { c_out, groups, kernel, stride, pads, weights, bias, requant, relu } => {
+            let [c_all, h, w] = chw(in_shape).expect("validated");
+            let c_in = c_all / groups;
             let [_, oh, ow] = [*c_out, node.shape[1], node.shape[2]];
             let k = c_in * kernel[0] * kernel[1];
             for co in 0..*c_out {
                 let kw = &weights[co * k..(co + 1) * k];
+                // The first input channel of this output's group.
+                let first = co / (c_out / groups) * c_in;
                 for oy in 0..oh {
                     for ox in 0..ow {
                         terms.clear();
@@ -132,7 +135,7 @@ pub fn for_each_element(model: &QuantModel, node_index: usize, mut f: impl FnMut
                                     {
                                         continue;
                                     }
-                                    let index = (ci * h + iy - pads[0]) * w + ix - pads[1];
+                                    let index = ((first + ci) * h + iy - pads[0]) * w + ix - pads[1];
                                     terms.push(Term { weight: wv.into(), tensor: input, index });
                                     constant -= i64::from(wv) * offset;
                                 }

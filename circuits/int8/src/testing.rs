@@ -46,6 +46,7 @@ pub fn tiny_model(seed: u64) -> QuantModel {
             name: "conv".into(),
             op: Op::Conv {
                 c_out: 2,
+                groups: 1,
                 kernel: [3, 3],
                 stride: [1, 1],
                 pads: [1, 1, 1, 1],
@@ -114,6 +115,7 @@ pub fn conv_model(seed: u64, c_out: usize, hw: usize) -> QuantModel {
             name: "conv".into(),
             op: Op::Conv {
                 c_out,
+                groups: 1,
                 kernel: [3, 3],
                 stride: [1, 1],
                 pads: [1, 1, 1, 1],
@@ -130,6 +132,43 @@ pub fn conv_model(seed: u64, c_out: usize, hw: usize) -> QuantModel {
     ];
     let model = QuantModel { name: "conv".into(), input_shape: vec![1, hw, hw], input_q: q(1.0 / 255.0, -128), nodes };
     model.validate().expect("conv model is valid");
+    model
+}
+
+/// A grouped 3×3 convolution (`channels` → `channels` in `groups` groups, padding 1) over a
+/// `hw`×`hw` input, then a depthwise 1×1 one (one group per channel): MobileNet's layers.
+pub fn grouped_conv_model(seed: u64, channels: usize, groups: usize, hw: usize) -> QuantModel {
+    let mut rng = SplitMix64(seed);
+    let conv = |rng: &mut SplitMix64, groups: usize, kernel: usize, pads: usize| Op::Conv {
+        c_out: channels,
+        groups,
+        kernel: [kernel, kernel],
+        stride: [1, 1],
+        pads: [pads; 4],
+        weights: weights(rng, channels * channels / groups * kernel * kernel),
+        bias: (0..channels).map(|c| 50 * c as i32 - 200).collect(),
+        requant: (0..channels).map(|c| requant_for(0.003 + 0.0002 * c as f64, 400_000).expect("fits")).collect(),
+        relu: false,
+    };
+    let shape = vec![channels, hw, hw];
+    let nodes = vec![
+        Node {
+            name: "grouped".into(),
+            op: conv(&mut rng, groups, 3, 1),
+            inputs: vec![0],
+            shape: shape.clone(),
+            q: q(0.05, -3),
+        },
+        Node {
+            name: "depthwise".into(),
+            op: conv(&mut rng, channels, 1, 0),
+            inputs: vec![1],
+            shape: shape.clone(),
+            q: q(0.04, 2),
+        },
+    ];
+    let model = QuantModel { name: "grouped".into(), input_shape: shape, input_q: q(1.0 / 255.0, -128), nodes };
+    model.validate().expect("grouped conv model is valid");
     model
 }
 

@@ -4,7 +4,9 @@
 
 use plonky2::field::types::Field;
 
-use crate::testing::{language_model, random_input, scores_attention_model, tiny_model, token_model};
+use crate::testing::{
+    grouped_conv_model, language_model, random_input, scores_attention_model, tiny_model, token_model,
+};
 use crate::{commit, infer, Error, Node, Op, QuantModel, Requant, F};
 
 #[test]
@@ -213,4 +215,37 @@ fn a_model_may_not_add_more_than_its_share_of_lookup_entries() {
         node.inputs.iter_mut().filter(|t| **t >= 2).for_each(|t| *t -= 2);
     }
     model.validate().expect("63 such embeddings are within the limit");
+}
+
+/// A grouped convolution reads only its group's channels: changing the input channels of the
+/// second group leaves the first group's outputs alone. Its encoding round-trips under its own
+/// tag, binds `groups`, and malformed groups are refused.
+#[test]
+fn a_grouped_convolution_reads_its_groups_channels_only() {
+    let model = grouped_conv_model(3, 4, 2, 5);
+    let x = random_input(4, model.input_len());
+    let plane = 25;
+    let mut other = x.clone();
+    for v in &mut other[2 * plane..] {
+        *v = v.wrapping_add(37);
+    }
+    let (a, b) = (infer::run(&model, &x).unwrap(), infer::run(&model, &other).unwrap());
+    let first = |t: &infer::Trace| t.tensors[1][..2 * plane].to_vec();
+    assert_eq!(first(&a), first(&b), "outputs 0 and 1 read input channels 0 and 1 only");
+    assert_ne!(a.tensors[1][2 * plane..], b.tensors[1][2 * plane..]);
+
+    let bytes = model.to_canonical_bytes();
+    assert_eq!(QuantModel::from_canonical_bytes(&bytes).unwrap(), model);
+    let broken = |groups: usize| {
+        let mut m = model.clone();
+        if let Op::Conv { groups: g, .. } = &mut m.nodes[0].op {
+            *g = groups;
+        }
+        m
+    };
+    assert!(broken(3).validate().unwrap_err().to_string().contains("groups"));
+    assert!(broken(0).validate().is_err());
+    // One group: every output would read all 4 channels, so the weights no longer fit.
+    assert!(broken(1).validate().is_err());
+    assert!(QuantModel::from_canonical_bytes(&broken(3).to_canonical_bytes()).is_err());
 }

@@ -50,8 +50,12 @@ impl QuantModel {
                     requant.iter().try_for_each(|r| check_requant(*r)).map_err(|e| bad(name, e))?;
                     macs += (weights.len() * rows) as u64;
                 }
-                Op::Conv { c_out, kernel, stride, pads, weights, bias, requant, .. } => {
+                Op::Conv { c_out, groups, kernel, stride, pads, weights, bias, requant, .. } => {
                     let [c_in, h, w] = chw(in_shape).map_err(|e| bad(name, e))?;
+                    if *groups == 0 || c_in % groups != 0 || c_out % groups != 0 {
+                        return Err(bad(name, format!("{groups} groups of {c_in} input and {c_out} output channels")));
+                    }
+                    let c_in = c_in / groups;
                     let (oh, ow) = window_out(h, w, *kernel, *stride, *pads).map_err(|e| bad(name, e))?;
                     if n.shape != [*c_out, oh, ow] {
                         return Err(bad(name, format!("output shape {:?} should be {:?}", n.shape, [*c_out, oh, ow])));

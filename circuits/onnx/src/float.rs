@@ -34,8 +34,8 @@ pub enum FloatOp {
         stride: [usize; 2],
         /// Pads top, left, bottom, right.
         pads: [usize; 4],
-        /// Channel groups (`c_in / groups` input channels per output channel): 1 but while
-        /// importing, until [`crate::groups::split_grouped_convs`] splits them.
+        /// Channel groups: output channel `o` reads the `c_in / groups` input channels of group
+        /// `o / (c_out / groups)` (a grouped or depthwise convolution when above 1).
         groups: usize,
         /// Folded ReLU.
         relu: bool,

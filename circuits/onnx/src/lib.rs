@@ -11,7 +11,6 @@
 mod elementwise;
 mod float;
 mod fold;
-mod groups;
 mod import;
 mod input;
 mod layout;

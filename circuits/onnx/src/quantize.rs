@@ -311,17 +311,11 @@ pub fn quantize_model_adjusted(
                 (Op::Dense { weights, bias, requant, relu: *relu }, observed)
             }
             FloatOp::Conv { weights, bias, c_out, kernel, stride, pads, groups, relu } => {
-                if *groups != 1 {
-                    return Err(Error::InvalidNode {
-                        op: "Conv".into(),
-                        node: n.name.clone(),
-                        reason: format!("{groups} channel groups left unsplit (split_grouped_convs)"),
-                    });
-                }
                 let (weights, bias, requant) = quantize_affine(&n.name, weights, bias, *c_out, in_q, observed)?;
                 (
                     Op::Conv {
                         c_out: *c_out,
+                        groups: *groups,
                         kernel: *kernel,
                         stride: *stride,
                         pads: *pads,

@@ -67,11 +67,15 @@ pub enum Op {
         /// Clamp below at the output zero point (a folded ReLU).
         relu: bool,
     },
-    /// 2-D convolution over `[C, H, W]`, weights `[c_out][c_in][kh][kw]`, zero padding (in real
-    /// terms, i.e. padded inputs equal `zp_in`).
+    /// 2-D convolution over `[C, H, W]`, weights `[c_out][c_in / groups][kh][kw]`, zero padding
+    /// (in real terms, i.e. padded inputs equal `zp_in`). With `groups > 1` (a grouped or
+    /// depthwise convolution) output channel `o` reads only the input channels of its group,
+    /// `[g · c_in/groups, (g + 1) · c_in/groups)` for `g = o / (c_out / groups)`.
     Conv {
         /// Output channels.
         c_out: usize,
+        /// Channel groups (1: every output reads every input channel).
+        groups: usize,
         /// Kernel height and width.
         kernel: [usize; 2],
         /// Strides (height, width).

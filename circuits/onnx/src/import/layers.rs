@@ -117,11 +117,14 @@ fn dense(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     }
     let trans_b = op == "Gemm" && cx.int("transB", 0) != 0;
     let (k, out) = if trans_b { (w_dims[1], w_dims[0]) } else { (w_dims[0], w_dims[1]) };
-    // A MatMul applies to each row of the last axis; a Gemm (or a one-row input) to all of it.
+    // A MatMul applies to each row of the last axis, a Gemm to each row of its `[M, K]` input
+    // (the tokens of a sequence flattened by the exporter); a one-row input is all of it.
     let out_full = if op == "MatMul" && stored.len() >= 2 && stored.last() == Some(&k) {
         let mut f = full[..full.len() - 1].to_vec();
         f.push(out);
         f
+    } else if op == "Gemm" && full.len() == 2 && full[1] == k {
+        vec![full[0], out]
     } else if k == in_len {
         vec![1, out]
     } else {
@@ -318,11 +321,6 @@ fn conv(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     if w_dims.len() != 4 || w_dims[1] * groups != s[0] || w_dims[0] % groups != 0 {
         return Err(cx.invalid(format!("weights {w_dims:?} do not fit input {s:?} in {groups} group(s)")));
     }
-    if groups > crate::groups::MAX_GROUPS {
-        return Err(
-            cx.unsupported(format!("{groups} channel groups; at most {} are supported", crate::groups::MAX_GROUPS))
-        );
-    }
     let weights = im.finite(cx, 1)?;
     let c_out = w_dims[0];
     let kernel = cx.pair("kernel_shape", [w_dims[2], w_dims[3]])?;
@@ -415,11 +413,9 @@ fn elementwise_product(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     Ok(())
 }
 
-/// A BatchNormalization with no layer to fold into (after a pool, a residual sum, the input):
-/// the affine map `γ·(x − μ)/√(σ² + ε) + β` per channel, as a 1×1 convolution (channels first,
-/// `[N, C, H, W]`) or a Dense (`[N, C]`) whose weights are that diagonal. It costs `C` weights
-/// per element where a folded one costs nothing; a per-channel scale has no cheaper exact form
-/// among the proven ops.
+/// A BatchNormalization with no layer to fold into (after a pool, a ReLU, a sum): the affine map
+/// `γ·(x − μ)/√(σ² + ε) + β` per channel, as a depthwise 1×1 convolution (one weight per
+/// channel). An `[N, C]` input is seen as `[N, C, 1, 1]` for it.
 fn batch_norm_alone(im: &mut Importer<'_>, cx: &Ctx<'_>, x: usize, params: [Vec<f32>; 4], eps: f32) -> Result<()> {
     let [scale, b, mean, var] = params;
     let full = im.full[x].clone();
@@ -427,34 +423,28 @@ fn batch_norm_alone(im: &mut Importer<'_>, cx: &Ctx<'_>, x: usize, params: [Vec<
     if [&scale, &b, &mean, &var].iter().any(|v| v.len() != c) {
         return Err(cx.invalid(format!("parameter lengths differ from the {c} channels")));
     }
-    let factor: Vec<f32> = (0..c).map(|ch| scale[ch] / (var[ch] + eps).sqrt()).collect();
-    let bias: Vec<f32> = (0..c).map(|ch| b[ch] - mean[ch] * factor[ch]).collect();
-    if factor.iter().chain(&bias).any(|v| !v.is_finite()) {
+    let weights: Vec<f32> = (0..c).map(|ch| scale[ch] / (var[ch] + eps).sqrt()).collect();
+    let bias: Vec<f32> = (0..c).map(|ch| b[ch] - mean[ch] * weights[ch]).collect();
+    if weights.iter().chain(&bias).any(|v| !v.is_finite()) {
         return Err(cx.invalid("the affine map it computes is not finite (a variance of −ε?)"));
     }
-    let mut weights = vec![0.0f32; c * c];
-    for ch in 0..c {
-        weights[ch * c + ch] = factor[ch];
-    }
-    let op = match full.len() {
-        4 => FloatOp::Conv {
-            weights,
-            bias,
-            c_out: c,
-            kernel: [1, 1],
-            stride: [1, 1],
-            pads: [0; 4],
-            groups: 1,
-            relu: false,
-        },
-        2 => FloatOp::Dense { weights, bias, out: c, relu: false },
+    let image = match full.len() {
+        4 => x,
+        2 => im.push(format!("{}:image", cx.name()), FloatOp::Reshape, vec![x], vec![1, c, 1, 1]),
         _ => {
             return Err(cx.unsupported(format!(
                 "BatchNormalization of shape {full:?} not after a Conv or Gemm: [N, C, H, W] and [N, C] are supported"
             )))
         }
     };
-    let t = im.push(cx.name(), op, vec![x], full);
+    let mut out = im.full[image].clone();
+    out[0] = 1;
+    let op =
+        FloatOp::Conv { weights, bias, c_out: c, kernel: [1, 1], stride: [1, 1], pads: [0; 4], groups: c, relu: false };
+    let mut t = im.push(cx.name(), op, vec![image], out);
+    if full.len() == 2 {
+        t = im.push(format!("{}:reshape", cx.name()), FloatOp::Reshape, vec![t], full);
+    }
     im.alias(&cx.node.output[0], t);
     Ok(())
 }

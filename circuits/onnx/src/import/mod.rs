@@ -300,7 +300,7 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
     if dropped > 0 {
         im.warnings.push(format!("{dropped} node(s) compute nothing the output '{}' reads: left out", outputs[0]));
     }
-    Ok((crate::prune::prune_rows(crate::groups::split_grouped_convs(g)), im.warnings))
+    Ok((crate::prune::prune_rows(g), im.warnings))
 }
 
 /// The nodes of `g` tensor `out` depends on, renumbered, `out` last; and how many were dropped.
