@@ -4,7 +4,9 @@
 //! activations exporters write (LeakyRelu, Elu, Selu, Celu, Softplus, Softsign, Mish,
 //! HardSigmoid, HardSwish, ThresholdedRelu, Clip, PRelu, Log), masks and position ids built
 //! from shapes at opsets 13 and 17, a LayerNorm written out, reductions over several axes,
-//! products and differences of computed tensors, Pad in each mode, BatchNormalization alone.
+//! products and differences of computed tensors, Pad in each mode, BatchNormalization alone,
+//! grouped and depthwise convolutions, Resize and Upsample, ConvTranspose, PRelu per channel,
+//! InstanceNormalization.
 //! Each one: imported, equal to tract on the original graph, int8 close to float, and the
 //! circuit witness bit-exact with a proof the verifier accepts.
 
@@ -228,10 +230,7 @@ fn activations_import_as_tables_and_prove_exactly() {
 /// What cannot be a table is a clear error naming the op and the node.
 #[test]
 fn activations_that_are_not_one_function_are_clear_errors() {
-    let cases = [
-        ("PRelu", vec![("slope", (0..8).map(|i| i as f32 / 10.0).collect::<Vec<f32>>())], "slope per channel"),
-        ("Clip", vec![("lo", vec![0.5]), ("hi", vec![-0.5])], "above its max"),
-    ];
+    let cases = [("Clip", vec![("lo", vec![0.5]), ("hi", vec![-0.5])], "above its max")];
     for (op, extra, why) in cases {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(format!("{op}.onnx"));
@@ -662,4 +661,159 @@ fn grouped_and_depthwise_convolutions_compile_and_prove() {
     let (float, model) = import_and_quantize(&wide, "depthwise_80", &xs);
     int8_tracks_float(&float, &model, &xs, 8.0);
     proof_commits_to_the_inference(&model, &xs[3]);
+}
+
+/// `Resize` between two convolutions in the modes exporters write (`nearest` as PyTorch's
+/// `Upsample` and `interpolate` export it, `linear` with half_pixel, align_corners and
+/// pytorch_half_pixel; scales and sizes, a non-integer scale), and opset 9's `Upsample`.
+#[test]
+fn resizes_in_every_mode_compile_and_prove() {
+    let cases: [(&str, &str, &str, bool, i64); 6] = [
+        ("nearest", "asymmetric", "floor", false, 13),
+        ("nearest", "half_pixel", "round_prefer_floor", true, 13),
+        ("linear", "half_pixel", "", false, 13),
+        ("linear", "align_corners", "", true, 13),
+        ("linear", "pytorch_half_pixel", "", false, 17),
+        ("nearest", "asymmetric", "floor", false, 9),
+    ];
+    let xs = samples(1500, 24, 24);
+    let mut first_resize: Option<QuantModel> = None;
+    for (k, (mode, transform, nearest, by_sizes, opset)) in cases.into_iter().enumerate() {
+        let mut g = OnnxGraph::new(&[1, 2, 3, 4], &[1, 3]);
+        g.opset(opset)
+            .floats("c1", &[2, 2, 1, 1], values(171, 4, 0.8))
+            .floats("c2", &[2, 2, 3, 3], values(172, 36, 0.4))
+            .floats("scales", &[4], vec![1.0, 1.0, 2.0, 1.5])
+            .floats("roi", &[0], vec![])
+            .ints("sizes", &[4], vec![1, 2, 6, 6])
+            .floats("head", &[32, 3], values(173, 96, 0.3))
+            .node("Conv", &["input", "c1"], "a", vec![]);
+        let mut attrs = vec![onnx_graph::string_attr("mode", mode)];
+        if !transform.is_empty() {
+            attrs.push(onnx_graph::string_attr("coordinate_transformation_mode", transform));
+        }
+        if !nearest.is_empty() {
+            attrs.push(onnx_graph::string_attr("nearest_mode", nearest));
+        }
+        if opset == 9 {
+            g.node("Upsample", &["a", "scales"], "big", vec![onnx_graph::string_attr("mode", mode)]);
+        } else if by_sizes {
+            g.node("Resize", &["a", "roi", "", "sizes"], "big", attrs);
+        } else {
+            g.node("Resize", &["a", "roi", "scales"], "big", attrs);
+        }
+        // 6×6 → 4×4 after a 3×3 convolution: 2 × 16 = 32 features.
+        g.node("Conv", &["big", "c2"], "b", vec![]).node("Flatten", &["b"], "flat", vec![int_attr("axis", 1)]).node(
+            "Gemm",
+            &["flat", "head"],
+            "output",
+            vec![],
+        );
+        if opset == 9 {
+            // tract 0.23.9 has no Upsample: opset 9's Upsample is the first case's Resize.
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("upsample.onnx");
+            g.write(&path);
+            let (float, _) = import_onnx(&path).unwrap();
+            let upsampled = quantize_model(&float, &xs).unwrap();
+            assert_eq!(
+                upsampled.nodes.iter().map(|n| &n.op).collect::<Vec<_>>(),
+                first_resize.as_ref().unwrap().nodes.iter().map(|n| &n.op).collect::<Vec<_>>()
+            );
+            continue;
+        }
+        let (float, model) = import_and_quantize(&g, &format!("resize_{k}"), &xs);
+        int8_tracks_float(&float, &model, &xs, 8.0);
+        proof_commits_to_the_inference(&model, &xs[k]);
+        first_resize.get_or_insert(model);
+    }
+}
+
+/// `ConvTranspose` as GAN generators and U-Net decoders use it: stride 2 with padding 1 and
+/// output_padding 1 (a 4×4 kernel doubling the size, a 3×3 one), and 2 groups; then a
+/// convolution and a head. The equal convolution over the spread input proves it.
+#[test]
+fn transposed_convolutions_compile_and_prove() {
+    // (kernel, pads, output_padding, group)
+    type Case = ([i64; 2], [i64; 4], [i64; 2], i64);
+    let cases: [Case; 3] =
+        [([4, 4], [1, 1, 1, 1], [0, 0], 1), ([3, 3], [1, 1, 1, 1], [1, 1], 1), ([3, 3], [0, 1, 1, 0], [1, 0], 2)];
+    let xs = samples(1600, 24, 18);
+    for (k, (kernel, pads, output_padding, group)) in cases.into_iter().enumerate() {
+        // ONNX's output size: stride·(in − 1) + output_padding + kernel − pads.
+        let out_hw = |i: usize| 2 * (3 - 1) + output_padding[i] + kernel[i] - pads[i] - pads[i + 2];
+        let (oh, ow) = (out_hw(0), out_hw(1));
+        let features = 2 * (oh - 2) * (ow - 2);
+        let mut g = OnnxGraph::new(&[1, 2, 3, 3], &[1, 3]);
+        g.floats(
+            "up",
+            &[2, 4 / group, kernel[0], kernel[1]],
+            values(181, (8 / group * kernel[0] * kernel[1]) as usize, 0.5),
+        )
+        .floats("up_bias", &[4], values(182, 4, 0.2))
+        .floats("c", &[2, 4, 3, 3], values(183, 72, 0.3))
+        .floats("head", &[features, 3], values(184, (features * 3) as usize, 0.3))
+        .node(
+            "ConvTranspose",
+            &["input", "up", "up_bias"],
+            "up_out",
+            vec![
+                onnx_graph::ints_attr("strides", &[2, 2]),
+                onnx_graph::ints_attr("pads", &pads),
+                onnx_graph::ints_attr("output_padding", &output_padding),
+                int_attr("group", group),
+            ],
+        )
+        .node("Relu", &["up_out"], "up_act", vec![])
+        .node("Conv", &["up_act", "c"], "b", vec![])
+        .node("Flatten", &["b"], "flat", vec![int_attr("axis", 1)])
+        .node("Gemm", &["flat", "head"], "output", vec![]);
+        let (float, model) = import_and_quantize(&g, &format!("conv_transpose_{k}"), &xs);
+        int8_tracks_float(&float, &model, &xs, 8.0);
+        proof_commits_to_the_inference(&model, &xs[k]);
+    }
+}
+
+/// `PRelu` with a slope per channel, channels first (`[N, C, H, W]`, slope `[C, 1, 1]`) and last
+/// (`[N, C]` after a Gemm, slope `[C]`): `x + (α_c − 1)·min(x, 0)`, a table, a depthwise
+/// 1×1 convolution and a sum.
+#[test]
+fn a_prelu_with_a_slope_per_channel_compiles_and_proves() {
+    let xs = samples(1700, 24, 32);
+    let mut g = OnnxGraph::new(&[1, 2, 4, 4], &[1, 3]);
+    g.floats("c", &[3, 2, 3, 3], values(191, 54, 0.5))
+        .floats("slope_c", &[3, 1, 1], vec![0.1, 0.25, -0.2])
+        .floats("fc", &[12, 5], values(192, 60, 0.4))
+        .floats("slope_last", &[5], vec![0.05, 0.3, 0.0, 0.6, 1.5])
+        .floats("head", &[5, 3], values(193, 15, 0.5))
+        .node("Conv", &["input", "c"], "a", vec![onnx_graph::ints_attr("pads", &[0, 0, 0, 0])])
+        .node("PRelu", &["a", "slope_c"], "a_act", vec![])
+        .node("Flatten", &["a_act"], "flat", vec![int_attr("axis", 1)])
+        .node("Gemm", &["flat", "fc"], "hidden", vec![])
+        .node("PRelu", &["hidden", "slope_last"], "hidden_act", vec![])
+        .node("Gemm", &["hidden_act", "head"], "output", vec![]);
+    let (float, model) = import_and_quantize(&g, "prelu_per_channel", &xs);
+    int8_tracks_float(&float, &model, &xs, 8.0);
+    proof_commits_to_the_inference(&model, &xs[3]);
+}
+
+/// `InstanceNormalization` (style transfer, GAN generators) after a convolution: a LayerNorm of
+/// each channel's positions, then its scale and bias.
+#[test]
+fn instance_normalization_compiles_and_proves() {
+    let xs = samples(1800, 24, 32);
+    let mut g = OnnxGraph::new(&[1, 2, 4, 4], &[1, 3]);
+    g.floats("c", &[3, 2, 3, 3], values(201, 54, 0.5))
+        .floats("scale", &[3], vec![1.2, 0.7, -0.9])
+        .floats("bias", &[3], vec![0.1, -0.3, 0.2])
+        .floats("head", &[48, 3], values(202, 144, 0.3))
+        .node("Conv", &["input", "c"], "a", vec![onnx_graph::ints_attr("pads", &[1, 1, 1, 1])])
+        .node("InstanceNormalization", &["a", "scale", "bias"], "normed", vec![float_attr("epsilon", 1e-4)])
+        .node("Relu", &["normed"], "act", vec![])
+        .node("Flatten", &["act"], "flat", vec![int_attr("axis", 1)])
+        .node("Gemm", &["flat", "head"], "output", vec![]);
+    let (float, model) = import_and_quantize(&g, "instance_norm", &xs);
+    assert!(model.nodes.iter().any(|n| n.op.kind() == "LayerNorm"));
+    int8_tracks_float(&float, &model, &xs, 8.0);
+    proof_commits_to_the_inference(&model, &xs[2]);
 }

@@ -39,7 +39,7 @@ fn hard_sigmoid(alpha: f64, beta: f64) -> Expr {
 }
 
 /// `min(max(x, lo), hi)`; an infinite bound is no bound.
-fn clamp(lo: f64, hi: f64) -> Expr {
+pub(super) fn clamp(lo: f64, hi: f64) -> Expr {
     let mut e = x();
     if lo.is_finite() {
         e = c(lo).binary(Binary::Add, relu(e.binary(Binary::Sub, c(lo))));
@@ -95,12 +95,8 @@ impl Importer<'_> {
                 let slope = cx.node.input.get(1).and_then(|n| self.consts.get(n.as_str())).ok_or_else(|| {
                     cx.unsupported("PRelu's slope must be a constant (a learned parameter of the model)")
                 })?;
-                let Some(alpha) = slope.uniform() else {
-                    return Err(cx.unsupported(
-                        "PRelu with a slope per channel is not supported yet; one slope for every channel is \
-                         (PyTorch: nn.PReLU(num_parameters=1))",
-                    ));
-                };
+                // A slope per channel is not one function of the input: prelu.rs.
+                let Some(alpha) = slope.uniform() else { return Ok(None) };
                 leaky(f64::from(alpha))
             }
             _ => return Ok(None),

@@ -86,6 +86,8 @@ pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Resul
             Ok(())
         }
         "LayerNormalization" => layer_norm(im, cx),
+        "InstanceNormalization" => instance_norm(im, cx),
+        "PRelu" => super::prelu::per_channel_prelu(im, cx),
         "Where" => masked(im, cx),
         "Sub" => add(im, cx),
         "Mul" => elementwise_product(im, cx),
@@ -409,6 +411,49 @@ fn elementwise_product(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     if super::strip_batch(&full) != super::strip_batch(&im.full[t]) {
         t = im.push(format!("{}:reshape", cx.name()), FloatOp::Reshape, vec![t], full);
     }
+    im.alias(&cx.node.output[0], t);
+    Ok(())
+}
+
+/// InstanceNormalization of `[N, C, ...]`: each channel normalized over its own positions, which
+/// is a LayerNorm (without scale) over the last axis of the `[C, positions]` view, then the
+/// per-channel scale and bias as a depthwise 1×1 convolution.
+fn instance_norm(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+    let x = im.data_in(cx, 0)?;
+    let full = im.full[x].clone();
+    if full.len() < 3 || full[0] != 1 {
+        return Err(cx.unsupported(format!("InstanceNormalization of {full:?}: [N=1, C, ...] is supported")));
+    }
+    let (c, positions) = (full[1], full[2..].iter().product::<usize>());
+    let (scale, bias) = (im.finite(cx, 1)?, im.finite(cx, 2)?);
+    if scale.len() != c || bias.len() != c {
+        return Err(cx.invalid(format!("{} scales and {} biases for {c} channels", scale.len(), bias.len())));
+    }
+    let eps = cx.float("epsilon", 1e-5);
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(cx.invalid(format!("epsilon {eps}")));
+    }
+    let rows = vec![1, c, positions];
+    let mut t = x;
+    if full != rows {
+        t = im.push(format!("{}:rows", cx.name()), FloatOp::Reshape, vec![t], rows.clone());
+    }
+    let norm = FloatOp::LayerNorm { gamma: vec![1.0; positions], beta: vec![0.0; positions], eps };
+    t = im.push(format!("{}:normalized", cx.name()), norm, vec![t], rows);
+    let image = vec![1, c, positions, 1];
+    t = im.push(format!("{}:image", cx.name()), FloatOp::Reshape, vec![t], image.clone());
+    let conv = FloatOp::Conv {
+        weights: scale,
+        bias,
+        c_out: c,
+        kernel: [1, 1],
+        stride: [1, 1],
+        pads: [0; 4],
+        groups: c,
+        relu: false,
+    };
+    t = im.push(cx.name(), conv, vec![t], image);
+    t = im.push(format!("{}:reshape", cx.name()), FloatOp::Reshape, vec![t], full);
     im.alias(&cx.node.output[0], t);
     Ok(())
 }

@@ -12,6 +12,7 @@
 //! 3. data movement of an activation (`Transpose`, `Slice`, `Split`, `Gather` with constant
 //!    indices...) becomes an index map ([`crate::layout`]);
 //! 4. `Concat` and `Pad`: copies out of a pool of tensors and constants ([`concat`], [`pad`]);
+//!    `Resize`: a copy, or interpolation matrices ([`resize`]);
 //! 5. layers ([`layers`]).
 
 use std::collections::HashMap;
@@ -22,9 +23,12 @@ use tract_onnx::prelude::Framework;
 
 mod activations;
 mod concat;
+mod conv_transpose;
 mod layers;
 mod pad;
 mod patterns;
+mod prelu;
+mod resize;
 mod tract_constants;
 
 use crate::elementwise::{Binary, Expr, Unary};
@@ -36,11 +40,11 @@ use crate::tensor::{Const, Tensor};
 use crate::{Error, Result};
 
 pub(crate) const SUPPORTED: &str = "Gemm, MatMul (constant weights, or of two computed tensors), Add, Sub and Mul \
-(of two computed tensors, broadcast), Conv (grouped and depthwise too), Relu, MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum and \
-ReduceMax (any axes), BatchNormalization, LayerNormalization (or written out: ReduceMean, Sub, Pow, ReduceMean, Add, \
-Sqrt, Div), Pad (constant, reflect, edge), \
+(of two computed tensors, broadcast), Conv (grouped and depthwise too), ConvTranspose, Relu, MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum and \
+ReduceMax (any axes), BatchNormalization, InstanceNormalization, LayerNormalization (or written out: ReduceMean, Sub, Pow, ReduceMean, Add, \
+Sqrt, Div), Pad (constant, reflect, edge), Resize and Upsample (nearest, linear), \
 Softmax (last axis, with a causal mask), elementwise functions (Erf, Gelu, Tanh, Sigmoid, Exp, Log, Sqrt, \
-Reciprocal, Neg, Abs, Softplus, Softsign, Mish, LeakyRelu, PRelu with one slope, Elu, Selu, Celu, HardSigmoid, \
+Reciprocal, Neg, Abs, Softplus, Softsign, Mish, LeakyRelu, PRelu (one slope, or one per channel), Elu, Selu, Celu, HardSigmoid, \
 HardSwish, ThresholdedRelu, Clip with constant bounds, and Add/Sub/Mul/Div/Pow by constants or of one tensor with \
 itself), Flatten, Reshape, Transpose, \
 Squeeze, Unsqueeze, Slice, Split, Expand, Tile, Concat, Gather (constant indices, or token ids into a constant table), \
@@ -492,6 +496,12 @@ impl<'a> Importer<'a> {
         }
         if op == "Pad" {
             return pad::pad_node(self, cx);
+        }
+        if op == "ConvTranspose" {
+            return conv_transpose::conv_transpose_node(self, cx);
+        }
+        if op == "Resize" || op == "Upsample" {
+            return resize::resize_node(self, cx);
         }
         layers::layer(self, cx, is_last)
     }
