@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: demo demo-offline test test-rust test-contracts setup-nats bench bench-transformers bench-aggregation bench-latency bench-queue bench-wrap bench-sequencer bench-self-settle bench-ezkl setup-contracts fmt
+.PHONY: demo demo-offline test test-rust test-contracts setup-nats bench bench-transformers bench-aggregation bench-latency bench-queue bench-wrap bench-sequencer bench-self-settle bench-ezkl bench-corpus setup-contracts fmt
 
 ## Every role end to end on a local devnet: compile the bundled models, deploy, register them by a
 ## DAO vote, stake a provider, post 8 tasks, prove, batch, wrap, settle one batch on-chain, check
@@ -38,6 +38,13 @@ test-contracts: setup-contracts
 bench:
 	$(CARGO) build --release --locked -p tgrid-prover
 	target/release/tgrid-prover bench fixtures/mlp fixtures/cnn fixtures/lenet
+
+## The third-party corpus (fixtures/corpus: transformers GPT-2 and BERT, timm ViT, MobileNetV2,
+## ResNet, torch attention layers) beside the digits cnn, LeNet and our vision transformer, in
+## one run, release profile, one JSON line each.
+bench-corpus:
+	$(CARGO) build --release --locked -p tgrid-prover
+	bash scripts/bench-corpus.sh
 
 ## Transformer benchmarks: the PyTorch fixtures (MLP-Mixer, vision transformer, character GPT
 ## with 32 characters of context), release profile, one JSON line each.
