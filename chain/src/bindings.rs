@@ -100,6 +100,7 @@ alloy::sol! {
         error MarketInvalidMaxBatchSize(uint256 maxBatchSize);
         error MarketInvalidSelfSettlementWindow(uint256 window);
         error MarketInvalidDelays(uint256 maxDeadlineDelay, uint256 disputeWindow, uint256 depositUnlockDelay, uint256 unbondingDelay);
+        error MarketTimelockFasterThanUnbonding(uint256 timelockDelay, uint256 unbondingDelay);
         error OwnableUnauthorizedAccount(address account);
         error ReentrancyGuardReentrantCall();
         error TaskLeafSha256Failed();
@@ -196,6 +197,13 @@ alloy::sol! {
         function proposalSnapshot(uint256 proposalId) external view returns (uint256);
         function proposalDeadline(uint256 proposalId) external view returns (uint256);
         function proposalEta(uint256 proposalId) external view returns (uint256);
+    }
+
+    /// contracts/governance/TGridTimelock.sol (OpenZeppelin TimelockController): its delay bounds
+    /// the market's unbonding delay.
+    #[sol(rpc)]
+    interface ITimelock {
+        function getMinDelay() external view returns (uint256);
     }
 
     /// Every verifier Deploy.s.sol installs (contracts/script/Deploy.s.sol).

@@ -13,7 +13,7 @@ use serde_json::json;
 use tgrid_aggregation::{Registry, RegistryEntry, RegistryFile};
 use tgrid_chain::bindings::IGovernor::ProposalState;
 use tgrid_chain::bindings::IModelRegistry::RootStatus;
-use tgrid_chain::bindings::{IKeyedGroth16Verifier, IModelRegistry, ITaskMarket, IVotes};
+use tgrid_chain::bindings::{IKeyedGroth16Verifier, IModelRegistry, ITaskMarket, ITimelock, IVotes};
 use tgrid_chain::{confirm, Governance, Proposal};
 use tgrid_cli::{bad_input, parse_hex, Output};
 use tgrid_settlement_proof::SettlementProofFile;
@@ -244,22 +244,34 @@ async fn proposal_for(command: ProposeCommand, ctx: &Ctx) -> Result<Proposal> {
             &ITaskMarket::setFeesCall { protocolFeeBps: u(protocol_bps), settlerShareBps: u(settler_bps) },
             format!("Set the market's protocol fee to {protocol_bps} bps, {settler_bps} bps of it to settlers"),
         ),
-        ProposeCommand::Delays { max_deadline, dispute_window, deposit_unlock, unbonding } => Proposal::single(
-            market,
-            &ITaskMarket::setDelaysCall {
-                maxDeadlineDelay: u(max_deadline),
-                disputeWindow: u(dispute_window),
-                depositUnlockDelay: u(deposit_unlock),
-                unbondingDelay: u(unbonding),
-            },
-            format!(
+        ProposeCommand::Delays { max_deadline, dispute_window, deposit_unlock, unbonding } => {
+            // The market refuses an unbonding delay beyond the timelock's (a passed vote could
+            // otherwise land before a provider who objects can leave): say so before a vote.
+            let timelock = ITimelock::new(d.timelock, &ctx.chain).getMinDelay().call().await.context("getMinDelay")?;
+            if U256::from(unbonding) > timelock {
+                return Err(bad_input(anyhow!(
+                    "an unbonding delay of {} exceeds the timelock's delay of {timelock} s: the market would refuse it \
+                     when the vote executes; propose a longer timelock delay (updateDelay) first",
+                    duration_text(unbonding)
+                )));
+            }
+            Proposal::single(
+                market,
+                &ITaskMarket::setDelaysCall {
+                    maxDeadlineDelay: u(max_deadline),
+                    disputeWindow: u(dispute_window),
+                    depositUnlockDelay: u(deposit_unlock),
+                    unbondingDelay: u(unbonding),
+                },
+                format!(
                 "Set the market's delays: deadlines up to {}, disputes for {}, deposits unlock after {}, unbonding {}",
                 duration_text(max_deadline),
                 duration_text(dispute_window),
                 duration_text(deposit_unlock),
                 duration_text(unbonding)
             ),
-        ),
+            )
+        }
         ProposeCommand::SelfSettlementWindow { seconds } => Proposal::single(
             market,
             &ITaskMarket::setSelfSettlementWindowCall { window: u(seconds) },

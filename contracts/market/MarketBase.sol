@@ -84,6 +84,33 @@ abstract contract MarketBase is ITaskMarket, Ownable, EIP712 {
         _setTreasury(params.treasury);
     }
 
+    // ------------------------------------------------------------------ governance delay
+
+    /// @dev Every owner-only call first checks that the owner, if it is a timelock, waits at least
+    /// the unbonding delay: a vote that shortened the timelock's delay cannot then change the
+    /// market faster than a bonded provider can leave.
+    function _checkOwner() internal view override {
+        super._checkOwner();
+        _checkGovernanceDelay(owner(), _unbondingDelay);
+    }
+
+    /// @dev Handing the market to a timelock faster than the unbonding delay is refused too.
+    function _transferOwnership(address newOwner) internal override {
+        _checkGovernanceDelay(newOwner, _unbondingDelay);
+        super._transferOwnership(newOwner);
+    }
+
+    /// @dev Reverts if `governor` is a contract answering `getMinDelay()` (OpenZeppelin's
+    /// TimelockController) with less than `unbonding`. An account without code (a deployer before
+    /// the hand-over, a devnet) and a contract without that function have no delay to check.
+    function _checkGovernanceDelay(address governor, uint256 unbonding) internal view {
+        if (governor.code.length == 0) return;
+        (bool ok, bytes memory data) = governor.staticcall(abi.encodeWithSignature("getMinDelay()"));
+        if (!ok || data.length != 32) return;
+        uint256 delay = abi.decode(data, (uint256));
+        if (delay < unbonding) revert MarketTimelockFasterThanUnbonding(delay, unbonding);
+    }
+
     // ------------------------------------------------------------------ nonces
 
     /// @dev Marks `poster`'s nonce used; returns whether it already was.
@@ -175,6 +202,7 @@ abstract contract MarketBase is ITaskMarket, Ownable, EIP712 {
             && disputeWindow_ <= 30 days && depositUnlock > maxDeadline && depositUnlock <= 730 days
             && unbonding >= maxDeadline + disputeWindow_ && unbonding <= 730 days;
         if (!ok) revert MarketInvalidDelays(maxDeadline, disputeWindow_, depositUnlock, unbonding);
+        _checkGovernanceDelay(owner(), unbonding);
         // forge-lint: disable-next-line(unsafe-typecast) -- each <= 730 days, checked above
         _maxDeadlineDelay = uint32(maxDeadline);
         // forge-lint: disable-next-line(unsafe-typecast) -- checked above

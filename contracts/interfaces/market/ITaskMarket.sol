@@ -133,7 +133,8 @@ interface ITaskMarket is IDeposits, IBonds, ISettleBatch, IDisputes {
 
     /// @notice The delays must satisfy 1 hour <= maxDeadlineDelay <= 365 days, 1 hour <=
     /// disputeWindow <= 30 days, maxDeadlineDelay < depositUnlockDelay <= 730 days and
-    /// maxDeadlineDelay + disputeWindow <= unbondingDelay <= 730 days.
+    /// maxDeadlineDelay + disputeWindow <= unbondingDelay <= 730 days (and, separately,
+    /// unbondingDelay <= the owner timelock's delay: {MarketTimelockFasterThanUnbonding}).
     /// @param maxDeadlineDelay The value given.
     /// @param disputeWindow The value given.
     /// @param depositUnlockDelay The value given.
@@ -141,6 +142,13 @@ interface ITaskMarket is IDeposits, IBonds, ISettleBatch, IDisputes {
     error MarketInvalidDelays(
         uint256 maxDeadlineDelay, uint256 disputeWindow, uint256 depositUnlockDelay, uint256 unbondingDelay
     );
+
+    /// @notice The market's owner is a timelock whose delay is shorter than the unbonding delay:
+    /// a passed proposal could land before a bonded provider who objects to it can leave, so the
+    /// owner may not act (nor set such an unbonding delay, nor hand the market to such a timelock).
+    /// @param timelockDelay The owner's `getMinDelay()`.
+    /// @param unbondingDelay The unbonding delay it must reach.
+    error MarketTimelockFasterThanUnbonding(uint256 timelockDelay, uint256 unbondingDelay);
 
     /// @notice Sends the caller its earnings (provider pay and settler fees).
     /// @dev Emits {EarningsWithdrawn}.

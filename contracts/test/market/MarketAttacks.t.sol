@@ -92,6 +92,7 @@ contract MarketAttacksTest is MarketTest {
         bytes memory posterSig = _posterSignature(o);
         bytes memory acceptance = _acceptance(provider, o);
         vm.startPrank(address(timelock));
+        timelock.updateDelay(9 days); // the market refuses an unbonding delay beyond the timelock's
         market.setFees(2_000, 10_000);
         market.setMinPayment(0);
         market.setDelays(7 days, 2 days, 8 days, 9 days);

@@ -10,6 +10,7 @@ import {IBonds} from "../../interfaces/market/IBonds.sol";
 import {ITaskMarket} from "../../interfaces/market/ITaskMarket.sol";
 import {Order} from "../../libraries/OrderLib.sol";
 import {TaskMarket} from "../../market/TaskMarket.sol";
+import {TGridTimelock} from "../../governance/TGridTimelock.sol";
 import {AcceptAllVerifier, RevertingVerifier} from "../mocks/VerifierMocks.sol";
 
 /// @notice The market's governed parameters: owner-only setters, their bounds and events, views,
@@ -241,8 +242,15 @@ contract MarketGovernanceTest is MarketTest {
         market.setDelays(maxDeadline, window, unlock, unbonding);
     }
 
+    /// @dev The timelock's own delay set to `delay` (a passed proposal calling `updateDelay`).
+    function _timelockDelay(uint256 delay) internal {
+        vm.prank(address(timelock));
+        timelock.updateDelay(delay);
+    }
+
     /// Each ordering rule of the delays, one violation at a time.
     function test_setDelays_eachRule() public {
+        _timelockDelay(30 days);
         _expectBadDelays(1 hours - 1, 1 hours, 2 hours, 2 hours); // maxDeadline >= 1 hour
         _expectBadDelays(365 days + 1, 1 hours, 366 days, 366 days); // maxDeadline <= 365 days
         _expectBadDelays(1 hours, 1 hours - 1, 2 hours, 2 hours); // disputeWindow >= 1 hour
@@ -257,13 +265,50 @@ contract MarketGovernanceTest is MarketTest {
         emit ITaskMarket.DelaysUpdated(1 hours, 1 hours, 1 hours + 1, 2 hours);
         vm.prank(gov);
         market.setDelays(1 hours, 1 hours, 1 hours + 1, 2 hours);
+        // The loosest within the timelock's longest delay (30 days): unbonding may not exceed it.
         vm.prank(gov);
-        market.setDelays(365 days, 30 days, 730 days, 730 days);
+        market.setDelays(29 days, 1 days, 730 days, 30 days);
         ITaskMarket.Parameters memory p = _params();
-        assertEq(p.maxDeadlineDelay, 365 days);
-        assertEq(p.disputeWindow, 30 days);
+        assertEq(p.maxDeadlineDelay, 29 days);
+        assertEq(p.disputeWindow, 1 days);
         assertEq(p.depositUnlockDelay, 730 days);
-        assertEq(p.unbondingDelay, 730 days);
+        assertEq(p.unbondingDelay, 30 days);
+    }
+
+    /// Issue 63, point 5: the timelock-versus-unbonding rule is the market's own. An unbonding
+    /// delay longer than the timelock's is refused; a vote that shortened the timelock leaves the
+    /// market's owner unable to act until it is slow again; the market cannot be handed to a
+    /// faster timelock.
+    function test_RevertWhen_governanceFasterThanUnbonding() public {
+        vm.expectRevert(
+            abi.encodeWithSelector(ITaskMarket.MarketTimelockFasterThanUnbonding.selector, 8 days, 9 days)
+        );
+        vm.prank(gov);
+        market.setDelays(7 days, 2 days, 8 days, 9 days);
+
+        _timelockDelay(1 days);
+        vm.expectRevert(
+            abi.encodeWithSelector(ITaskMarket.MarketTimelockFasterThanUnbonding.selector, 1 days, 8 days)
+        );
+        vm.prank(gov);
+        market.setFees(2_000, 10_000);
+        vm.expectRevert(
+            abi.encodeWithSelector(ITaskMarket.MarketTimelockFasterThanUnbonding.selector, 1 days, 8 days)
+        );
+        vm.prank(gov);
+        market.setVerifier(address(verifier), zeroProof, 0);
+
+        _timelockDelay(8 days);
+        vm.prank(gov);
+        market.setFees(2_000, 10_000);
+        assertEq(_params().protocolFeeBps, 2_000);
+
+        TGridTimelock fast = new TGridTimelock(1 days, new address[](0), new address[](0), address(0));
+        vm.expectRevert(
+            abi.encodeWithSelector(ITaskMarket.MarketTimelockFasterThanUnbonding.selector, 1 days, 8 days)
+        );
+        vm.prank(gov);
+        market.transferOwnership(address(fast));
     }
 
     /// A delay change applies to books closed and unbondings requested afterwards only.
@@ -278,6 +323,7 @@ contract MarketGovernanceTest is MarketTest {
         market.requestUnbonding(10e18);
         uint256 t0 = block.timestamp;
 
+        _timelockDelay(15 days);
         vm.prank(gov);
         market.setDelays(10 days, 2 days, 20 days, 15 days);
         vm.prank(poster);
@@ -302,6 +348,7 @@ contract MarketGovernanceTest is MarketTest {
         _openBook(poster, 1, BOOK_MAX);
         _bond(provider, 100e18);
         Order memory o = _order(poster, 0, 0);
+        _timelockDelay(9 days);
         vm.prank(gov);
         market.setDelays(7 days, 2 days, 8 days, 9 days);
         vm.warp(o.deadline + 1 days + 1); // past the old window, inside the new one
