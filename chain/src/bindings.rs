@@ -94,6 +94,7 @@ alloy::sol! {
         error MarketPaymentBelowMinimum(uint256 payment, uint256 minPayment);
         error MarketInvalidTerms(bytes32 orderHash);
         error MarketModelNotServable(bytes32 modelId);
+        error MarketRegistryChangedUnderOrder(bytes32 root, uint256 acceptedUntil);
         error MarketZeroAddress();
         error MarketNotAContract(address verifier);
         error MarketInvalidBps(uint256 bps, uint256 maxBps);

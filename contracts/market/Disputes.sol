@@ -70,5 +70,25 @@ abstract contract Disputes is Bonds {
         IModelRegistry.Model memory m = _registry.model(order.modelId);
         bool servable = m.registeredAt != 0 && m.registeredAt <= deadline && (m.active || m.deregisteredAt > deadline);
         if (!servable) revert MarketModelNotServable(order.modelId);
+        _checkRootsHeld(deadline);
+    }
+
+    /// @dev Reverts if a registry root that was current when the order could have been accepted
+    /// (retired after `deadline − maxDeadlineDelay`) stopped being accepted by the deadline (its
+    /// grace period shorter than the rest of the order's time, or a revocation): the provider
+    /// proved against that root and may have been left without one that holds the model. Whether
+    /// the newer root holds it is not visible on-chain, so such orders are spared. A grace period
+    /// of at least the longest deadline spares none. Walks the root history from the newest
+    /// change back to the first retirement before the earliest acceptance.
+    function _checkRootsHeld(uint256 deadline) private view {
+        uint256 earliest = deadline > _maxDeadlineDelay ? deadline - _maxDeadlineDelay : 0;
+        for (uint256 i = _registry.rootHistoryLength(); i > 1; --i) {
+            // Record i − 1 activated a root, retiring record i − 2's at that moment.
+            if (_registry.rootHistoryAt(i - 1).activatedAt <= earliest) break;
+            bytes32 retired = _registry.rootHistoryAt(i - 2).root;
+            (IModelRegistry.RootStatus status, uint256 until) = _registry.rootStatus(retired);
+            if (status == IModelRegistry.RootStatus.Current) continue;
+            if (until <= deadline) revert MarketRegistryChangedUnderOrder(retired, until);
+        }
     }
 }

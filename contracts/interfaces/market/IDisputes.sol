@@ -66,6 +66,14 @@ interface IDisputes {
     /// @param modelId The model id.
     error MarketModelNotServable(bytes32 modelId);
 
+    /// @notice A registry root that was accepted while the order could have been accepted
+    /// stopped being accepted before its deadline (replaced with a short grace period, or
+    /// revoked): the provider may have been unable to prove it, through governance's act, not its
+    /// own fault, so it is not slashed.
+    /// @param root The root whose acceptance ended.
+    /// @param acceptedUntil When it ended.
+    error MarketRegistryChangedUnderOrder(bytes32 root, uint256 acceptedUntil);
+
     /// @notice Slashes the provider of an order that never settled, on the terms it signed: `collateral
     /// * slashBps / 10,000`, taken from its bonded then unbonding stake as far as they go; the poster
     /// receives `slashed * posterShareBps / 10,000`, capped by the order's payment, the treasury the

@@ -387,4 +387,63 @@ contract DisputesTest is MarketTest {
         (uint256 slashed,) = _dispute(o, provider);
         assertEq(slashed, 50e18);
     }
+
+    // ------------------------------------------------------------------ registry changes (issue 63, point 4)
+
+    function _setRoot(bytes32 root) internal {
+        vm.prank(address(timelock));
+        registry.setRegistryRoot(root);
+    }
+
+    function _grace(uint256 period) internal {
+        vm.prank(address(timelock));
+        registry.setRootGracePeriod(period);
+    }
+
+    /// A root swapped under an accepted order with a grace period that ends before its deadline
+    /// may have left the model unprovable: the provider is not slashed.
+    function test_RevertWhen_rootReplacedWithShortGraceBeforeDeadline() public {
+        Order memory o = _order(poster, bookA, 0);
+        _grace(0);
+        skip(1);
+        uint256 swappedAt = block.timestamp;
+        _setRoot(ROOT_B);
+        vm.warp(o.deadline + 1);
+        _expectDisputeRevert(
+            o, provider, abi.encodeWithSelector(IDisputes.MarketRegistryChangedUnderOrder.selector, ROOT_A, swappedAt)
+        );
+    }
+
+    /// A revocation cuts the grace short: the same.
+    function test_RevertWhen_rootRevokedBeforeDeadline() public {
+        Order memory o = _order(poster, bookA, 0);
+        _setRoot(ROOT_B);
+        skip(10);
+        uint256 revokedAt = block.timestamp;
+        vm.prank(address(timelock));
+        registry.revokeRoot(ROOT_A);
+        vm.warp(o.deadline + 1);
+        _expectDisputeRevert(
+            o, provider, abi.encodeWithSelector(IDisputes.MarketRegistryChangedUnderOrder.selector, ROOT_A, revokedAt)
+        );
+    }
+
+    /// A swap whose grace outlasts the deadline strands nothing, and a swap whose grace had ended
+    /// before the order could be accepted (longer ago than the longest deadline) is history:
+    /// both orders are disputable.
+    function test_dispute_rootChangesThatStrandNothing() public {
+        Order memory o = _order(poster, bookA, 0);
+        _setRoot(ROOT_B); // 1 day of grace, past the 30-minute deadline
+        vm.warp(o.deadline + 1);
+        (uint256 slashed,) = _dispute(o, provider);
+        assertEq(slashed, 50e18);
+
+        _grace(0);
+        _setRoot(keccak256("registry root C"));
+        vm.warp(block.timestamp + market.parameters().maxDeadlineDelay + 1);
+        Order memory later = _order(poster, bookA, 1);
+        vm.warp(later.deadline + 1);
+        (slashed,) = _dispute(later, provider);
+        assertEq(slashed, 50e18);
+    }
 }
