@@ -222,7 +222,12 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         } else {
             &proto
         };
-        match tract_constants::tract_constants(proto, &input.name, &input_full, elem_type) {
+        // A hostile graph can make tract panic: that is tract failing, not the import.
+        let analysed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tract_constants::tract_constants(proto, &input.name, &input_full, elem_type)
+        }))
+        .unwrap_or_else(|_| Err("tract panicked".into()));
+        match analysed {
             Ok(facts) => facts,
             Err(reason) => {
                 warnings.push(format!(
