@@ -6,7 +6,7 @@
 //! from shapes at opsets 13 and 17, a LayerNorm written out, reductions over several axes,
 //! products and differences of computed tensors, Pad in each mode, BatchNormalization alone,
 //! grouped and depthwise convolutions, Resize and Upsample, ConvTranspose, PRelu per channel,
-//! InstanceNormalization.
+//! InstanceNormalization, scales and differences by constant tensors.
 //! Each one: imported, equal to tract on the original graph, int8 close to float, and the
 //! circuit witness bit-exact with a proof the verifier accepts.
 
@@ -816,4 +816,32 @@ fn instance_normalization_compiles_and_proves() {
     assert!(model.nodes.iter().any(|n| n.op.kind() == "LayerNorm"));
     int8_tracks_float(&float, &model, &xs, 8.0);
     proof_commits_to_the_inference(&model, &xs[2]);
+}
+
+/// Constants of several values applied to a computed tensor: a LayerScale (`x · γ`, channels
+/// last), a division by a per-channel constant (channels first), and a constant tensor
+/// subtracted. A scale is a depthwise 1×1 convolution along its one varying axis; a subtracted
+/// constant is an added one.
+#[test]
+fn scales_and_differences_by_constant_tensors_compile_and_prove() {
+    let xs = samples(1900, 24, 32);
+    let mut g = OnnxGraph::new(&[1, 2, 4, 4], &[1, 3]);
+    g.floats("c", &[3, 2, 3, 3], values(211, 54, 0.5))
+        .floats("divisor", &[3, 1, 1], vec![0.5, 2.0, -1.5])
+        .floats("offsets", &[1, 3, 4, 4], values(212, 48, 0.3))
+        .floats("w", &[4, 5], values(213, 20, 0.5))
+        .floats("layer_scale", &[5], vec![0.1, 1.0, -0.7, 2.5, 0.02])
+        .floats("head", &[60, 3], values(214, 180, 0.3))
+        .ints("rows", &[3], vec![1, 12, 4])
+        .node("Conv", &["input", "c"], "a", vec![onnx_graph::ints_attr("pads", &[1, 1, 1, 1])])
+        .node("Div", &["a", "divisor"], "divided", vec![])
+        .node("Sub", &["divided", "offsets"], "shifted", vec![])
+        .node("Reshape", &["shifted", "rows"], "tokens", vec![])
+        .node("MatMul", &["tokens", "w"], "h", vec![])
+        .node("Mul", &["h", "layer_scale"], "scaled", vec![])
+        .node("Flatten", &["scaled"], "flat", vec![int_attr("axis", 1)])
+        .node("Gemm", &["flat", "head"], "output", vec![]);
+    let (float, model) = import_and_quantize(&g, "constant_tensors", &xs);
+    int8_tracks_float(&float, &model, &xs, 8.0);
+    proof_commits_to_the_inference(&model, &xs[4]);
 }

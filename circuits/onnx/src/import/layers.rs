@@ -87,10 +87,12 @@ pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Resul
         }
         "LayerNormalization" => layer_norm(im, cx),
         "InstanceNormalization" => instance_norm(im, cx),
-        "PRelu" => super::prelu::per_channel_prelu(im, cx),
+        "PRelu" => super::channels::per_channel_prelu(im, cx),
         "Where" => masked(im, cx),
         "Sub" => add(im, cx),
+        "Mul" if im.is_const(cx, 0) || im.is_const(cx, 1) => super::channels::scale_node(im, cx, false),
         "Mul" => elementwise_product(im, cx),
+        "Div" if im.is_const(cx, 1) => super::channels::scale_node(im, cx, true),
         "Div" | "Pow" => Err(cx.unsupported(
             "only by a constant with one value, or of one tensor with a function of itself (elementwise); \
              a division or power of two computed tensors is not supported (a LayerNorm written out is \
@@ -396,12 +398,6 @@ fn computed_pair(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<(usize, usize, V
 /// `a · b` of two computed tensors, elementwise: a batch of 1×1 matrix products, one per element
 /// (the product of two int8 values at full width, then one requantization).
 fn elementwise_product(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
-    if im.is_const(cx, 0) || im.is_const(cx, 1) {
-        return Err(cx.unsupported(
-            "Mul by a constant tensor of several values that is not a bias or scale of a layer; \
-             only by one value, or by a per-channel scale right after a Conv/Gemm",
-        ));
-    }
     let (a, b, full) = computed_pair(im, cx)?;
     let n: usize = full.iter().product();
     let cells = vec![1, n, 1, 1];
@@ -503,16 +499,15 @@ fn add(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
         im.alias(out, t);
         return Ok(());
     }
-    if subtract {
-        return Err(
-            cx.unsupported("Sub of a constant tensor of several values; only of one value, or of two computed tensors")
-        );
+    if subtract && im.is_const(cx, 0) {
+        return Err(cx.unsupported("Sub of a computed tensor from a constant tensor of several values"));
     }
     let (xk, ck) = if im.is_const(cx, 1) { (0, 1) } else { (1, 0) };
     let x = im.data_in(cx, xk)?;
     let c = im.konst(cx, ck)?.clone();
     let name = cx.node.input[xk].clone();
-    let values = c.floats();
+    // `x − C` is `x + (−C)`.
+    let values: Vec<f32> = if subtract { c.floats().iter().map(|v| -v).collect() } else { c.floats() };
     // An additive attention mask: 0 where a cell is kept, −∞ where it is not.
     if values.contains(&f32::NEG_INFINITY) {
         if values.iter().any(|&v| v != 0.0 && v != f32::NEG_INFINITY) {
