@@ -93,10 +93,11 @@ pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Resul
         "Mul" if im.is_const(cx, 0) || im.is_const(cx, 1) => super::channels::scale_node(im, cx, false),
         "Mul" => elementwise_product(im, cx),
         "Div" if im.is_const(cx, 1) => super::channels::scale_node(im, cx, true),
+        "Div" if !im.is_const(cx, 0) => quotient(im, cx),
         "Div" | "Pow" => Err(cx.unsupported(
             "only by a constant with one value, or of one tensor with a function of itself (elementwise); \
-             a division or power of two computed tensors is not supported (a LayerNorm written out is \
-             recognised whole: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div)",
+             a power of two computed tensors, or a constant divided by a computed tensor of several values, \
+             is not supported",
         )),
         other => Err(cx.unsupported(format!("'{other}' is not supported; supported ops: {SUPPORTED}"))),
     }
@@ -390,6 +391,11 @@ fn broadcast(im: &mut Importer<'_>, cx: &Ctx<'_>, t: usize, to: &[usize]) -> Res
 /// The two computed inputs of a binary elementwise node, broadcast to their common shape.
 fn computed_pair(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<(usize, usize, Vec<usize>)> {
     let (a, b) = (im.data_in(cx, 0)?, im.data_in(cx, 1)?);
+    pair_of(im, cx, a, b)
+}
+
+/// Tensors `a` and `b` broadcast to their common shape.
+fn pair_of(im: &mut Importer<'_>, cx: &Ctx<'_>, a: usize, b: usize) -> Result<(usize, usize, Vec<usize>)> {
     let full = broadcast_dims(&im.full[a], &im.full[b])
         .map_err(|e| cx.invalid(format!("{:?} and {:?} do not broadcast: {e}", im.full[a], im.full[b])))?;
     Ok((broadcast(im, cx, a, &full)?, broadcast(im, cx, b, &full)?, full))
@@ -399,6 +405,11 @@ fn computed_pair(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<(usize, usize, V
 /// (the product of two int8 values at full width, then one requantization).
 fn elementwise_product(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     let (a, b, full) = computed_pair(im, cx)?;
+    product_of(im, cx, a, b, full)
+}
+
+/// The elementwise product of `a` and `b`, both of ONNX shape `full`, as `cx`'s output.
+fn product_of(im: &mut Importer<'_>, cx: &Ctx<'_>, a: usize, b: usize, full: Vec<usize>) -> Result<()> {
     let n: usize = full.iter().product();
     let cells = vec![1, n, 1, 1];
     let a = im.push(format!("{}:a", cx.name()), FloatOp::Reshape, vec![a], cells.clone());
@@ -409,6 +420,20 @@ fn elementwise_product(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     }
     im.alias(&cx.node.output[0], t);
     Ok(())
+}
+
+/// `a / b` of two computed tensors: `a · (1/b)`, the reciprocal a table of `b` and the product
+/// one per element. Two roundings, not an exact quotient: enough for a normalizer's division by
+/// its deviation (an RMSNorm written out); a `b` whose calibrated range reaches 0 saturates its
+/// reciprocal, as any table does at an infinity.
+fn quotient(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
+    let b = im.data_in(cx, 1)?;
+    let full = im.full[b].clone();
+    let f = crate::elementwise::Expr::Input.unary(crate::elementwise::Unary::Reciprocal);
+    let reciprocal = im.push(format!("{}:reciprocal", cx.name()), FloatOp::Elementwise { f }, vec![b], full);
+    let a = im.data_in(cx, 0)?;
+    let (a, r, full) = pair_of(im, cx, a, reciprocal)?;
+    product_of(im, cx, a, r, full)
 }
 
 /// InstanceNormalization of `[N, C, ...]`: each channel normalized over its own positions, which

@@ -40,7 +40,8 @@ use crate::tensor::{Const, Tensor};
 use crate::{Error, Result};
 
 pub(crate) const SUPPORTED: &str = "Gemm, MatMul (constant weights, or of two computed tensors), Add, Sub and Mul \
-(of two computed tensors, broadcast, or by constants), Div by constants, Conv (grouped and depthwise too), ConvTranspose, Relu, MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum and \
+(of two computed tensors, broadcast, or by constants), Div (by constants; of two computed tensors as a product \
+by a reciprocal), Conv (grouped and depthwise too), ConvTranspose, Relu, MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum and \
 ReduceMax (any axes), BatchNormalization, InstanceNormalization, LayerNormalization (or written out: ReduceMean, Sub, Pow, ReduceMean, Add, \
 Sqrt, Div), Pad (constant, reflect, edge), Resize and Upsample (nearest, linear), \
 Softmax (last axis, with a causal mask), elementwise functions (Erf, Gelu, Tanh, Sigmoid, Exp, Log, Sqrt, \
