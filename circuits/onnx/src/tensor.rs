@@ -85,7 +85,8 @@ pub(crate) fn count(dims: &[usize]) -> Result<usize, String> {
         .ok_or_else(|| format!("a tensor of shape {dims:?} is too large"))
 }
 
-fn strides(dims: &[usize]) -> Vec<usize> {
+/// Row-major strides of `dims`.
+pub(crate) fn strides(dims: &[usize]) -> Vec<usize> {
     let mut s = vec![1; dims.len()];
     for i in (0..dims.len().saturating_sub(1)).rev() {
         s[i] = s[i + 1] * dims[i + 1];

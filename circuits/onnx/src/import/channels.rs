@@ -65,10 +65,7 @@ fn per_element(im: &Importer<'_>, cx: &Ctx<'_>, x: usize, c: &Const, what: &str)
 fn scale_along_one_axis(im: &mut Importer<'_>, cx: &Ctx<'_>, x: usize, factors: &[f32], suffix: &str) -> Result<usize> {
     let full = im.full[x].clone();
     let rank = full.len();
-    let mut strides = vec![1usize; rank];
-    for a in (0..rank.saturating_sub(1)).rev() {
-        strides[a] = strides[a + 1] * full[a + 1];
-    }
+    let strides = crate::tensor::strides(&full);
     let varies =
         |a: usize| (0..factors.len()).any(|i| factors[i] != factors[i - (i / strides[a] % full[a]) * strides[a]]);
     let axes: Vec<usize> = (0..rank).filter(|&a| varies(a)).collect();

@@ -90,10 +90,7 @@ fn pad_sources(dims: &[usize], begin: &[i64], out_dims: &[usize], mode: &str) ->
         };
         Some(p as usize)
     };
-    let mut strides = vec![1usize; rank];
-    for a in (0..rank.saturating_sub(1)).rev() {
-        strides[a] = strides[a + 1] * dims[a + 1];
-    }
+    let strides = crate::tensor::strides(&dims);
     let total: usize = out_dims.iter().product();
     (0..total)
         .map(|flat| {
