@@ -204,6 +204,8 @@ fn main() -> Result<()> {
         wrap_fri: WrapFri::InsecureTest,
         insecure_devnet_key: true,
         insecure_devnet_keys_dir: repo.join("target/tgrid-test-keys"),
+        // Every simulated provider sends from loopback: one client address.
+        submissions_per_client_per_sec: 100_000,
         ..Settings::default()
     };
     let report = runtime.block_on(async move {

@@ -186,6 +186,19 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
         sign_delivery(&mut body, &provider_key, &domain);
         body
     };
+    // Unbacked work (issue 63): an order of a poster without a book, accepted by a provider
+    // without a bond, both throwaway keys; and the poster's backed order accepted by provider 3,
+    // whose bond (none) does not cover its collateral. Both proofs are valid.
+    let (stranger_poster, stranger_provider) = (PrivateKeySigner::random(), PrivateKeySigner::random());
+    let unbacked_result = {
+        let input = random_input(40, model.input_len());
+        let order = open_order(stranger_poster.address(), model_id, &input, 0, 0, now + 86_400);
+        prove(&SignedOrder::sign(order, &stranger_poster, &domain).unwrap(), &input, &stranger_provider)
+    };
+    let unbonded_result = {
+        let (signed, input) = order_of(5, now + 86_400);
+        prove(&signed, &input, &other_key)
+    };
     drop(prover);
     // Provider 1 proves good[1]'s leaf itself, under the registry the sequencer batches with.
     let work_dir = work.path().to_path_buf();
@@ -225,6 +238,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
             ("POLL_INTERVAL_MS", "100".into()),
             ("MAX_BODY_BYTES", (1usize << 20).to_string()),
             ("RELAY_REQUESTS_PER_CLIENT_PER_SEC", "5".into()),
+            ("SUBMISSIONS_PER_CLIENT_PER_SEC", "20".into()),
         ]
         .into_iter()
         .map(|(k, v)| (format!("TGRID_SEQUENCER_{k}"), v))
@@ -405,6 +419,49 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
         assert_eq!((code, v["error"].as_str()), (422, Some("bad_signature")), "{v}");
         assert!(v["reason"].as_str().unwrap().contains("delivery"), "{v}");
     }
+
+    // Only backed work is acknowledged: a valid proof of an order no book pays, accepted by a
+    // provider with no bond, is refused before its proof is checked; so is an order of a real
+    // book accepted by a provider whose bond does not cover the collateral.
+    let (code, v) = post(&http, &api, unbacked_result.body.to_string()).await;
+    assert_eq!(code, 422, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("has no book"), "{v}");
+    let (code, v) = post(&http, &api, unbonded_result.body.to_string()).await;
+    assert_eq!(code, 422, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("bond"), "{v}");
+    // A flood of such results, each signed by fresh keys, from one client: past its burst the
+    // per-client limit answers 429 before any chain read; each admitted one costs one book read
+    // and no proof check (the proof is another task's: checked, it would be refused as such).
+    let book_reads = proxy.calls_to(ITaskMarket::bookCall::SELECTOR);
+    let spammer_results = Http::builder().local_address(std::net::IpAddr::from([127, 0, 0, 3])).build().unwrap();
+    let flood: Vec<String> = (0..100u64)
+        .map(|seed| {
+            let (poster, provider) = (PrivateKeySigner::random(), PrivateKeySigner::random());
+            let input = random_input(seed, model.input_len());
+            let order = open_order(poster.address(), model_id, &input, 0, 0, now + 86_400);
+            let signed = SignedOrder::sign(order, &poster, &domain).unwrap();
+            let mut body = unbacked_result.body.clone();
+            body["order"] = json!(signed);
+            body["acceptance"] = json!(accept(&signed, &provider));
+            sign_delivery(&mut body, &provider, &domain);
+            body.to_string()
+        })
+        .collect();
+    let mut limited = 0;
+    let started = Instant::now();
+    for body in flood {
+        let (code, v) = post(&spammer_results, &api, body).await;
+        match code {
+            429 => limited += 1,
+            422 => assert!(v["reason"].as_str().unwrap().contains("has no book"), "{v}"),
+            _ => panic!("a throwaway key's result: {code} {v}"),
+        }
+    }
+    // A burst of 40, then 20 a second.
+    let allowed = 40 + (20.0 * started.elapsed().as_secs_f64()).ceil() as u32;
+    assert!(100 - limited <= allowed, "{} of 100 admitted, at most {allowed} allowed", 100 - limited);
+    assert!(limited > 0, "none of 100 limited");
+    assert_eq!(proxy.calls_to(ITaskMarket::bookCall::SELECTOR) - book_reads, 100 - limited, "one read per admitted");
 
     // A leaf proof that is not the task's is refused (and not held against the result itself).
     for (body, leaf) in [(&good[0].body, leaf_hex.as_str()), (&good[1].body, "0x00ff00ff"), (&good[1].body, "0x")] {
@@ -658,7 +715,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     // the result is acknowledged (or settling another order under it) publishes nothing, since
     // no settlement paid the provider for it (issue 63).
     let now = admin.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap().header.timestamp;
-    let (late, late_input) = order_of(20, now + 86_400);
+    let (late, late_input) = order_of(6, now + 86_400);
     let late_task = late.hash(&domain);
     let body = {
         let prover = TaskProver::new(model.clone(), SegmentPlan::default()).unwrap();

@@ -58,6 +58,10 @@ pub struct Settings {
     pub request_timeout_secs: u64,
     /// Submissions per second allowed per provider (burst: twice that).
     pub submissions_per_provider_per_sec: u32,
+    /// Result submissions per second allowed per client address (an IPv6 client per /64; burst:
+    /// twice that), checked before the order's backing is read from the chain or its proof
+    /// checked: throwaway provider keys must not buy a stranger new quota.
+    pub submissions_per_client_per_sec: u32,
     /// Relay writes (orders, acceptances, sealing keys) per second allowed per client address
     /// (an IPv6 client per /64; burst: twice that). Each costs chain reads before it can be
     /// refused, so anyone could otherwise turn signatures of fresh keys into load on the node.
@@ -103,6 +107,7 @@ impl Default for Settings {
             max_body_bytes: 4 << 20,
             request_timeout_secs: 30,
             submissions_per_provider_per_sec: 50,
+            submissions_per_client_per_sec: 100,
             relay_requests_per_client_per_sec: 20,
             poll_interval_ms: 500,
             registry_poll_secs: 10,
@@ -147,8 +152,14 @@ impl Settings {
         if self.max_body_bytes < 1024 {
             return bad("max_body_bytes must be at least 1024");
         }
-        if self.submissions_per_provider_per_sec == 0 || self.relay_requests_per_client_per_sec == 0 {
-            return bad("submissions_per_provider_per_sec and relay_requests_per_client_per_sec must be at least 1");
+        if self.submissions_per_provider_per_sec == 0
+            || self.submissions_per_client_per_sec == 0
+            || self.relay_requests_per_client_per_sec == 0
+        {
+            return bad(
+                "submissions_per_provider_per_sec, submissions_per_client_per_sec and relay_requests_per_client_per_sec \
+                 must be at least 1",
+            );
         }
         if self.request_timeout_secs == 0 || self.poll_interval_ms == 0 || self.registry_poll_secs == 0 {
             return bad("request_timeout_secs, poll_interval_ms and registry_poll_secs must be positive");

@@ -90,6 +90,8 @@ pub struct Shared {
     pub metrics: Metrics,
     /// Per-provider submission rate limit.
     pub limiter: DefaultKeyedRateLimiter<[u8; 20]>,
+    /// Per-client rate limit of result submissions ([`edge`]).
+    pub(crate) submission_client_limiter: DefaultKeyedRateLimiter<std::net::IpAddr>,
     /// Per-client rate limit of the relay's writes ([`edge`]).
     pub(crate) relay_limiter: DefaultKeyedRateLimiter<std::net::IpAddr>,
     /// Chain reads the relay's requests share ([`edge`]).
@@ -220,6 +222,8 @@ async fn prune_rate_limiter(shared: Arc<Shared>, stop: Arc<AtomicBool>) {
         tick.tick().await;
         shared.limiter.retain_recent();
         shared.limiter.shrink_to_fit();
+        shared.submission_client_limiter.retain_recent();
+        shared.submission_client_limiter.shrink_to_fit();
         shared.relay_limiter.retain_recent();
         shared.relay_limiter.shrink_to_fit();
     }
@@ -263,9 +267,10 @@ pub async fn run(
     }
     let per_sec = NonZeroU32::new(settings.submissions_per_provider_per_sec).expect("validated");
     let quota = Quota::per_second(per_sec).allow_burst(per_sec.saturating_mul(NonZeroU32::new(2).expect("2")));
-    let per_client = NonZeroU32::new(settings.relay_requests_per_client_per_sec).expect("validated");
-    let relay_quota =
-        Quota::per_second(per_client).allow_burst(per_client.saturating_mul(NonZeroU32::new(2).expect("2")));
+    let per_client_quota = |per_sec: u32| {
+        let per_sec = NonZeroU32::new(per_sec).expect("validated");
+        Quota::per_second(per_sec).allow_burst(per_sec.saturating_mul(NonZeroU32::new(2).expect("2")))
+    };
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     let shared = Arc::new(Shared {
         settings: settings.clone(),
@@ -275,7 +280,8 @@ pub async fn run(
         previous: RwLock::new(previous),
         metrics: Metrics::new(),
         limiter: RateLimiter::keyed(quota),
-        relay_limiter: RateLimiter::keyed(relay_quota),
+        submission_client_limiter: RateLimiter::keyed(per_client_quota(settings.submissions_per_client_per_sec)),
+        relay_limiter: RateLimiter::keyed(per_client_quota(settings.relay_requests_per_client_per_sec)),
         relay_reads: edge::RelayReads::default(),
         in_flight: Mutex::default(),
         refused: Mutex::new(api::refused::RefusedDeliveries::new(REFUSED_DELIVERIES_KEPT)),

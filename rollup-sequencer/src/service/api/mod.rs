@@ -4,6 +4,7 @@
 //! membership proofs, published outputs (encrypted to the poster for private tasks), the
 //! operator's status (retrying batches, funds), the OpenAPI document and Prometheus metrics.
 
+mod backing;
 mod batches;
 mod orders;
 mod providers;

@@ -7,13 +7,14 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use alloy::primitives::{B256, U256};
+use alloy::primitives::B256;
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
 use tgrid_chain::market::{OrderView, RelayState};
 
+use super::backing::{bond_cover, book_backs, within_terms};
 use super::{
     admit_relay_client, json_rejection, parse_hex, AcceptanceBody, ApiError, ErrorBody, OrderBody, SignedOrderBody,
 };
@@ -22,10 +23,6 @@ use crate::service::{unix_now, Shared};
 
 /// Most orders one listing returns.
 const MAX_LIST: usize = 1_000;
-
-fn u256_u128(v: U256) -> u128 {
-    v.try_into().unwrap_or(u128::MAX)
-}
 
 /// Where an order stands, from the relay's and the sequencer's records.
 fn relay_state(shared: &Shared, hash: &B256, record: &OrderRecord, now: u64) -> Result<RelayState, ApiError> {
@@ -93,38 +90,11 @@ pub(super) async fn post_order(
             o.nonce, o.poster
         )));
     }
-    let max_delay = params.maxDeadlineDelay.saturating_to::<u64>();
-    if o.deadline <= now || o.deadline > now + max_delay {
-        return Err(ApiError::rejected(format!(
-            "deadline {} must be after chain time {now} and at most {max_delay} s later",
-            o.deadline
-        )));
-    }
-    let min_payment = u256_u128(params.minPayment);
-    if o.payment < min_payment {
-        return Err(ApiError::rejected(format!(
-            "payment {} is below the market's minimum {min_payment}: such an order could not be disputed",
-            o.payment
-        )));
-    }
+    within_terms(o, &params, now)?;
     if !active {
         return Err(ApiError::rejected(format!("model {} is not active in the on-chain registry", o.model_id)));
     }
-    let unlock_at = book.unlockAt.to::<u64>();
-    let backed = if book.capacity.to::<u32>() == 0 {
-        Err(format!("poster {} has no book {}", o.poster, o.book()))
-    } else if o.index() >= book.capacity.to::<u32>() {
-        Err(format!("index {} is beyond book {}'s capacity {}", o.index(), o.book(), book.capacity))
-    } else if o.payment > book.perOrderMax.to::<u128>() {
-        Err(format!("payment {} is above book {}'s per-order maximum {}", o.payment, o.book(), book.perOrderMax))
-    } else if o.payment > book.remaining.to::<u128>() {
-        Err(format!("book {} holds {}, less than the payment", o.book(), book.remaining))
-    } else if unlock_at != 0 && unlock_at <= o.deadline {
-        Err(format!("book {} unlocks at {unlock_at}, before the deadline {}", o.book(), o.deadline))
-    } else {
-        Ok(())
-    };
-    backed.map_err(|reason| ApiError::rejected(format!("the poster's deposit does not back the order: {reason}")))?;
+    book_backs(o, &book)?;
 
     let record = OrderRecord { signed, acceptance: None, listed_at: unix_now() };
     shared.store.put_order(&hash, &record).map_err(|e| match e {
@@ -283,9 +253,7 @@ pub(super) async fn accept_order(
             exposure = exposure.saturating_add(r.signed.order.collateral);
         }
     }
-    let lasting_unbonding =
-        if bond.unbondingReadyAt.to::<u64>() > o.deadline + window { bond.unbonding.to::<u128>() } else { 0 };
-    let cover = bond.bonded.to::<u128>() + lasting_unbonding;
+    let cover = bond_cover(&bond, o.deadline, window);
     if cover < exposure {
         return Err(ApiError::rejected(format!(
             "provider {}'s bond {cover} does not cover the collateral {exposure} of this order and the {} other order(s) it \

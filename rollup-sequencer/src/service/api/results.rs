@@ -1,17 +1,19 @@
 //! Result submission (checked against the proof, the signed order and acceptance, and the chain
 //! before it is acknowledged), task status and published outputs.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use alloy::primitives::{keccak256, B256};
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tgrid_chain::market::{Delivery, Receipt};
 use tgrid_circuits::{commit, EncryptedTensor, Privacy, TaskProof, MAX_TENSOR_LEN};
 
+use super::backing::check_result_backed;
 use super::refused::DeliveryKey;
 use super::{hex0x, json_rejection, parse_hex, ApiError, ErrorBody, OutputView, SubmitRequest, TaskView};
 use crate::service::metrics::{IngestStage, Metrics};
@@ -19,10 +21,12 @@ use crate::service::store::{BatchState, OrderRecord, StoredOutput, TaskRecord, T
 use crate::service::{unix_now, Shared};
 
 /// Submit the result of a signed order. Checked before it is acknowledged: the poster's order
-/// signature and the provider's acceptance, the proof (its task id is the order's hash, its
-/// provider the accepting one, its model, input and output the order's and the output's), and
-/// the chain (nonce unused, deadline not passed, model active). The provider signs the delivery
-/// (order hash, output commitment, proof digest); the rate limit counts per signing provider.
+/// signature and the provider's acceptance, that the order is backed (listed and accepted here,
+/// or within the market's terms with a book that pays it and a bond that covers its
+/// collateral), the proof (its task id is the order's hash, its provider the accepting one, its
+/// model, input and output the order's and the output's), and the chain (nonce unused, deadline
+/// not passed, model active). The provider signs the delivery (order hash, output commitment,
+/// proof digest); rate limits count per signing provider and per client address.
 /// The acknowledgement means the result is on disk and carries the sequencer's signed receipt.
 /// Repeating an acknowledged submission is harmless (200, `duplicate: true`, the same receipt).
 #[utoipa::path(post, path = "/v1/results", request_body = SubmitRequest, responses(
@@ -31,17 +35,18 @@ use crate::service::{unix_now, Shared};
     (status = 400, description = "malformed request", body = ErrorBody),
     (status = 409, description = "another result is acknowledged, another provider accepted the order first, or its nonce is used on-chain", body = ErrorBody),
     (status = 413, description = "body too large"),
-    (status = 422, description = "bad signature (order, acceptance or delivery), invalid proof, or the chain does not allow this result", body = ErrorBody),
-    (status = 429, description = "provider over its rate limit; Retry-After", body = ErrorBody),
+    (status = 422, description = "bad signature (order, acceptance or delivery), an order that is not backed, invalid proof, or the chain does not allow this result", body = ErrorBody),
+    (status = 429, description = "provider or client over its rate limit; Retry-After", body = ErrorBody),
     (status = 503, description = "the same order's submission is being checked, or chain or store unavailable; Retry-After", body = ErrorBody),
 ))]
 pub(super) async fn submit(
     State(shared): State<Arc<Shared>>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
     body: Result<Json<SubmitRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let started = Instant::now();
     let result = match body {
-        Ok(Json(request)) => ingest(&shared, request).await,
+        Ok(Json(request)) => ingest(&shared, client, request).await,
         Err(e) => Err(json_rejection(e)),
     };
     shared.metrics.ack_seconds.observe(started.elapsed().as_secs_f64());
@@ -95,7 +100,7 @@ impl Drop for InFlight<'_> {
     }
 }
 
-async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, ApiError> {
+async fn ingest(shared: &Shared, client: SocketAddr, request: SubmitRequest) -> Result<TaskView, ApiError> {
     // "decode" covers the signatures, the hex and the proof's parsing, up to the verify queue.
     let mut stages = StageClock::start();
     let domain = shared.chain.domain();
@@ -178,6 +183,15 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
             shared.settings.submissions_per_provider_per_sec
         )));
     }
+    // Throwaway provider keys are free: the client's own limit bounds what a stranger can make
+    // this sequencer read and verify.
+    let client_key = crate::service::edge::client_key(client.ip());
+    if shared.submission_client_limiter.check_key(&client_key).is_err() {
+        return Err(ApiError::too_many(format!(
+            "more than {} submissions per second from {client_key}",
+            shared.settings.submissions_per_client_per_sec
+        )));
+    }
     if !shared.in_flight.lock().expect("in-flight lock").insert(task_id) {
         // Only the provider itself can race itself here (the delivery is signed): a retry that
         // overtook its first attempt. Not final: come back when the first check is over.
@@ -201,6 +215,9 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         }
     }
 
+    // Only paid work is verified, stored and settled: a listed order accepted here, or one whose
+    // book and bond the chain shows now.
+    check_result_backed(shared, &order.order, &acceptance, listed.as_ref()).await?;
     stages.lap(IngestStage::Decode);
 
     // The proof: the CPU-heavy part runs off the async workers, a few at a time.
@@ -266,8 +283,9 @@ async fn ingest(shared: &Shared, request: SubmitRequest) -> Result<TaskView, Api
         return Err(refuse(ApiError::rejected(reason)));
     }
 
-    // The chain: nonce unused, deadline ahead, model active. (A book that cannot pay does not stop
-    // the result: settled unpaid, the order can no longer be disputed, which the provider needs.)
+    // The chain: nonce unused, deadline ahead, model active. (A book drained since the backing
+    // check does not stop the result: settled unpaid, the order can no longer be disputed, which
+    // the provider needs.)
     let chain = &shared.chain;
     // The model may have been deregistered since: the contract still settles it under a root
     // that lists it while that root is accepted (current or in its grace window), and this
