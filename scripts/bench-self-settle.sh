@@ -43,8 +43,8 @@ $BIN/tgrid-prover --json prove "$DATA/cnn.tgm" --input "$DATA/input.json" --task
   --out "$DATA/proof.tgp" > /dev/null
 
 STARTED=$(date +%s.%N)
-$BIN/tgrid-prover --json settle --order "$DATA/order.json" --proof "$DATA/proof.tgp" --model "$DATA/cnn.tgm" \
-  --private-key $PROVIDER_KEY --insecure-devnet-key --keys-dir .tgrid/keys > "$DATA/settle.json"
+TGRID_PRIVATE_KEY=$PROVIDER_KEY $BIN/tgrid-prover --json settle --order "$DATA/order.json" --proof "$DATA/proof.tgp" \
+  --model "$DATA/cnn.tgm" --insecure-devnet-key --keys-dir .tgrid/keys > "$DATA/settle.json"
 ENDED=$(date +%s.%N)
 node -e '
 const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").pop());

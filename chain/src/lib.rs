@@ -12,6 +12,7 @@ mod deployment;
 mod devnet;
 mod error;
 pub mod governance;
+pub mod keys;
 pub mod market;
 
 pub use amount::{format_tgrid, parse_tgrid};

@@ -14,7 +14,7 @@ use tgrid_circuits::ModelFile;
 use tgrid_cli::{bad_input, parse_hex};
 
 /// Anvil's first default account key (public knowledge): the default signer on a local devnet
-/// only (chain id 31337); any other chain needs --private-key.
+/// only (chain id 31337); any other chain needs a keystore or TGRID_PRIVATE_KEY.
 const ANVIL_KEY_0: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 /// The placeholder key of read-only connections (nothing is ever signed with it).
 const READ_ONLY_KEY: &str = "0x0000000000000000000000000000000000000000000000000000000000000001";
@@ -30,7 +30,7 @@ const MAX_JSON_FILE_BYTES: u64 = 1 << 20;
 pub(crate) struct Globals {
     pub(crate) rpc: String,
     pub(crate) deployment: PathBuf,
-    pub(crate) private_key: Option<String>,
+    pub(crate) keystore: Option<tgrid_chain::keys::Keystore>,
     pub(crate) state_dir: PathBuf,
 }
 
@@ -97,15 +97,16 @@ async fn connect_as(g: &Globals, signing: bool) -> Result<Ctx> {
         Err(e @ tgrid_chain::Error::WrongChain { .. }) => return Err(bad_input(e)),
         Err(e) => return Err(e.into()),
     };
-    let key = match (&g.private_key, chain_id) {
-        (Some(k), _) => k.clone(),
-        (None, ANVIL_CHAIN_ID) => ANVIL_KEY_0.to_string(),
-        (None, _) if !signing => READ_ONLY_KEY.to_string(),
+    let signer = match (tgrid_chain::keys::signer_from(g.keystore.as_ref()).map_err(bad_input)?, chain_id) {
+        (Some(signer), _) => signer,
+        (None, ANVIL_CHAIN_ID) => tgrid_chain::parse_signer(ANVIL_KEY_0)?,
+        (None, _) if !signing => tgrid_chain::parse_signer(READ_ONLY_KEY)?,
         (None, _) => {
-            return Err(bad_input(anyhow!("--private-key (or TGRID_PRIVATE_KEY) is needed off the local devnet")))
+            return Err(bad_input(anyhow!(
+                "off the local devnet a signing command needs --keystore (or TGRID_KEYSTORE) or the key in TGRID_PRIVATE_KEY"
+            )))
         }
     };
-    let signer = tgrid_chain::parse_signer(&key).map_err(bad_input)?;
     let me = signer.address();
     Ok(Ctx { chain: tgrid_chain::signing(&g.rpc, signer.clone())?, deployment, signer, me, chain_id })
 }

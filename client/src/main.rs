@@ -29,7 +29,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use tgrid_cli::Output;
+use tgrid_chain::keys::Keystore;
+use tgrid_cli::{bad_input, Output};
 
 use crate::common::Globals;
 
@@ -46,9 +47,16 @@ struct Cli {
     /// Deployment file written by Deploy.s.sol.
     #[arg(long, global = true, env = "TGRID_DEPLOYMENT", default_value = tgrid_chain::DEFAULT_DEPLOYMENT)]
     deployment: PathBuf,
-    /// Key of the account that signs (default on a local anvil only: anvil account 0).
-    #[arg(long, global = true, env = "TGRID_PRIVATE_KEY", hide_env_values = true)]
-    private_key: Option<String>,
+    /// Encrypted keystore of the account that signs (Web3 Secret Storage, as Foundry's `cast
+    /// wallet import` writes under ~/.foundry/keystores), its password from --password-file or
+    /// TGRID_KEYSTORE_PASSWORD. Without it, the raw key in the environment variable
+    /// TGRID_PRIVATE_KEY; without that, anvil account 0 on a local anvil only. A key is never an
+    /// argument: any process on the machine can read another's arguments.
+    #[arg(long, global = true, env = "TGRID_KEYSTORE")]
+    keystore: Option<PathBuf>,
+    /// File whose first line is the keystore's password.
+    #[arg(long, global = true, env = "TGRID_KEYSTORE_PASSWORD_FILE")]
+    password_file: Option<PathBuf>,
     /// Local state: signed orders (`orders/<hash>.json`) and each poster's next order index per
     /// book (`poster/<address>.json`).
     #[arg(long, global = true, env = "TGRID_STATE_DIR", default_value = ".tgrid")]
@@ -97,8 +105,11 @@ fn main() {
 }
 
 async fn run(cli: Cli, out: Output) -> Result<()> {
-    let g =
-        Globals { rpc: cli.rpc, deployment: cli.deployment, private_key: cli.private_key, state_dir: cli.state_dir };
+    if cli.password_file.is_some() && cli.keystore.is_none() {
+        return Err(bad_input(anyhow::anyhow!("--password-file is the password of a --keystore; none is given")));
+    }
+    let keystore = cli.keystore.map(|path| Keystore { path, password_file: cli.password_file });
+    let g = Globals { rpc: cli.rpc, deployment: cli.deployment, keystore, state_dir: cli.state_dir };
     match cli.command {
         Command::Deposit(c) => deposit::run(c, &g, out).await,
         Command::Order(c) => order::run(c, &g, out).await,

@@ -45,7 +45,14 @@ impl Tgrid {
     fn run<S: AsRef<OsStr> + Debug>(&self, args: &[S]) -> std::process::Output {
         let mut cmd = Command::new(BIN);
         cmd.arg("--json").args(args).current_dir(&self.dir);
-        for name in ["TGRID_PRIVATE_KEY", "TGRID_RELAY_URL", "TGRID_STATE_DIR"] {
+        for name in [
+            "TGRID_PRIVATE_KEY",
+            "TGRID_KEYSTORE",
+            "TGRID_KEYSTORE_PASSWORD",
+            "TGRID_KEYSTORE_PASSWORD_FILE",
+            "TGRID_RELAY_URL",
+            "TGRID_STATE_DIR",
+        ] {
             cmd.env_remove(name);
         }
         cmd.envs(self.env.iter().map(|(k, v)| (*k, v.as_str()))).output().unwrap()
@@ -68,6 +75,22 @@ impl Tgrid {
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["ok"], false);
     }
+}
+
+/// An encrypted keystore of `signer` (as `cast wallet import` writes) and its password file, in
+/// `dir`: the provider signs through it, never with a key on the command line.
+fn keystore_of(dir: &Path, signer: &alloy::signers::local::PrivateKeySigner) -> (String, String) {
+    let password = dir.join("provider.password");
+    std::fs::write(&password, "correct horse\n").unwrap();
+    alloy::signers::local::PrivateKeySigner::encrypt_keystore(
+        dir,
+        &mut rand::thread_rng(),
+        signer.to_bytes(),
+        "correct horse",
+        Some("provider.keystore"),
+    )
+    .unwrap();
+    (dir.join("provider.keystore").display().to_string(), password.display().to_string())
 }
 
 /// A model file of a tiny model (its digests are placeholders: nothing proves here) and an input.
@@ -102,10 +125,10 @@ fn a_poster_and_a_provider_through_the_market_on_anvil() {
         ],
     };
     let provider = devnet.signer(3);
-    let provider_key = provider.to_bytes().to_string();
+    let (keystore, password_file) = keystore_of(work.path(), &provider);
     let with =
         |head: &[&str], tail: &[&str]| -> Vec<String> { head.iter().chain(tail).map(|s| s.to_string()).collect() };
-    let as_provider = |args: &[&str]| with(&["--private-key", &provider_key], args);
+    let as_provider = |args: &[&str]| with(&["--keystore", &keystore, "--password-file", &password_file], args);
     let post = |extra: &[&str]| with(&["order", "post", "--model", &model, "--input", &input], extra);
 
     // The poster (anvil account 0, holding the supply) funds a book of 10 orders of up to 10 TGRID.
@@ -155,6 +178,22 @@ fn a_poster_and_a_provider_through_the_market_on_anvil() {
     // The provider bonds and accepts order 2 (a signed acceptance), then lets it expire.
     let staked = t.ok(&as_provider(&["stake", "add", "500"]));
     assert_eq!(staked["bonded"], "500");
+    // Keys are never arguments (other processes read them): `--private-key` is no option. The
+    // raw key in TGRID_PRIVATE_KEY signs as the same account; a wrong keystore password is a
+    // clear error.
+    let provider_key = provider.to_bytes().to_string();
+    let refused = t.run(&["--private-key", provider_key.as_str(), "stake", "status"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--private-key"));
+    let help = String::from_utf8_lossy(&t.run(&["--help"]).stdout).to_string();
+    assert!(help.contains("--keystore") && !help.contains("--private-key"), "{help}");
+    let from_env =
+        Tgrid { dir: t.dir.clone(), env: [t.env.clone(), vec![("TGRID_PRIVATE_KEY", provider_key.clone())]].concat() };
+    let added = from_env.ok(&["stake", "add", "1"]);
+    assert_eq!(added["bonded"], "501", "the same account: {added}");
+    let wrong_password = work.path().join("wrong.password").display().to_string();
+    std::fs::write(&wrong_password, "incorrect horse").unwrap();
+    t.fails(&["--keystore", &keystore, "--password-file", &wrong_password, "stake", "add", "1"], 2, "wrong password");
     let domain = MarketDomain::of(devnet.deployment());
     let acceptance = Acceptance::sign(hash2.parse().unwrap(), &provider, &domain).unwrap();
     let acceptance_file = work.path().join("acceptance.json").display().to_string();
@@ -182,14 +221,14 @@ fn a_poster_and_a_provider_through_the_market_on_anvil() {
 
     // The provider's bond: slashed once; unbonding; not withdrawable yet; no earnings.
     let bond = t.ok(&as_provider(&["stake", "status"]));
-    assert_eq!((bond["bonded"].as_str(), bond["tasks_slashed"].as_u64()), (Some("490"), Some(1)), "{bond}");
-    t.fails(&as_provider(&["stake", "unbond", "491"]), 2, "can unbond at most that");
+    assert_eq!((bond["bonded"].as_str(), bond["tasks_slashed"].as_u64()), (Some("491"), Some(1)), "{bond}");
+    t.fails(&as_provider(&["stake", "unbond", "492"]), 2, "can unbond at most that");
     let unbonding = t.ok(&as_provider(&["stake", "unbond", "100"]));
     assert_eq!(unbonding["unbonding"], "100");
     t.fails(&as_provider(&["stake", "withdraw"]), 1, "is ready at unix time");
     t.fails(&as_provider(&["earnings", "withdraw"]), 1, "nothing to withdraw");
     let status = t.ok(&["stake", "status", &provider.address().to_string()]);
-    assert_eq!((status["bonded"].as_str(), status["unbonding"].as_str()), (Some("390"), Some("100")));
+    assert_eq!((status["bonded"].as_str(), status["unbonding"].as_str()), (Some("391"), Some("100")));
 
     // The poster closes the book: it cannot be withdrawn before it unlocks, nor back new orders.
     t.fails(&["deposit", "withdraw", "0"], 1, "is open: close it first");
@@ -291,10 +330,10 @@ fn relayed_orders_settle_their_results_check_and_accepted_orders_are_disputed() 
         ],
     };
     let provider = devnet.signer(3);
-    let provider_key = provider.to_bytes().to_string();
+    let (keystore, password_file) = keystore_of(work.path(), &provider);
     let with =
         |head: &[&str], tail: &[&str]| -> Vec<String> { head.iter().chain(tail).map(|s| s.to_string()).collect() };
-    let as_provider = |args: &[&str]| with(&["--private-key", &provider_key], args);
+    let as_provider = |args: &[&str]| with(&["--keystore", &keystore, "--password-file", &password_file], args);
     let post = |extra: &[&str]| with(&["order", "post", "--model", &model, "--input", &input], extra);
     let accept = |hash: &str| {
         let mut view: OrderView =

@@ -141,9 +141,16 @@ enum Command {
         /// Deployment file written by Deploy.s.sol.
         #[arg(long, env = "TGRID_DEPLOYMENT", default_value = tgrid_chain::DEFAULT_DEPLOYMENT)]
         deployment: PathBuf,
-        /// The provider's key (default: anvil account 1, on a local anvil only).
-        #[arg(long, env = "TGRID_PRIVATE_KEY")]
-        private_key: Option<String>,
+        /// Encrypted keystore of the provider's account (Web3 Secret Storage, as Foundry's `cast
+        /// wallet import` writes), its password from --password-file or TGRID_KEYSTORE_PASSWORD.
+        /// Without it, the raw key in the environment variable TGRID_PRIVATE_KEY; without that,
+        /// anvil account 1 on the devnet chain only. A key is never an argument: any process on
+        /// the machine can read another's arguments.
+        #[arg(long, env = "TGRID_KEYSTORE")]
+        keystore: Option<PathBuf>,
+        /// File whose first line is the keystore's password.
+        #[arg(long, env = "TGRID_KEYSTORE_PASSWORD_FILE", requires = "keystore")]
+        password_file: Option<PathBuf>,
         /// The ceremony's Groth16 proving key of the wrap circuit.
         #[arg(long, conflicts_with = "insecure_devnet_key")]
         proving_key: Option<PathBuf>,
@@ -164,7 +171,8 @@ enum Command {
     ///
     /// Settings (defaults for a local devnet, then the file, then TGRID_PROVIDER_<SETTING>
     /// variables; lists comma-separated): rpc_url, deployment, private_key (default: anvil
-    /// account 1, devnet chain only), models (.tgm files), inputs_dir or inputs_url (the input
+    /// account 1, devnet chain only) or keystore (an encrypted Web3 keystore, with
+    /// keystore_password_file or TGRID_KEYSTORE_PASSWORD), models (.tgm files), inputs_dir or inputs_url (the input
     /// store: <input commitment>.json files), sequencer_url (relay and sequencer), data_dir,
     /// stake_tgrid, settle_margin_secs (time an accepted order must leave after proving),
     /// self_settle (default true) and self_settle_before_secs (settle unsettled orders this long
@@ -462,7 +470,8 @@ fn run(command: Command, out: &Output) -> Result<()> {
             models,
             rpc,
             deployment,
-            private_key,
+            keystore,
+            password_file,
             proving_key,
             insecure_devnet_key,
             keys_dir,
@@ -477,7 +486,8 @@ fn run(command: Command, out: &Output) -> Result<()> {
                     )))
                 }
             };
-            settle_command(orders, proofs, models, &rpc, &deployment, private_key, key, fri, out)
+            let keystore = keystore.map(|path| tgrid_chain::keys::Keystore { path, password_file });
+            settle_command(orders, proofs, models, &rpc, &deployment, keystore.as_ref(), key, fri, out)
         }
         Command::Run { config, print_settings } => {
             let mut settings = daemon::Settings::load(config.as_deref()).map_err(bad_input)?;
@@ -523,7 +533,7 @@ fn settle_command(
     models: Vec<PathBuf>,
     rpc: &str,
     deployment: &Path,
-    private_key: Option<String>,
+    keystore: Option<&tgrid_chain::keys::Keystore>,
     key: settle::WrapKeySetting,
     fri: FriArg,
     out: &Output,
@@ -536,8 +546,18 @@ fn settle_command(
         )));
     }
     let deployment = tgrid_chain::Deployment::load(deployment).map_err(bad_input)?;
-    let key_hex = private_key.unwrap_or_else(|| daemon::ANVIL_KEY_1.to_string());
-    let signer = tgrid_chain::parse_signer(&key_hex).map_err(bad_input)?;
+    let signer = match tgrid_chain::keys::signer_from(keystore).map_err(bad_input)? {
+        Some(signer) => signer,
+        None if deployment.chain_id == tgrid_chain::DEVNET_CHAIN_ID => {
+            tgrid_chain::parse_signer(daemon::ANVIL_KEY_1).map_err(bad_input)?
+        }
+        None => {
+            return Err(bad_input(anyhow::anyhow!(
+                "chain {} is not the devnet: give --keystore (or TGRID_KEYSTORE) or the key in TGRID_PRIVATE_KEY",
+                deployment.chain_id
+            )))
+        }
+    };
     let me = signer.address();
     let domain = tgrid_chain::market::MarketDomain::of(&deployment);
     let files = models.iter().map(|p| load_model(p)).collect::<Result<Vec<_>>>()?;

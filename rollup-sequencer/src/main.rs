@@ -110,7 +110,8 @@ enum Command {
     /// under ./.tgrid/sequencer, API on 127.0.0.1:8080). Every setting can also come from the
     /// environment as TGRID_SEQUENCER_<SETTING> (e.g. TGRID_SEQUENCER_MAX_BATCH_TASKS=8).
     ///
-    /// Settings: rpc_url, deployment, registry, data_dir, listen, private_key, max_batch_tasks,
+    /// Settings: rpc_url, deployment, registry, data_dir, listen, private_key (or keystore, an
+    /// encrypted Web3 keystore, with keystore_password_file or TGRID_KEYSTORE_PASSWORD), max_batch_tasks,
     /// max_batch_age_secs, deadline_margin_secs, confirmations, gas_bump_after_secs, wrap_fri
     /// (production | insecure-test), proving_key (a ceremony key) or insecure_devnet_key = true
     /// (INSECURE, devnet chain only: one of the two is required), insecure_devnet_keys_dir, max_body_bytes,
@@ -285,7 +286,7 @@ fn run_service(config: Option<&Path>, print_settings: bool) -> Result<()> {
              wrap_fri = insecure-test): anyone can forge them. Devnets and tests only."
         );
     }
-    if settings.private_key == service::config::ANVIL_KEY_0 {
+    if settings.keystore.is_none() && settings.private_key == service::config::ANVIL_KEY_0 {
         eprintln!("WARNING: signing with anvil's public default key 0: local devnets only.");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

@@ -102,7 +102,7 @@ async fn a_provider_settles_its_own_result_with_the_cli() {
             args.extend(["--proof", p]);
         }
         args.extend(["--model", &model]);
-        args.extend(["--rpc", &rpc, "--deployment", &deployment, "--private-key", &provider_key]);
+        args.extend(["--rpc", &rpc, "--deployment", &deployment]);
         args.extend(["--insecure-devnet-key", "--keys-dir", &keys_dir, "--fri", "insecure-test"]);
         args.iter().map(|a| a.to_string()).collect::<Vec<String>>()
     };
@@ -110,12 +110,14 @@ async fn a_provider_settles_its_own_result_with_the_cli() {
     // An order without its proof is refused at once (exit 2), naming the mismatch.
     let (order_file, proof_file) = (w("order.json"), w("proof.tgp"));
     let args = settle(&[&order_file, &order_file], &[&proof_file]);
-    let refused = run("tgrid-prover", &args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    // The provider's key comes from the environment, never the command line.
+    let key_env = [("TGRID_PRIVATE_KEY", provider_key.clone())];
+    let refused = run("tgrid-prover", &args.iter().map(String::as_str).collect::<Vec<_>>(), &key_env);
     assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("2 --order but 1 --proof"));
 
     let args = settle(&[&order_file], &[&proof_file]);
-    let settled = json("tgrid-prover", &args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    let settled = json("tgrid-prover", &args.iter().map(String::as_str).collect::<Vec<_>>(), &key_env);
     assert_eq!(settled["leaves_reused"], 0, "{settled}");
     assert_eq!(
         (settled["skipped"].as_array().map(Vec::len), settled["unpaid"].as_array().map(Vec::len)),

@@ -132,7 +132,7 @@ impl Daemon {
         let deployment = Deployment::load(&settings.deployment)?;
         // The deployment's chain id is the node's (check_chain below).
         settings.check_chain(deployment.chain_id)?;
-        let signer = tgrid_chain::parse_signer(&settings.private_key)?;
+        let signer = settings.signer()?;
         let me = signer.address();
         let chain = tgrid_chain::signing(&settings.rpc_url, signer.clone())?;
         tgrid_chain::check_chain(&chain, &settings.rpc_url, &deployment).await?;

@@ -27,8 +27,14 @@ pub struct Settings {
     pub rpc_url: String,
     /// Deployment file written by `Deploy.s.sol`.
     pub deployment: PathBuf,
-    /// The provider account's key (default: anvil account 1, devnet only).
+    /// The provider account's key (default: anvil account 1, devnet only). Ignored when
+    /// `keystore` is set.
     pub private_key: String,
+    /// Encrypted keystore of the provider's account (Web3 Secret Storage, as Foundry's `cast
+    /// wallet import` writes), instead of a raw key in this file or the environment.
+    pub keystore: Option<PathBuf>,
+    /// File whose first line is the keystore's password; without it, TGRID_KEYSTORE_PASSWORD.
+    pub keystore_password_file: Option<PathBuf>,
     /// Compiled models (.tgm) this provider runs; orders of other models are ignored.
     pub models: Vec<PathBuf>,
     /// Input store: posters publish each input as `<input commitment>.json` (EZKL format) in this
@@ -94,6 +100,8 @@ impl Default for Settings {
             rpc_url: tgrid_chain::DEFAULT_RPC_URL.into(),
             deployment: tgrid_chain::DEFAULT_DEPLOYMENT.into(),
             private_key: ANVIL_KEY_1.into(),
+            keystore: None,
+            keystore_password_file: None,
             models: Vec::new(),
             inputs_dir: ".tgrid/inputs".into(),
             inputs_url: String::new(),
@@ -132,10 +140,21 @@ impl Settings {
                  key serves the devnet chain ({DEVNET_CHAIN_ID}) only; give the ceremony key file"
             );
         }
-        if self.private_key.eq_ignore_ascii_case(ANVIL_KEY_1) {
+        if self.keystore.is_none() && self.private_key.eq_ignore_ascii_case(ANVIL_KEY_1) {
             bail!("provider settings: private_key is anvil's public key 1 on chain {chain_id}: set your own");
         }
         Ok(())
+    }
+
+    /// The provider's signing key: the keystore's if one is set, else `private_key`.
+    pub fn signer(&self) -> Result<alloy::signers::local::PrivateKeySigner> {
+        Ok(match &self.keystore {
+            Some(path) => {
+                tgrid_chain::keys::Keystore { path: path.clone(), password_file: self.keystore_password_file.clone() }
+                    .signer()?
+            }
+            None => tgrid_chain::parse_signer(&self.private_key)?,
+        })
     }
 
     /// The self-settlement key.
@@ -149,8 +168,9 @@ impl Settings {
 
     /// Defaults, then `file`, then the environment.
     pub fn load(file: Option<&Path>) -> Result<Self> {
-        let s: Settings = tgrid_cli::layered_settings(file, std::env::vars(), ENV_PREFIX, &[])
-            .map_err(|e| anyhow!("provider settings: {e}"))?;
+        let s: Settings =
+            tgrid_cli::layered_settings(file, std::env::vars(), ENV_PREFIX, &["keystore", "keystore_password_file"])
+                .map_err(|e| anyhow!("provider settings: {e}"))?;
         if s.models.is_empty() {
             bail!("provider settings: no models (set `models = [\"model.tgm\"]` or {ENV_PREFIX}MODELS)");
         }
@@ -211,5 +231,34 @@ mod tests {
         let s = Settings::load(Some(&file)).unwrap();
         assert_eq!(s.wrap_key_setting(), WrapKeySetting::File("/keys/ceremony.pk".into()));
         assert_eq!(s.wrap_fri, WrapFri::InsecureTest);
+    }
+
+    #[test]
+    fn a_keystore_replaces_the_raw_key_and_lifts_the_devnet_only_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = tgrid_chain::parse_signer(ANVIL_KEY_1).unwrap();
+        let mut rng = rand::thread_rng();
+        alloy::signers::local::PrivateKeySigner::encrypt_keystore(
+            dir.path(),
+            &mut rng,
+            key.to_bytes(),
+            "pw",
+            Some("ks"),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("pw"), "pw\n").unwrap();
+        let file = dir.path().join("provider.toml");
+        let settings = format!(
+            "models = [\"a.tgm\"]\nself_settle = false\nkeystore = {:?}\nkeystore_password_file = {:?}\n",
+            dir.path().join("ks"),
+            dir.path().join("pw")
+        );
+        std::fs::write(&file, settings).unwrap();
+        let s = Settings::load(Some(&file)).unwrap();
+        assert_eq!(s.signer().unwrap().address(), key.address());
+        // The unused default raw key is not what signs, so any chain may be used.
+        s.check_chain(10).unwrap();
+        std::fs::write(dir.path().join("pw"), "not it").unwrap();
+        assert!(s.signer().unwrap_err().to_string().contains("wrong password"));
     }
 }

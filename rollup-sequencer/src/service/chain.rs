@@ -87,9 +87,18 @@ impl Chain {
     /// Connects and checks the node's chain id against the deployment file (and warns when the
     /// key has no sequencer role).
     pub async fn connect(rpc_url: &str, deployment: Deployment, private_key: &str) -> Result<Self, ServiceError> {
-        let url = rpc_url.parse().map_err(|e| ServiceError::Config(format!("rpc_url {rpc_url:?}: {e}")))?;
         let signer: PrivateKeySigner =
             private_key.parse().map_err(|_| ServiceError::Config("private_key is not a 32-byte hex key".into()))?;
+        Self::connect_as(rpc_url, deployment, signer).await
+    }
+
+    /// As [`connect`](Self::connect), signing with `signer`.
+    pub async fn connect_as(
+        rpc_url: &str,
+        deployment: Deployment,
+        signer: PrivateKeySigner,
+    ) -> Result<Self, ServiceError> {
+        let url = rpc_url.parse().map_err(|e| ServiceError::Config(format!("rpc_url {rpc_url:?}: {e}")))?;
         let sender = signer.address();
         let provider = ProviderBuilder::new().disable_recommended_fillers().connect_http(url).erased();
         tgrid_chain::check_chain(&provider, rpc_url, &deployment).await.map_err(|e| match e {

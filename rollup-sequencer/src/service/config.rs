@@ -30,8 +30,13 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// Key of the settling account (its sequencer role gives priority before each order's
     /// self-settlement window; without it, orders settle only inside that window). Default: anvil
-    /// account 0, devnet only.
+    /// account 0, devnet only. Ignored when `keystore` is set.
     pub private_key: String,
+    /// Encrypted keystore of the settling account (Web3 Secret Storage, as Foundry's `cast
+    /// wallet import` writes), instead of a raw key in the settings or the environment.
+    pub keystore: Option<PathBuf>,
+    /// File whose first line is the keystore's password; without it, TGRID_KEYSTORE_PASSWORD.
+    pub keystore_password_file: Option<PathBuf>,
     /// A batch closes when it holds this many tasks...
     pub max_batch_tasks: usize,
     /// ...or when its first task has waited this long...
@@ -95,6 +100,8 @@ impl Default for Settings {
             data_dir: ".tgrid/sequencer".into(),
             listen: ([127, 0, 0, 1], 8080).into(),
             private_key: ANVIL_KEY_0.into(),
+            keystore: None,
+            keystore_password_file: None,
             max_batch_tasks: 16,
             max_batch_age_secs: 60,
             deadline_margin_secs: 600,
@@ -118,10 +125,25 @@ impl Default for Settings {
     }
 }
 
+/// The settings that have no default.
+const OPTIONAL_SETTINGS: [&str; 4] = ["proving_key", "job_queue", "keystore", "keystore_password_file"];
+
 /// Prefix of the environment variables overriding settings.
 pub const ENV_PREFIX: &str = "TGRID_SEQUENCER_";
 
 impl Settings {
+    /// The settling account's key: the keystore's if one is set, else `private_key`.
+    pub fn signer(&self) -> Result<alloy::signers::local::PrivateKeySigner, ServiceError> {
+        match &self.keystore {
+            Some(path) => {
+                tgrid_chain::keys::Keystore { path: path.clone(), password_file: self.keystore_password_file.clone() }
+                    .signer()
+            }
+            None => tgrid_chain::parse_signer(&self.private_key),
+        }
+        .map_err(|e| ServiceError::Config(e.to_string()))
+    }
+
     /// Defaults, then `file` (if any), then the environment.
     pub fn load(file: Option<&Path>) -> Result<Self, ServiceError> {
         Self::load_with_env(file, std::env::vars())
@@ -132,8 +154,8 @@ impl Settings {
         file: Option<&Path>,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self, ServiceError> {
-        let settings: Settings = tgrid_cli::layered_settings(file, env, ENV_PREFIX, &["proving_key", "job_queue"])
-            .map_err(|e| {
+        let settings: Settings =
+            tgrid_cli::layered_settings(file, env, ENV_PREFIX, &OPTIONAL_SETTINGS).map_err(|e| {
                 if e.ends_with(": unknown setting") {
                     ServiceError::Config(format!("{e} (see `tgrid-sequencer run --help`)"))
                 } else {
@@ -209,7 +231,7 @@ impl Settings {
                  ({DEVNET_CHAIN_ID}) only"
             )));
         }
-        if self.private_key.eq_ignore_ascii_case(ANVIL_KEY_0) {
+        if self.keystore.is_none() && self.private_key.eq_ignore_ascii_case(ANVIL_KEY_0) {
             return Err(ServiceError::Config(format!(
                 "private_key is anvil's public key 0 on chain {chain_id}: anyone could spend from it; set your own"
             )));

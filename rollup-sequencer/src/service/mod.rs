@@ -241,7 +241,7 @@ pub async fn run(
         tgrid_chain::Deployment::load(&settings.deployment).map_err(|e| ServiceError::Config(e.to_string()))?;
     // The deployment's chain id is the node's (Chain::connect checks it).
     settings.check_chain(deployment.chain_id)?;
-    let chain = Chain::connect(&settings.rpc_url, deployment, &settings.private_key).await?;
+    let chain = Chain::connect_as(&settings.rpc_url, deployment, settings.signer()?).await?;
     let registry_file = RegistryFile::load(&settings.registry)
         .map_err(|e| ServiceError::Config(format!("registry {}: {e}", settings.registry.display())))?;
     let store = Store::open(&settings.data_dir)?;

@@ -90,7 +90,7 @@ fn pad_sources(dims: &[usize], begin: &[i64], out_dims: &[usize], mode: &str) ->
         };
         Some(p as usize)
     };
-    let strides = crate::tensor::strides(&dims);
+    let strides = crate::tensor::strides(dims);
     let total: usize = out_dims.iter().product();
     (0..total)
         .map(|flat| {

@@ -148,7 +148,7 @@ fn transform_moves(transform: Transform, scale: f64) -> bool {
 /// The flat input index of every output cell, `per_axis[a][o]` the input index along axis `a`.
 fn gather_map(dims: &[usize], out_dims: &[usize], per_axis: &[Vec<usize>]) -> Vec<u32> {
     let rank = dims.len();
-    let strides = crate::tensor::strides(&dims);
+    let strides = crate::tensor::strides(dims);
     let total: usize = out_dims.iter().product();
     (0..total)
         .map(|flat| {
