@@ -120,15 +120,26 @@ pub fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
+/// The kind of an `Option` setting of [`layered_settings`], which its environment variable's
+/// text is read as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptionalSetting {
+    /// A string or a path.
+    Text,
+    /// An integer.
+    Integer,
+}
+
 /// Layered settings of a long-running command: `T::default()`, overridden by the TOML `file`,
 /// overridden by environment variables `<prefix><FIELD>` (field name upper case). Unknown
 /// settings and ill-typed values are errors naming them. `optional` lists the `Option` fields
-/// (absent from the defaults' table, so they are accepted by name).
+/// with their kind (absent from the defaults' table, so they are accepted by name and typed from
+/// this list when they come from the environment).
 pub fn layered_settings<T>(
     file: Option<&std::path::Path>,
     env: impl IntoIterator<Item = (String, String)>,
     prefix: &str,
-    optional: &[&str],
+    optional: &[(&str, OptionalSetting)],
 ) -> Result<T, String>
 where
     T: serde::Serialize + serde::de::DeserializeOwned + Default,
@@ -145,7 +156,7 @@ where
         let text = std::fs::read_to_string(path).map_err(|e| at(&e))?;
         let from_file: toml::Table = text.parse().map_err(|e| at(&e))?;
         for (k, v) in from_file {
-            if !table.contains_key(&k) && !optional.contains(&k.as_str()) {
+            if !table.contains_key(&k) && !optional.iter().any(|(name, _)| *name == k) {
                 return Err(at(&format!("unknown setting {k:?}")));
             }
             table.insert(k, v);
@@ -154,7 +165,13 @@ where
     for (name, value) in env {
         let Some(key) = name.strip_prefix(prefix) else { continue };
         let key = key.to_ascii_lowercase();
-        let typed = match table.get(&key) {
+        let kind = table.get(&key).cloned().or_else(|| {
+            optional.iter().find(|(name, _)| *name == key).map(|(_, kind)| match kind {
+                OptionalSetting::Text => toml::Value::String(String::new()),
+                OptionalSetting::Integer => toml::Value::Integer(0),
+            })
+        });
+        let typed = match kind {
             Some(toml::Value::Integer(_)) => {
                 toml::Value::Integer(value.parse().map_err(|_| format!("{name}={value:?} is not an integer"))?)
             }
@@ -171,7 +188,6 @@ where
                     .collect(),
             ),
             Some(_) => toml::Value::String(value),
-            None if optional.contains(&key.as_str()) => toml::Value::String(value),
             None => return Err(format!("{name}: unknown setting")),
         };
         table.insert(key, typed);

@@ -115,7 +115,10 @@ enum Command {
     /// max_batch_age_secs, deadline_margin_secs, confirmations, gas_bump_after_secs, wrap_fri
     /// (production | insecure-test), proving_key (a ceremony key) or insecure_devnet_key = true
     /// (INSECURE, devnet chain only: one of the two is required), insecure_devnet_keys_dir, max_body_bytes,
-    /// request_timeout_secs, submissions_per_provider_per_sec, submissions_per_client_per_sec (per
+    /// request_timeout_secs, header_timeout_secs (request headers, and idle kept-alive connections),
+    /// max_connections and max_connections_per_client (more are closed on arrival), retention_secs
+    /// (settled tasks, their batches and listed orders are forgotten this long after their
+    /// deadline; default 30 days), submissions_per_provider_per_sec, submissions_per_client_per_sec (per
     /// client address, before the order's backing is read), relay_requests_per_client_per_sec
     /// (orders, acceptances and sealing keys per client address: each costs chain reads), poll_interval_ms,
     /// registry_poll_secs (how often the on-chain registry root is compared with the registry

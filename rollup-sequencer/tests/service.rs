@@ -36,6 +36,7 @@ use tgrid_chain::{advance_time, Devnet, DevnetConfig};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{commit, SegmentPlan, TaskProver};
 use tgrid_sequencer::service::chain::Chain;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod common;
 mod fault_proxy;
@@ -239,6 +240,8 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
             ("MAX_BODY_BYTES", (1usize << 20).to_string()),
             ("RELAY_REQUESTS_PER_CLIENT_PER_SEC", "5".into()),
             ("SUBMISSIONS_PER_CLIENT_PER_SEC", "20".into()),
+            ("MAX_CONNECTIONS_PER_CLIENT", "8".into()),
+            ("HEADER_TIMEOUT_SECS", "3".into()),
         ]
         .into_iter()
         .map(|(k, v)| (format!("TGRID_SEQUENCER_{k}"), v))
@@ -463,6 +466,54 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     assert!(limited > 0, "none of 100 limited");
     assert_eq!(proxy.calls_to(ITaskMarket::bookCall::SELECTOR) - book_reads, 100 - limited, "one read per admitted");
 
+    // Slowloris: one client (127.0.0.5) opens 20 connections and sends half a request's headers
+    // on each. It keeps 8 (max_connections_per_client), the other 12 are closed on arrival; the
+    // service answers others meanwhile, and closes the 8 once their headers are 3 s late.
+    let refused_connections = |text: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix("tgrid_sequencer_refused_connections_total "))
+            .map(|n| n.parse().unwrap())
+            .unwrap_or_else(|| panic!("no refused connections count: {text}"))
+    };
+    let metrics_text = || async { http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap() };
+    let refused_before = refused_connections(&metrics_text().await);
+    let service_addr: std::net::SocketAddr = api.trim_start_matches("http://").parse().unwrap();
+    let mut slow = Vec::new();
+    for _ in 0..20 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.5:0".parse().unwrap()).unwrap();
+        let mut stream = socket.connect(service_addr).await.unwrap();
+        // A refused connection may already be closed: the write may fail.
+        let _ = stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: sequencer\r\nX-Slow: ").await;
+        slow.push(stream);
+    }
+    // The refused are closed at once; the held wait (all checked well within the 3 s).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut held = 0;
+    for stream in &mut slow {
+        let mut buf = [0u8; 256];
+        match tokio::time::timeout(Duration::from_millis(50), stream.read(&mut buf)).await {
+            Err(_) => held += 1,
+            Ok(Ok(0)) | Ok(Err(_)) => {}
+            Ok(Ok(n)) => panic!("half a request answered: {}", String::from_utf8_lossy(&buf[..n])),
+        }
+    }
+    assert_eq!(held, 8, "the client keeps its 8 connections, no more");
+    let (code, v) = get(&http, &format!("{api}/v1/status")).await;
+    assert_eq!(code, 200, "another client is served meanwhile: {v}");
+    assert_eq!(refused_connections(&metrics_text().await) - refused_before, 12);
+    let started = Instant::now();
+    for stream in &mut slow {
+        let mut buf = [0u8; 256];
+        match tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf)).await {
+            Err(_) => panic!("a connection with late headers still open after {:?}", started.elapsed()),
+            Ok(Ok(0)) | Ok(Err(_)) => {}
+            // hyper may say why before it closes.
+            Ok(Ok(n)) => assert!(buf[..n].starts_with(b"HTTP/1.1 4"), "{}", String::from_utf8_lossy(&buf[..n])),
+        }
+    }
+    drop(slow);
+
     // A leaf proof that is not the task's is refused (and not held against the result itself).
     for (body, leaf) in [(&good[0].body, leaf_hex.as_str()), (&good[1].body, "0x00ff00ff"), (&good[1].body, "0x")] {
         let (code, v) = post(&http, &api, with_leaf(body, leaf).to_string()).await;
@@ -575,7 +626,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     // A reorg: the block holding a fourth result's settlement is reorganized away before it has
     // its 3 confirmations, and the node forgets the transaction. The service must notice and
     // send the same transaction again at once (the stuck-transaction timer is an hour here, so
-    // only that can settle it), then wait for 3 confirmations of the new block.
+    // only that can settle it), then wait for 3 blocks on top of the new one.
     let mut reorg_env = env(1);
     reorg_env.push(("TGRID_SEQUENCER_CONFIRMATIONS".into(), "3".into()));
     reorg_env.push(("TGRID_SEQUENCER_GAS_BUMP_AFTER_SECS".into(), "3600".into()));
@@ -637,7 +688,7 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     }
     let receipt = admin.get_transaction_receipt(tx).await.unwrap().expect("the same transaction, mined again");
     assert!(receipt.status());
-    assert!(admin.get_block_number().await.unwrap() + 1 >= receipt.block_number.unwrap() + 3, "3 confirmations");
+    assert!(admin.get_block_number().await.unwrap() >= receipt.block_number.unwrap() + 3, "3 blocks on top");
     let metrics = http.get(format!("{api}/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(metrics.lines().any(|l| l == "tgrid_sequencer_resent_transactions_total 1"), "{metrics}");
     assert!(metrics.lines().any(|l| l == "tgrid_sequencer_low_funds 0"), "{metrics}");

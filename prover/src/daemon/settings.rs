@@ -168,9 +168,14 @@ impl Settings {
 
     /// Defaults, then `file`, then the environment.
     pub fn load(file: Option<&Path>) -> Result<Self> {
-        let s: Settings =
-            tgrid_cli::layered_settings(file, std::env::vars(), ENV_PREFIX, &["keystore", "keystore_password_file"])
-                .map_err(|e| anyhow!("provider settings: {e}"))?;
+        use tgrid_cli::OptionalSetting::Text;
+        let s: Settings = tgrid_cli::layered_settings(
+            file,
+            std::env::vars(),
+            ENV_PREFIX,
+            &[("keystore", Text), ("keystore_password_file", Text)],
+        )
+        .map_err(|e| anyhow!("provider settings: {e}"))?;
         if s.models.is_empty() {
             bail!("provider settings: no models (set `models = [\"model.tgm\"]` or {ENV_PREFIX}MODELS)");
         }

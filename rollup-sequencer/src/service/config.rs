@@ -13,6 +13,7 @@ use crate::service::ServiceError;
 pub const ANVIL_KEY_0: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 
 pub use tgrid_chain::DEVNET_CHAIN_ID;
+use tgrid_cli::OptionalSetting;
 
 /// Every setting of the service.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,8 +44,10 @@ pub struct Settings {
     pub max_batch_age_secs: u64,
     /// ...or when a task in it is due within this many seconds (leaves time to prove and settle).
     pub deadline_margin_secs: u64,
-    /// Blocks on top of the settling block before a batch counts as settled.
-    pub confirmations: u64,
+    /// Blocks on top of the settling block before a batch counts as settled: a reorganization
+    /// shallower than this cannot undo a settlement this sequencer reported. Unset: none on the
+    /// devnet chain (anvil mines a block per transaction, so none may come), 3 on any other.
+    pub confirmations: Option<u64>,
     /// Re-send a pending settlement transaction with higher fees after this long.
     pub gas_bump_after_secs: u64,
     /// Final-layer FRI parameters of the wrap.
@@ -61,6 +64,17 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// Requests taking longer are answered 408.
     pub request_timeout_secs: u64,
+    /// A request's headers must arrive within this; also the longest a kept-alive connection
+    /// waits for its next request.
+    pub header_timeout_secs: u64,
+    /// How long after its deadline a settled or dropped task (its record, proof and output, and
+    /// its batch once all the batch's tasks are gone) and a listed order are kept; then they are
+    /// forgotten, checked hourly. Providers hold their signed receipts; auditors read the chain.
+    pub retention_secs: u64,
+    /// Open connections the server holds at most; more are closed on arrival.
+    pub max_connections: usize,
+    /// Open connections one client address (an IPv6 client per /64) holds at most.
+    pub max_connections_per_client: usize,
     /// Submissions per second allowed per provider (burst: twice that).
     pub submissions_per_provider_per_sec: u32,
     /// Result submissions per second allowed per client address (an IPv6 client per /64; burst:
@@ -105,7 +119,7 @@ impl Default for Settings {
             max_batch_tasks: 16,
             max_batch_age_secs: 60,
             deadline_margin_secs: 600,
-            confirmations: 1,
+            confirmations: None,
             gas_bump_after_secs: 30,
             wrap_fri: WrapFri::Production,
             insecure_devnet_key: false,
@@ -113,6 +127,10 @@ impl Default for Settings {
             proving_key: None,
             max_body_bytes: 4 << 20,
             request_timeout_secs: 30,
+            header_timeout_secs: 10,
+            retention_secs: 30 * 86_400,
+            max_connections: 1_024,
+            max_connections_per_client: 32,
             submissions_per_provider_per_sec: 50,
             submissions_per_client_per_sec: 100,
             relay_requests_per_client_per_sec: 20,
@@ -126,12 +144,26 @@ impl Default for Settings {
 }
 
 /// The settings that have no default.
-const OPTIONAL_SETTINGS: [&str; 4] = ["proving_key", "job_queue", "keystore", "keystore_password_file"];
+const OPTIONAL_SETTINGS: [(&str, OptionalSetting); 5] = [
+    ("proving_key", OptionalSetting::Text),
+    ("job_queue", OptionalSetting::Text),
+    ("keystore", OptionalSetting::Text),
+    ("keystore_password_file", OptionalSetting::Text),
+    ("confirmations", OptionalSetting::Integer),
+];
 
 /// Prefix of the environment variables overriding settings.
 pub const ENV_PREFIX: &str = "TGRID_SEQUENCER_";
 
+/// Blocks on top of a settlement off the devnet when `confirmations` is unset.
+pub const DEFAULT_CONFIRMATIONS: u64 = 3;
+
 impl Settings {
+    /// Blocks on top of the settling block that `chain_id` needs ([`Settings::confirmations`]).
+    pub fn confirmations_on(&self, chain_id: u64) -> u64 {
+        self.confirmations.unwrap_or(if chain_id == DEVNET_CHAIN_ID { 0 } else { DEFAULT_CONFIRMATIONS })
+    }
+
     /// The settling account's key: the keystore's if one is set, else `private_key`.
     pub fn signer(&self) -> Result<alloy::signers::local::PrivateKeySigner, ServiceError> {
         match &self.keystore {
@@ -183,8 +215,20 @@ impl Settings {
                  must be at least 1",
             );
         }
-        if self.request_timeout_secs == 0 || self.poll_interval_ms == 0 || self.registry_poll_secs == 0 {
-            return bad("request_timeout_secs, poll_interval_ms and registry_poll_secs must be positive");
+        if self.request_timeout_secs == 0
+            || self.header_timeout_secs == 0
+            || self.poll_interval_ms == 0
+            || self.registry_poll_secs == 0
+        {
+            return bad(
+                "request_timeout_secs, header_timeout_secs, poll_interval_ms and registry_poll_secs must be positive",
+            );
+        }
+        if self.retention_secs < 3_600 {
+            return bad("retention_secs must be at least 3600: a poster fetches its output after settlement");
+        }
+        if self.max_connections_per_client == 0 || self.max_connections < self.max_connections_per_client {
+            return bad("max_connections_per_client must be at least 1 and at most max_connections");
         }
         if self.job_queue_url()?.is_none() && self.wrap_jobs {
             return bad("wrap_jobs needs a job_queue for the wrap workers to take them from");
@@ -269,6 +313,15 @@ mod tests {
         assert!(test_fri.check_chain(1).unwrap_err().to_string().contains("insecure-test on chain 1"));
         let both = env(&[("TGRID_SEQUENCER_INSECURE_DEVNET_KEY", "true"), ("TGRID_SEQUENCER_PROVING_KEY", "/k.pk")]);
         assert!(Settings::load_with_env(None, both).unwrap_err().to_string().contains("exclude each other"));
+    }
+
+    #[test]
+    fn confirmations_count_blocks_on_top_and_default_by_chain() {
+        let unset = Settings::default();
+        assert_eq!((unset.confirmations_on(DEVNET_CHAIN_ID), unset.confirmations_on(1)), (0, DEFAULT_CONFIRMATIONS));
+        let key = ("TGRID_SEQUENCER_INSECURE_DEVNET_KEY", "true");
+        let set = Settings::load_with_env(None, env(&[key, ("TGRID_SEQUENCER_CONFIRMATIONS", "5")])).unwrap();
+        assert_eq!((set.confirmations_on(DEVNET_CHAIN_ID), set.confirmations_on(1)), (5, 5));
     }
 
     #[test]

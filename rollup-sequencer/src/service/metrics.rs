@@ -51,6 +51,8 @@ pub struct Metrics {
     pub registry_stale: IntGauge,
     /// Times the pipeline moved to a new on-chain registry root.
     pub registry_reloads: IntCounter,
+    /// Connections closed on arrival: their client, or the server, held its most.
+    pub refused_connections: IntCounter,
     /// The job queue's (`job_queue` setting): jobs in flight, depth, workers, latency.
     pub jobs: crate::jobs::JobMetrics,
 }
@@ -145,6 +147,11 @@ impl Metrics {
             "times the pipeline moved to a new on-chain registry root",
         )
         .expect("metric");
+        let refused_connections = IntCounter::new(
+            "tgrid_sequencer_refused_connections_total",
+            "connections closed on arrival because their client or the server held its most",
+        )
+        .expect("metric");
         let pipeline_ready = IntGauge::new(
             "tgrid_sequencer_pipeline_ready",
             "whether the pipeline has built its circuits and loaded its Groth16 key (1) or not yet (0)",
@@ -171,6 +178,7 @@ impl Metrics {
             Box::new(balance_eth.clone()),
             Box::new(registry_stale.clone()),
             Box::new(registry_reloads.clone()),
+            Box::new(refused_connections.clone()),
         ] {
             registry.register(m).expect("unique metric names");
         }
@@ -198,6 +206,7 @@ impl Metrics {
             balance_eth,
             registry_stale,
             registry_reloads,
+            refused_connections,
             jobs,
         }
     }

@@ -10,6 +10,7 @@
 pub mod api;
 pub mod chain;
 pub mod config;
+mod connections;
 pub(crate) mod edge;
 pub mod health;
 pub mod metrics;
@@ -229,6 +230,29 @@ async fn prune_rate_limiter(shared: Arc<Shared>, stop: Arc<AtomicBool>) {
     }
 }
 
+/// Forgets what is past its retention, once an hour ([`Store::prune`]).
+async fn prune_store(shared: Arc<Shared>, stop: Arc<AtomicBool>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(3_600));
+    while !stop.load(Ordering::Relaxed) {
+        tick.tick().await;
+        let before = unix_now().saturating_sub(shared.settings.retention_secs);
+        let store = shared.store.clone();
+        match tokio::task::spawn_blocking(move || store.prune(before)).await {
+            Ok(Ok(pruned)) if pruned != store::Pruned::default() => {
+                tracing::info!(
+                    tasks = pruned.tasks,
+                    batches = pruned.batches,
+                    orders = pruned.orders,
+                    "past retention, forgotten"
+                );
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "pruning the store failed; retried in an hour"),
+            Err(e) => tracing::warn!(error = %e, "pruning the store panicked"),
+        }
+    }
+}
+
 /// Starts the service and runs until `stop` is set (or ctrl-c / SIGTERM in the binary):
 /// opens the store, connects to the chain, builds the aggregation and wrap circuits and loads
 /// the key, then serves the API and runs the pipeline. `on_ready` receives the bound address.
@@ -294,6 +318,7 @@ pub async fn run(
     let pipeline = pipeline::Pipeline::start(shared.clone(), tokio::runtime::Handle::current(), stop.clone())?;
     tokio::spawn(warm_verifiers(shared.clone()));
     tokio::spawn(prune_rate_limiter(shared.clone(), stop.clone()));
+    tokio::spawn(prune_store(shared.clone(), stop.clone()));
 
     let listener = tokio::net::TcpListener::bind(settings.listen)
         .await
@@ -302,18 +327,26 @@ pub async fn run(
     tracing::info!(%addr, sequencer = %shared.chain.sender(), "sequencer API listening");
     on_ready(addr);
     let stop_wait = stop.clone();
-    let app = api::router(shared.clone()).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
+    let limits = connections::ConnectionLimits {
+        max_connections: settings.max_connections,
+        max_connections_per_client: settings.max_connections_per_client,
+        header_timeout: std::time::Duration::from_secs(settings.header_timeout_secs),
+    };
+    connections::serve(
+        listener,
+        api::router(shared.clone()),
+        limits,
+        shared.metrics.refused_connections.clone(),
+        async move {
             while !stop_wait.load(Ordering::Relaxed) {
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             }
-        })
-        .await;
+        },
+    )
+    .await;
     stop.store(true, Ordering::Relaxed);
     let joined = tokio::task::spawn_blocking(move || pipeline.join()).await;
     shared.store.flush().await?;
-    served.map_err(|e| ServiceError::Io(format!("HTTP server: {e}")))?;
     joined.map_err(|e| ServiceError::Io(e.to_string()))?;
     Ok(())
 }

@@ -237,7 +237,8 @@ impl Worker {
                     return Ok(true);
                 }
                 let head = self.rt.block_on(chain.block_number())?;
-                if head + 1 >= mined.block + self.shared.settings.confirmations {
+                let confirmations = self.shared.settings.confirmations_on(chain.deployment().chain_id);
+                if head >= mined.block + confirmations {
                     self.settle(record, h.clone(), &mined)?;
                     return Ok(true);
                 }

@@ -58,6 +58,17 @@ impl Indexes {
     }
 }
 
+/// What one [`Store::prune`] forgot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Tasks (with their proofs and outputs).
+    pub tasks: usize,
+    /// Batches.
+    pub batches: usize,
+    /// Listed orders.
+    pub orders: usize,
+}
+
 /// The sled database.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -420,6 +431,80 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// Forgets what is past its retention: a settled or dropped task whose deadline is before
+    /// `deadline_before` (its record, proof, leaf proof and output), a batch no longer live once
+    /// every task it lists is forgotten (a batch and its tasks go together, so a kept batch can
+    /// still prove each member), and a listed order whose deadline is before `deadline_before`
+    /// and whose task, if any, is forgotten. A task still waiting for a batch or in one is kept
+    /// whatever its deadline: the pipeline decides its fate.
+    pub fn prune(&self, deadline_before: u64) -> Result<Pruned, ServiceError> {
+        let mut prunable = std::collections::HashSet::new();
+        for entry in self.tasks.iter() {
+            let (key, value) = entry?;
+            let record: TaskRecord = serde_json::from_slice(&value).map_err(|e| corrupt("task", e))?;
+            let terminal = matches!(record.state, TaskState::Settled { .. } | TaskState::Dropped { .. });
+            if terminal && record.deadline < deadline_before {
+                let id: [u8; 32] = key.as_ref().try_into().map_err(|_| corrupt("task", "key is not 32 bytes"))?;
+                prunable.insert(id);
+            }
+        }
+        let mut pruned = Pruned::default();
+        for batch in self.batches()? {
+            if batch.state.is_live() {
+                continue;
+            }
+            let ids: Vec<[u8; 32]> = batch.tasks.iter().filter_map(|t| crate::service::bytes::<32>(t).ok()).collect();
+            let all_gone = ids.iter().all(|id| prunable.contains(id) || !self.tasks.contains_key(id).unwrap_or(true));
+            if all_gone {
+                self.batches.remove(batch.id.to_be_bytes())?;
+                pruned.batches += 1;
+            } else {
+                for id in &ids {
+                    prunable.remove(id);
+                }
+            }
+        }
+        let mut indexes = self.lock();
+        for id in &prunable {
+            for tree in [&self.tasks, &self.proofs, &self.leaf_proofs, &self.outputs, &self.encrypted_outputs] {
+                tree.remove(id)?;
+            }
+            pruned.tasks += 1;
+        }
+        let mut old_orders = Vec::new();
+        for entry in self.orders.iter() {
+            let (key, value) = entry?;
+            let record: OrderRecord = serde_json::from_slice(&value).map_err(|e| corrupt("order", e))?;
+            let hash = B256::try_from(key.as_ref()).map_err(|_| corrupt("order", "key is not 32 bytes"))?;
+            if record.signed.order.deadline < deadline_before && !self.tasks.contains_key(hash)? {
+                old_orders.push((hash, record));
+            }
+        }
+        for (hash, record) in old_orders {
+            let o = &record.signed.order;
+            let mut nonce_key = o.poster.to_vec();
+            nonce_key.extend(o.nonce.to_be_bytes());
+            self.order_nonces.remove(nonce_key)?;
+            self.orders.remove(hash)?;
+            if let Some(set) = indexes.orders_by_model.get_mut(&o.model_id) {
+                set.remove(&(o.deadline, hash));
+                if set.is_empty() {
+                    indexes.orders_by_model.remove(&o.model_id);
+                }
+            }
+            if let Some(a) = &record.acceptance {
+                if let Some(set) = indexes.accepted_by.get_mut(&a.provider) {
+                    set.remove(&(o.deadline, hash));
+                    if set.is_empty() {
+                        indexes.accepted_by.remove(&a.provider);
+                    }
+                }
+            }
+            pruned.orders += 1;
+        }
+        Ok(pruned)
     }
 
     /// Allocates the next batch id.

@@ -260,3 +260,70 @@ fn every_batch_state_round_trips() {
         assert_eq!(store.task(&[5; 32]).unwrap().unwrap().state, state);
     }
 }
+
+#[test]
+fn what_is_past_its_retention_is_forgotten_with_its_batch_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let id = |n: u8| [n; 32];
+    let settled = |batch| TaskState::Settled { batch, tx: None, unpaid: None };
+    // (task, deadline, state): 1 and 2 share settled batch 7; 2's deadline is still in retention,
+    // so the batch and both tasks stay. 3 settled elsewhere, old: forgotten. 4 dropped, old:
+    // forgotten. 5 still waits for a batch although old: kept. 6 settled, recent: kept.
+    let cases: [(u8, u64, TaskState); 6] = [
+        (1, 50, settled(Some(7))),
+        (2, 500, settled(Some(7))),
+        (3, 50, settled(None)),
+        (4, 50, TaskState::Dropped { reason: "late".into() }),
+        (5, 50, TaskState::Verified),
+        (6, 500, settled(None)),
+    ];
+    for (n, deadline, state) in &cases {
+        let mut r = record(*n);
+        r.deadline = *deadline;
+        r.state = state.clone();
+        store.insert_result(&id(*n), &r, b"proof", Some(b"leaf"), &plain(&[1, 2])).unwrap();
+    }
+    let batch = |id, tasks: &[u8]| BatchRecord {
+        id,
+        tasks: tasks.iter().map(|&n| record(n).task_id).collect(),
+        opened_at: 1,
+        closed_at: Some(2),
+        state: BatchState::Settled { tx: "0x01".into(), block: 1, gas_used: 1 },
+    };
+    store.put_batch(&batch(7, &[1, 2])).unwrap();
+    store.put_batch(&batch(8, &[3])).unwrap();
+    // Orders: 20 old and never delivered, 21 recent, 3's order (delivered, forgotten with its task).
+    for (hash, nonce, deadline) in [(B256::repeat_byte(20), 20u64, 50u64), (B256::repeat_byte(21), 21, 500)] {
+        store
+            .put_order(&hash, &OrderRecord { signed: signed(nonce, 1, deadline), acceptance: None, listed_at: 1 })
+            .unwrap();
+    }
+    store
+        .put_order(&B256::from(id(3)), &OrderRecord { signed: signed(3, 1, 50), acceptance: None, listed_at: 1 })
+        .unwrap();
+
+    let pruned = store.prune(100).unwrap();
+    assert_eq!(pruned, Pruned { tasks: 2, batches: 1, orders: 2 });
+    for n in [3u8, 4] {
+        assert!(store.task(&id(n)).unwrap().is_none(), "task {n}");
+        assert!(store.proof(&id(n)).unwrap().is_none() && store.leaf_proof(&id(n)).unwrap().is_none());
+        assert!(store.output(&id(n)).unwrap().is_none());
+    }
+    for n in [1u8, 2, 5, 6] {
+        assert!(store.task(&id(n)).unwrap().is_some(), "task {n}");
+        assert_eq!(store.proof(&id(n)).unwrap().as_deref(), Some(&b"proof"[..]));
+    }
+    assert!(store.batch(7).unwrap().is_some() && store.batch(8).unwrap().is_none());
+    assert!(store.order(&B256::repeat_byte(20)).unwrap().is_none());
+    assert!(store.order(&B256::repeat_byte(21)).unwrap().is_some());
+    let poster = signed(20, 1, 50).order.poster;
+    assert_eq!(store.order_for_nonce(&poster, 20).unwrap(), None, "the nonce index follows");
+    let listed = store.orders_of_model(&B256::repeat_byte(1), 0, 10, |_, _| true).unwrap();
+    assert_eq!(listed.iter().map(|(h, _)| *h).collect::<Vec<_>>(), vec![B256::repeat_byte(21)]);
+    assert_eq!(store.queued_count(), 1, "task 5 still queued");
+    // Once task 2 is past retention too, its batch goes with both tasks.
+    assert_eq!(store.prune(1_000).unwrap(), Pruned { tasks: 3, batches: 1, orders: 1 });
+    assert!(store.batch(7).unwrap().is_none() && store.task(&id(1)).unwrap().is_none());
+    assert!(store.task(&id(5)).unwrap().is_some());
+}
