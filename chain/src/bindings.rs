@@ -102,6 +102,7 @@ alloy::sol! {
         error MarketInvalidSelfSettlementWindow(uint256 window);
         error MarketInvalidDelays(uint256 maxDeadlineDelay, uint256 disputeWindow, uint256 depositUnlockDelay, uint256 unbondingDelay);
         error MarketTimelockFasterThanUnbonding(uint256 timelockDelay, uint256 unbondingDelay);
+        error MarketTimelockFasterThanDepositUnlock(uint256 timelockDelay, uint256 depositUnlockDelay);
         error OwnableUnauthorizedAccount(address account);
         error ReentrancyGuardReentrantCall();
         error TaskLeafSha256Failed();

@@ -245,15 +245,18 @@ async fn proposal_for(command: ProposeCommand, ctx: &Ctx) -> Result<Proposal> {
             format!("Set the market's protocol fee to {protocol_bps} bps, {settler_bps} bps of it to settlers"),
         ),
         ProposeCommand::Delays { max_deadline, dispute_window, deposit_unlock, unbonding } => {
-            // The market refuses an unbonding delay beyond the timelock's (a passed vote could
-            // otherwise land before a provider who objects can leave): say so before a vote.
+            // The market refuses an unbonding or deposit unlock delay beyond the timelock's (a
+            // passed vote could otherwise land before a provider or a poster who objects can
+            // leave): say so before a vote.
             let timelock = ITimelock::new(d.timelock, &ctx.chain).getMinDelay().call().await.context("getMinDelay")?;
-            if U256::from(unbonding) > timelock {
-                return Err(bad_input(anyhow!(
-                    "an unbonding delay of {} exceeds the timelock's delay of {timelock} s: the market would refuse it \
-                     when the vote executes; propose a longer timelock delay (updateDelay) first",
-                    duration_text(unbonding)
-                )));
+            for (what, delay) in [("an unbonding", unbonding), ("a deposit unlock", deposit_unlock)] {
+                if U256::from(delay) > timelock {
+                    return Err(bad_input(anyhow!(
+                        "{what} delay of {} exceeds the timelock's delay of {timelock} s: the market would refuse it \
+                         when the vote executes; propose a longer timelock delay (updateDelay) first",
+                        duration_text(delay)
+                    )));
+                }
             }
             Proposal::single(
                 market,

@@ -87,28 +87,31 @@ abstract contract MarketBase is ITaskMarket, Ownable, EIP712 {
     // ------------------------------------------------------------------ governance delay
 
     /// @dev Every owner-only call first checks that the owner, if it is a timelock, waits at least
-    /// the unbonding delay: a vote that shortened the timelock's delay cannot then change the
-    /// market faster than a bonded provider can leave.
+    /// the unbonding delay and the deposit unlock delay: a vote that shortened the timelock's
+    /// delay cannot then change the market (its verifier included) faster than a bonded provider
+    /// or a poster's deposit can leave.
     function _checkOwner() internal view override {
         super._checkOwner();
-        _checkGovernanceDelay(owner(), _unbondingDelay);
+        _checkGovernanceDelay(owner(), _unbondingDelay, _depositUnlockDelay);
     }
 
-    /// @dev Handing the market to a timelock faster than the unbonding delay is refused too.
+    /// @dev Handing the market to a faster timelock is refused too.
     function _transferOwnership(address newOwner) internal override {
-        _checkGovernanceDelay(newOwner, _unbondingDelay);
+        _checkGovernanceDelay(newOwner, _unbondingDelay, _depositUnlockDelay);
         super._transferOwnership(newOwner);
     }
 
     /// @dev Reverts if `governor` is a contract answering `getMinDelay()` (OpenZeppelin's
-    /// TimelockController) with less than `unbonding`. An account without code (a deployer before
-    /// the hand-over, a devnet) and a contract without that function have no delay to check.
-    function _checkGovernanceDelay(address governor, uint256 unbonding) internal view {
+    /// TimelockController) with less than `unbonding` or `depositUnlock`. An account without code
+    /// (a deployer before the hand-over, a devnet) and a contract without that function have no
+    /// delay to check.
+    function _checkGovernanceDelay(address governor, uint256 unbonding, uint256 depositUnlock) internal view {
         if (governor.code.length == 0) return;
         (bool ok, bytes memory data) = governor.staticcall(abi.encodeWithSignature("getMinDelay()"));
         if (!ok || data.length != 32) return;
         uint256 delay = abi.decode(data, (uint256));
         if (delay < unbonding) revert MarketTimelockFasterThanUnbonding(delay, unbonding);
+        if (delay < depositUnlock) revert MarketTimelockFasterThanDepositUnlock(delay, depositUnlock);
     }
 
     // ------------------------------------------------------------------ nonces
@@ -202,7 +205,7 @@ abstract contract MarketBase is ITaskMarket, Ownable, EIP712 {
             && disputeWindow_ <= 30 days && depositUnlock > maxDeadline && depositUnlock <= 730 days
             && unbonding >= maxDeadline + disputeWindow_ && unbonding <= 730 days;
         if (!ok) revert MarketInvalidDelays(maxDeadline, disputeWindow_, depositUnlock, unbonding);
-        _checkGovernanceDelay(owner(), unbonding);
+        _checkGovernanceDelay(owner(), unbonding, depositUnlock);
         // forge-lint: disable-next-line(unsafe-typecast) -- each <= 730 days, checked above
         _maxDeadlineDelay = uint32(maxDeadline);
         // forge-lint: disable-next-line(unsafe-typecast) -- checked above

@@ -74,6 +74,12 @@ contract Deploy is Script {
     /// @param unbondingDelay The market's unbonding delay.
     error TimelockShorterThanUnbonding(uint256 timelockDelay, uint256 unbondingDelay);
 
+    /// @notice The timelock delay is shorter than the market's deposit unlock delay: a passed vote
+    /// could land before a poster who objects can withdraw its deposit.
+    /// @param timelockDelay The timelock delay.
+    /// @param depositUnlockDelay The market's deposit unlock delay.
+    error TimelockShorterThanDepositUnlock(uint256 timelockDelay, uint256 depositUnlockDelay);
+
     /// @notice Chain id of local anvil devnets, the only chain the insecure defaults may reach.
     uint256 public constant DEVNET_CHAIN_ID = 31337;
 
@@ -204,6 +210,9 @@ contract Deploy is Script {
         }
         if (c.timelockDelay < c.market.unbondingDelay) {
             revert TimelockShorterThanUnbonding(c.timelockDelay, c.market.unbondingDelay);
+        }
+        if (c.timelockDelay < c.market.depositUnlockDelay) {
+            revert TimelockShorterThanDepositUnlock(c.timelockDelay, c.market.depositUnlockDelay);
         }
         d.token = new TGRID(c.tokenHolder);
 

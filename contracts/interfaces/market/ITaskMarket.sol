@@ -134,7 +134,8 @@ interface ITaskMarket is IDeposits, IBonds, ISettleBatch, IDisputes {
     /// @notice The delays must satisfy 1 hour <= maxDeadlineDelay <= 365 days, 1 hour <=
     /// disputeWindow <= 30 days, maxDeadlineDelay < depositUnlockDelay <= 730 days and
     /// maxDeadlineDelay + disputeWindow <= unbondingDelay <= 730 days (and, separately,
-    /// unbondingDelay <= the owner timelock's delay: {MarketTimelockFasterThanUnbonding}).
+    /// unbondingDelay and depositUnlockDelay <= the owner timelock's delay:
+    /// {MarketTimelockFasterThanUnbonding}, {MarketTimelockFasterThanDepositUnlock}).
     /// @param maxDeadlineDelay The value given.
     /// @param disputeWindow The value given.
     /// @param depositUnlockDelay The value given.
@@ -149,6 +150,14 @@ interface ITaskMarket is IDeposits, IBonds, ISettleBatch, IDisputes {
     /// @param timelockDelay The owner's `getMinDelay()`.
     /// @param unbondingDelay The unbonding delay it must reach.
     error MarketTimelockFasterThanUnbonding(uint256 timelockDelay, uint256 unbondingDelay);
+
+    /// @notice The market's owner is a timelock whose delay is shorter than the deposit unlock
+    /// delay: a passed proposal (a new verifier, fees) could land before a poster who objects to
+    /// it can close its book and withdraw, so the owner may not act (nor set such an unlock delay,
+    /// nor hand the market to such a timelock).
+    /// @param timelockDelay The owner's `getMinDelay()`.
+    /// @param depositUnlockDelay The deposit unlock delay it must reach.
+    error MarketTimelockFasterThanDepositUnlock(uint256 timelockDelay, uint256 depositUnlockDelay);
 
     /// @notice Sends the caller its earnings (provider pay and settler fees).
     /// @dev Emits {EarningsWithdrawn}.

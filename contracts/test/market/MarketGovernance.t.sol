@@ -265,13 +265,14 @@ contract MarketGovernanceTest is MarketTest {
         emit ITaskMarket.DelaysUpdated(1 hours, 1 hours, 1 hours + 1, 2 hours);
         vm.prank(gov);
         market.setDelays(1 hours, 1 hours, 1 hours + 1, 2 hours);
-        // The loosest within the timelock's longest delay (30 days): unbonding may not exceed it.
+        // The loosest within the timelock's longest delay (30 days): neither unbonding nor the
+        // deposit unlock may exceed it.
         vm.prank(gov);
-        market.setDelays(29 days, 1 days, 730 days, 30 days);
+        market.setDelays(29 days, 1 days, 30 days, 30 days);
         ITaskMarket.Parameters memory p = _params();
         assertEq(p.maxDeadlineDelay, 29 days);
         assertEq(p.disputeWindow, 1 days);
-        assertEq(p.depositUnlockDelay, 730 days);
+        assertEq(p.depositUnlockDelay, 30 days);
         assertEq(p.unbondingDelay, 30 days);
     }
 
@@ -311,6 +312,37 @@ contract MarketGovernanceTest is MarketTest {
         market.transferOwnership(address(fast));
     }
 
+    /// Issue 63, point 6: every party can leave before any passed vote lands, a verifier change
+    /// included. A poster's deposit unlocks after `depositUnlockDelay`, so the timelock must wait
+    /// at least that long: a longer unlock delay is refused, and a timelock shortened below it
+    /// leaves the owner unable to act (a new verifier included) until it is slow again.
+    function test_RevertWhen_governanceFasterThanDepositUnlock() public {
+        vm.expectRevert(
+            abi.encodeWithSelector(ITaskMarket.MarketTimelockFasterThanDepositUnlock.selector, 8 days, 9 days)
+        );
+        vm.prank(gov);
+        market.setDelays(7 days, 1 days, 9 days, 8 days);
+
+        _timelockDelay(9 days);
+        vm.prank(gov);
+        market.setDelays(7 days, 1 days, 9 days, 8 days);
+        _timelockDelay(8 days);
+        vm.expectRevert(
+            abi.encodeWithSelector(ITaskMarket.MarketTimelockFasterThanDepositUnlock.selector, 8 days, 9 days)
+        );
+        vm.prank(gov);
+        market.setVerifier(address(verifier), zeroProof, 0);
+        vm.expectRevert(
+            abi.encodeWithSelector(ITaskMarket.MarketTimelockFasterThanDepositUnlock.selector, 8 days, 9 days)
+        );
+        vm.prank(gov);
+        market.setFees(2_000, 10_000);
+        _timelockDelay(9 days);
+        vm.prank(gov);
+        market.setFees(2_000, 10_000);
+        assertEq(_params().protocolFeeBps, 2_000);
+    }
+
     /// A delay change applies to books closed and unbondings requested afterwards only.
     function test_setDelays_appliesToLaterClosesAndUnbondings() public {
         uint32 early = _openBook(poster, 1, 1e18);
@@ -323,7 +355,7 @@ contract MarketGovernanceTest is MarketTest {
         market.requestUnbonding(10e18);
         uint256 t0 = block.timestamp;
 
-        _timelockDelay(15 days);
+        _timelockDelay(20 days);
         vm.prank(gov);
         market.setDelays(10 days, 2 days, 20 days, 15 days);
         vm.prank(poster);
