@@ -124,7 +124,8 @@ enum Command {
     /// registry_poll_secs (how often the on-chain registry root is compared with the registry
     /// file's: when governance moved it and the file lists the new root, new batches use it),
     /// job_queue (`nats://host:port`: `tgrid-sequencer worker` processes prove each closed
-    /// batch's leaves and merges; unset: this process proves them), job_ack_wait_secs and
+    /// batch's leaves and merges; unset: this process proves them), job_ack_wait_secs,
+    /// job_deadline_secs (a job without an outcome by then is queued again for another worker) and
     /// wrap_jobs (true: the Groth16 wrap is a queue job too, for a worker holding the same key).
     Run {
         /// Settings file (TOML); environment variables override it.

@@ -21,12 +21,20 @@ pub struct AckWaitArg {
     /// is first created; later values do not change it.
     #[arg(long, default_value_t = 60)]
     ack_wait_secs: u64,
+    /// Longest a job may take: the dispatcher queues it again for another worker after it, and a
+    /// worker stops holding a job it has proven for this long.
+    #[arg(long, default_value_t = jobs::DEFAULT_JOB_DEADLINE.as_secs())]
+    job_deadline_secs: u64,
 }
 
 impl AckWaitArg {
     /// Settings for the queue at `url`.
     pub fn settings(&self, url: QueueUrl) -> QueueSettings {
-        QueueSettings { url, ack_wait: Duration::from_secs(self.ack_wait_secs.max(1)) }
+        QueueSettings {
+            url,
+            ack_wait: Duration::from_secs(self.ack_wait_secs.max(1)),
+            job_deadline: Duration::from_secs(self.job_deadline_secs.max(1)),
+        }
     }
 }
 

@@ -25,8 +25,8 @@ use tgrid_aggregation::{batch_root, RegistryFile, SubtreeKind, TaskLeaf};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{SegmentPlan, TaskProof, TaskProver, TaskVerifier};
 use tgrid_sequencer::jobs::{
-    aggregate, job_id, prove_ahead, ChildProof, Job, JobMetrics, JobQueue, Outcome, QueueSettings, RESULTS_STREAM,
-    WORKER_HEADER,
+    aggregate, job_id, prove_ahead, ChildProof, Job, JobMetrics, JobQueue, Outcome, QueueSettings, JOBS_STREAM,
+    RESULTS_STREAM, WORKERS_CONSUMER, WORKER_HEADER,
 };
 use tgrid_sequencer::Aggregator;
 
@@ -68,6 +68,9 @@ impl Drop for Logged {
     }
 }
 
+/// The job deadline of the tests that do not test it: longer than any of their jobs.
+const DEADLINE: Duration = Duration::from_secs(600);
+
 fn worker(url: &str, name: &str) -> Logged {
     Logged::spawn(Command::new(common::BIN).args(["worker", "--queue", url, "--name", name, "--ack-wait-secs", "3"]))
 }
@@ -108,7 +111,8 @@ fn workers_aggregate_the_in_process_batch_through_a_worker_kill_and_a_broker_res
         task_proof: std::fs::read(&paths[0]).unwrap(),
     };
     tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let settings = QueueSettings { url: url.parse().unwrap(), ack_wait: Duration::from_secs(3) };
+        let settings =
+            QueueSettings { url: url.parse().unwrap(), ack_wait: Duration::from_secs(3), job_deadline: DEADLINE };
         drop(JobQueue::connect(settings, JobMetrics::new()).await.unwrap()); // creates the streams
         let js = async_nats::jetstream::new(async_nats::connect(url.as_str()).await.unwrap());
         let mut headers = async_nats::HeaderMap::new();
@@ -218,7 +222,8 @@ fn a_subtree_proven_ahead_is_found_done_when_the_batch_closes() {
     let _worker = worker(&url, "ahead");
 
     tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let settings = QueueSettings { url: url.parse().unwrap(), ack_wait: Duration::from_secs(3) };
+        let settings =
+            QueueSettings { url: url.parse().unwrap(), ack_wait: Duration::from_secs(3), job_deadline: DEADLINE };
         let queue = Arc::new(JobQueue::connect(settings, JobMetrics::new()).await.unwrap());
         let js = async_nats::jetstream::new(async_nats::connect(url.as_str()).await.unwrap());
         let outcomes = || async {
@@ -316,7 +321,8 @@ fn a_password_protected_broker_admits_its_credentials_and_no_output_shows_them()
     let port = broker.port();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let connect = |url: String| {
-        let settings = QueueSettings { url: url.parse().unwrap(), ack_wait: Duration::from_secs(3) };
+        let settings =
+            QueueSettings { url: url.parse().unwrap(), ack_wait: Duration::from_secs(3), job_deadline: DEADLINE };
         runtime.block_on(async {
             tokio::time::timeout(Duration::from_secs(60), JobQueue::connect(settings, JobMetrics::new()))
                 .await
@@ -357,7 +363,11 @@ fn a_job_over_the_brokers_message_limit_is_a_clear_error() {
     let broker = nats::Broker::start(store.path());
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let settings = QueueSettings { url: broker.url.parse().unwrap(), ack_wait: Duration::from_secs(3) };
+        let settings = QueueSettings {
+            url: broker.url.parse().unwrap(),
+            ack_wait: Duration::from_secs(3),
+            job_deadline: DEADLINE,
+        };
         let queue = JobQueue::connect(settings, JobMetrics::new()).await.unwrap();
         let child = |len: usize| ChildProof { kind: SubtreeKind::Chunk, bytes: vec![3; len] };
         let oversized = Job::Merge { left: child(700 << 10), right: child(700 << 10) };
@@ -380,6 +390,74 @@ fn a_job_over_the_brokers_message_limit_is_a_clear_error() {
         let js = async_nats::jetstream::new(async_nats::connect(broker.url.as_str()).await.unwrap());
         let mut jobs = js.get_stream("TGRID_JOBS").await.unwrap();
         assert_eq!(jobs.info().await.unwrap().state.messages, 1, "only the small job was queued");
+    });
+    drop(broker);
+}
+
+/// A worker that takes a job and hangs while still reporting progress holds that job, never the
+/// batch: past the job deadline the dispatcher queues the job again under a new id, and a
+/// working worker proves it (issue 63).
+#[test]
+fn a_stuck_worker_holds_one_job_never_the_batch() {
+    use async_nats::jetstream::consumer::{pull, AckPolicy, PullConsumer};
+    use async_nats::jetstream::AckKind;
+    use futures::StreamExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let broker = nats::Broker::start(&d.join("jetstream"));
+    let url = broker.url.clone();
+    let model = tiny_model(7);
+    let mut registry = RegistryFile::empty(d.to_path_buf());
+    common::add_model(&mut registry, &model, "m.tgm");
+    let prover = TaskProver::new(model, SegmentPlan::default()).unwrap();
+    let proof = prover.prove(&random_input(90, 16), [0x90; 32], [0x23; 20], &mut |_, _, _| {}).unwrap().0;
+    let aggregator = Arc::new(Aggregator::new(registry).unwrap());
+    let deadline = Duration::from_secs(8);
+
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let settings =
+            QueueSettings { url: url.parse().unwrap(), ack_wait: Duration::from_secs(3), job_deadline: deadline };
+        let queue = JobQueue::connect(settings, JobMetrics::new()).await.unwrap();
+        // The stuck worker, on the workers' own consumer: takes the first job, reports progress
+        // every second, never answers.
+        let js = async_nats::jetstream::new(async_nats::connect(url.as_str()).await.unwrap());
+        let config = pull::Config {
+            durable_name: Some(WORKERS_CONSUMER.into()),
+            ack_policy: AckPolicy::Explicit,
+            ack_wait: Duration::from_secs(3),
+            max_deliver: -1,
+            ..Default::default()
+        };
+        let stream = js.get_stream(JOBS_STREAM).await.unwrap();
+        let consumer: PullConsumer = stream.get_or_create_consumer(WORKERS_CONSUMER, config).await.unwrap();
+        let (taken, is_taken) = tokio::sync::oneshot::channel();
+        let stuck = tokio::spawn(async move {
+            let mut messages =
+                consumer.fetch().max_messages(1).expires(Duration::from_secs(120)).messages().await.unwrap();
+            let job = messages.next().await.expect("a job").unwrap();
+            let _ = taken.send(());
+            loop {
+                let _ = job.ack_with(AckKind::Progress).await;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+        let started = Instant::now();
+        // A working worker joins once the stuck one holds the job.
+        let rescuer = async {
+            is_taken.await.unwrap();
+            worker(&url, "rescuer")
+        };
+        let joined = async { tokio::join!(aggregate(&aggregator, &queue, std::slice::from_ref(&proof), &[]), rescuer) };
+        let (batch, _rescuer) =
+            tokio::time::timeout(Duration::from_secs(300), joined).await.expect("the batch waited on the stuck job");
+        let batch = batch.unwrap();
+        assert!(started.elapsed() >= deadline, "the stuck job was queued again only past its deadline");
+        let tally = queue.tally();
+        assert_eq!(tally.keys().map(String::as_str).collect::<Vec<_>>(), ["rescuer"], "{tally:?}");
+        let verified = aggregator.circuits().verify_batch(&batch, &aggregator.registry().root()).unwrap();
+        assert_eq!(verified.batch_root, batch_root(&[aggregator.check(&proof).unwrap().hash()]).unwrap());
+        stuck.abort();
     });
     drop(broker);
 }

@@ -104,7 +104,11 @@ fn on_queue(
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
         let metrics = JobMetrics::new();
-        let settings = QueueSettings { url: queue.url.clone(), ack_wait: Duration::from_secs(60) };
+        let settings = QueueSettings {
+            url: queue.url.clone(),
+            ack_wait: Duration::from_secs(60),
+            job_deadline: tgrid_sequencer::jobs::DEFAULT_JOB_DEADLINE,
+        };
         let jobs_queue = JobQueue::connect(settings, metrics.clone()).await?;
         let waiting_since = Instant::now();
         while metrics.workers.get() < queue.workers as i64 {

@@ -196,7 +196,11 @@ impl JobQueue {
         }
         let message_id = if attempt == 0 { id.clone() } else { format!("{id}.retry{attempt}") };
         self.publish(job, &message_id, bytes).await?;
+        let published = Instant::now();
         loop {
+            if published.elapsed() >= self.settings.job_deadline {
+                return Err(JobError::TimedOut { kind: job.kind(), seconds: self.settings.job_deadline.as_secs() });
+            }
             match tokio::time::timeout(SWEEP, pushed.next()).await {
                 Ok(Some(message)) => return self.accept(job, &message.payload, message.headers.as_ref()),
                 Ok(None) => return Err(self.settings.error("the connection closed")),
@@ -263,7 +267,8 @@ impl JobQueue {
     }
 
     /// Runs `job` and returns `check`'s reading of its outcome. A refusal or an outcome `check`
-    /// rejects (one faulty or hostile worker) is discarded and the job queued again, up to
+    /// rejects (one faulty or hostile worker) is discarded and the job queued again, and so is a
+    /// job without an outcome by the job deadline (a stuck worker), up to
     /// [`MAX_ATTEMPTS`] times. Counted in the metrics and the workers' tallies if `counted`.
     async fn run_checked<T>(
         &self,
@@ -284,6 +289,8 @@ impl JobQueue {
                     Err(e) => e,
                 },
                 Err(e @ JobError::Refused { .. }) => e,
+                // Queued again under a new id, for another worker.
+                Err(e @ JobError::TimedOut { .. }) => e,
                 Err(e) => return Err(e),
             };
             attempt += 1;
@@ -291,7 +298,9 @@ impl JobQueue {
                 return Err(error);
             }
             warn!(kind = job.kind(), attempt, error = %error, "discarding the outcome and queuing the job again");
-            self.discard(job).await;
+            if !matches!(error, JobError::TimedOut { .. }) {
+                self.discard(job).await;
+            }
         }
     }
 

@@ -83,6 +83,14 @@ pub enum JobError {
         /// The worker's reason.
         reason: String,
     },
+    /// No outcome came within the job deadline (no worker, or a stuck one).
+    #[error("no outcome of the {kind} job within {seconds} s (no worker took it, or its worker is stuck)")]
+    TimedOut {
+        /// Job kind.
+        kind: &'static str,
+        /// The deadline.
+        seconds: u64,
+    },
     /// A worker's answer is not a valid proof of what was asked.
     #[error("invalid outcome of a {kind} job from worker {worker}: {reason}")]
     InvalidOutcome {
@@ -117,7 +125,15 @@ pub struct QueueSettings {
     /// Redelivery delay of a job whose worker went silent (workers report progress at a third
     /// of it while proving).
     pub ack_wait: Duration,
+    /// Longest a job may take. The dispatcher stops waiting for an outcome after it and queues
+    /// the job again under a new id (another worker takes it); a worker stops reporting progress
+    /// on a job it has proven for this long, so the broker redelivers it. A worker that hangs
+    /// but still reports progress holds one job, never the batch.
+    pub job_deadline: Duration,
 }
+
+/// [`QueueSettings::job_deadline`] unless set: a GPT-sized leaf takes a few minutes on 2 cores.
+pub const DEFAULT_JOB_DEADLINE: Duration = Duration::from_secs(1_800);
 
 impl QueueSettings {
     fn error(&self, reason: impl std::fmt::Display) -> JobError {

@@ -253,12 +253,17 @@ async fn handle(
     let started = Instant::now();
     let keep_alive = {
         let message_ack = message.clone();
+        let id_for_log = id.clone();
         let every = (options.queue.ack_wait / 3).max(Duration::from_millis(200));
+        let deadline = options.queue.job_deadline;
         tokio::spawn(async move {
-            loop {
+            // Past the job deadline this worker goes silent on the job: the broker gives it to
+            // another worker even if this one never returns.
+            while started.elapsed() < deadline {
                 tokio::time::sleep(every).await;
                 let _ = message_ack.ack_with(AckKind::Progress).await;
             }
+            warn!(job = %id_for_log, "past the job deadline: no longer holding the job");
         })
     };
     let worker = prover.clone();

@@ -97,6 +97,9 @@ pub struct Settings {
     /// Seconds a queued job may go without a sign of life from its worker before the queue
     /// redelivers it.
     pub job_ack_wait_secs: u64,
+    /// Longest a queued job may take before it is queued again for another worker (a stuck
+    /// worker holds one job, never the batch).
+    pub job_deadline_secs: u64,
     /// With `job_queue`: the Groth16 wrap of each batch is a queue job too, for a worker started
     /// with the same proving key (`worker --wrap-proving-key`, or on a devnet
     /// `--wrap-insecure-devnet-key`). This process then proves no wrap layer and no Groth16
@@ -138,6 +141,7 @@ impl Default for Settings {
             registry_poll_secs: 10,
             job_queue: None,
             job_ack_wait_secs: 60,
+            job_deadline_secs: crate::jobs::DEFAULT_JOB_DEADLINE.as_secs(),
             wrap_jobs: false,
         }
     }

@@ -146,8 +146,11 @@ impl Worker {
             Some(url) => {
                 let what = if settings.wrap_jobs { "leaves, merges and wraps" } else { "leaves and merges" };
                 info!(queue = %url, "connecting to the job queue: workers prove the batches' {what}");
-                let queue_settings =
-                    QueueSettings { url, ack_wait: Duration::from_secs(settings.job_ack_wait_secs.max(1)) };
+                let queue_settings = QueueSettings {
+                    url,
+                    ack_wait: Duration::from_secs(settings.job_ack_wait_secs.max(1)),
+                    job_deadline: Duration::from_secs(settings.job_deadline_secs.max(1)),
+                };
                 let queue = rt.block_on(JobQueue::connect(queue_settings, shared.metrics.jobs.clone()))?;
                 rt.block_on(queue.refresh_metrics());
                 Some(Arc::new(queue))
