@@ -282,6 +282,12 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     let (code, listed) = get(&http, &format!("{api}/v1/orders?model={}&state=open", B256::from(model_id))).await;
     assert_eq!(code, 200);
     assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    // One page holds it all: no `Next-From`; a malformed cursor is a clear 400.
+    let listing =
+        http.get(format!("{api}/v1/orders?model={}&per_poster=1", B256::from(model_id))).send().await.unwrap();
+    assert!(listing.status().is_success() && listing.headers().get("next-from").is_none());
+    let (code, v) = get(&http, &format!("{api}/v1/orders?model={}&from=yesterday", B256::from(model_id))).await;
+    assert_eq!(code, 400, "{v}");
     let acceptance_url = format!("{api}/v1/orders/{}/acceptance", good[0].task);
     // Provider 3 has no bond: its acceptance would not be backed.
     let (code, v) = post_to(&http, &acceptance_url, json!(accept(&orders[0].0, &other_key)).to_string()).await;
@@ -513,6 +519,17 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
         }
     }
     drop(slow);
+
+    // Anyone may read /v1/status: a flood of them reads the account's balance from the node at
+    // most once per 5 s, not once per request.
+    let balance_reads = proxy.calls_of("eth_getBalance");
+    let flood_started = Instant::now();
+    for _ in 0..50 {
+        let (code, status) = get(&http, &format!("{api}/v1/status")).await;
+        assert_eq!(code, 200, "{status}");
+    }
+    let windows = 1 + (flood_started.elapsed().as_secs() / 5) as u32;
+    assert!(proxy.calls_of("eth_getBalance") - balance_reads <= windows + 1, "status reads are shared");
 
     // A leaf proof that is not the task's is refused (and not held against the result itself).
     for (body, leaf) in [(&good[0].body, leaf_hex.as_str()), (&good[1].body, "0x00ff00ff"), (&good[1].body, "0x")] {

@@ -24,6 +24,8 @@ const CLOCK_TTL: Duration = Duration::from_secs(1);
 /// How long the market's parameters are reused: governance changes them through a timelock,
 /// days ahead.
 const PARAMETERS_TTL: Duration = Duration::from_secs(10);
+/// How long the sequencer account's balance shown by `/v1/status` is reused: anyone may ask.
+const BALANCE_TTL: Duration = Duration::from_secs(5);
 
 /// The rate-limit key of a client: its IPv4 address, or the /64 of an IPv6 address (one host
 /// usually holds a whole /64, so rotating within it must not buy new quota).
@@ -70,16 +72,21 @@ impl<T: Clone> CachedRead<T> {
     }
 }
 
-/// Chain reads the relay's requests share.
+/// Chain reads the relay's (and other unauthenticated) requests share.
 #[derive(Debug)]
 pub(crate) struct RelayReads {
     clock: CachedRead<u64>,
     parameters: CachedRead<Parameters>,
+    balance: CachedRead<alloy::primitives::U256>,
 }
 
 impl Default for RelayReads {
     fn default() -> Self {
-        Self { clock: CachedRead::new(CLOCK_TTL), parameters: CachedRead::new(PARAMETERS_TTL) }
+        Self {
+            clock: CachedRead::new(CLOCK_TTL),
+            parameters: CachedRead::new(PARAMETERS_TTL),
+            balance: CachedRead::new(BALANCE_TTL),
+        }
     }
 }
 
@@ -92,6 +99,11 @@ impl RelayReads {
     /// The market's parameters, at most [`PARAMETERS_TTL`] old.
     pub(crate) async fn parameters(&self, chain: &Chain) -> Result<Parameters, ServiceError> {
         self.parameters.get(|| chain.parameters()).await
+    }
+
+    /// The sequencer account's balance, at most [`BALANCE_TTL`] old.
+    pub(crate) async fn balance(&self, chain: &Chain) -> Result<alloy::primitives::U256, ServiceError> {
+        self.balance.get(|| chain.balance()).await
     }
 }
 

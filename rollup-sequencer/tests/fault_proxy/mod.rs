@@ -20,6 +20,8 @@ struct Faults {
     injected: HashMap<String, u32>,
     /// `eth_call`s forwarded, by function selector.
     calls: HashMap<[u8; 4], u32>,
+    /// Requests forwarded, by JSON-RPC method.
+    methods: HashMap<String, u32>,
 }
 
 /// The function selector of an `eth_call`'s calldata (`input`, or `data` from older clients).
@@ -81,6 +83,12 @@ impl FaultProxy {
         self.faults.lock().unwrap().calls.get(&selector).copied().unwrap_or(0)
     }
 
+    /// How many requests calling `method` were forwarded so far.
+    #[allow(dead_code)] // not every test binary that includes the proxy counts calls
+    pub fn calls_of(&self, method: &str) -> u32 {
+        self.faults.lock().unwrap().methods.get(method).copied().unwrap_or(0)
+    }
+
     /// How many requests calling `method` were failed so far.
     pub fn injected(&self, method: &str) -> u32 {
         self.faults.lock().unwrap().injected.get(method).copied().unwrap_or(0)
@@ -102,6 +110,9 @@ async fn forward(State(proxy): State<Proxy>, body: Bytes) -> Response {
                 *faults.injected.entry(method.to_string()).or_default() += 1;
                 return (StatusCode::SERVICE_UNAVAILABLE, format!("injected fault on {method}")).into_response();
             }
+        }
+        for method in calls.iter().filter_map(|c| c["method"].as_str()) {
+            *faults.methods.entry(method.to_string()).or_default() += 1;
         }
         for call in calls.iter().filter(|c| c["method"] == "eth_call") {
             if let Some(selector) = selector(call) {

@@ -18,11 +18,13 @@ use super::backing::{bond_cover, book_backs, within_terms};
 use super::{
     admit_relay_client, json_rejection, parse_hex, AcceptanceBody, ApiError, ErrorBody, OrderBody, SignedOrderBody,
 };
-use crate::service::store::{OrderRecord, TaskState};
+use crate::service::store::{OrderPage, OrderRecord, TaskState};
 use crate::service::{unix_now, Shared};
 
 /// Most orders one listing returns.
 const MAX_LIST: usize = 1_000;
+/// Most orders of one poster a listing returns unless asked otherwise.
+const DEFAULT_PER_POSTER: usize = 16;
 
 /// Where an order stands, from the relay's and the sequencer's records.
 fn relay_state(shared: &Shared, hash: &B256, record: &OrderRecord, now: u64) -> Result<RelayState, ApiError> {
@@ -117,17 +119,31 @@ pub(super) struct ListQuery {
     state: Option<String>,
     /// Most orders returned (default 100, at most 1,000).
     limit: Option<usize>,
+    /// Where the page starts (`<deadline>:<order hash>`): the previous page's `Next-From` header.
+    from: Option<String>,
+    /// Most orders of any one poster returned (default 16): one poster's many orders cannot fill
+    /// a page.
+    per_poster: Option<usize>,
 }
 
-/// Orders of a model, nearest deadline first.
+/// Parses a page cursor `<deadline>:<0x hash>`.
+fn cursor(text: &str) -> Result<(u64, B256), ApiError> {
+    let bad = || ApiError::bad_request(format!("from {text:?} is not <deadline>:<order hash>"));
+    let (deadline, hash) = text.split_once(':').ok_or_else(bad)?;
+    Ok((deadline.parse().map_err(|_| bad())?, B256::from(parse_hex::<32>(hash, "from's order hash")?)))
+}
+
+/// Orders of a model, nearest deadline first, at most `per_poster` of one poster per page. When
+/// there is more, the `Next-From` header says where the next page starts (`from=`); a later page
+/// may repeat an order a poster's bound passed over on an earlier one.
 #[utoipa::path(get, path = "/v1/orders", params(ListQuery), responses(
-    (status = 200, description = "orders, nearest deadline first", body = [OrderBody]),
+    (status = 200, description = "orders, nearest deadline first; `Next-From` when there is more", body = [OrderBody]),
     (status = 400, body = ErrorBody),
 ))]
 pub(super) async fn list_orders(
     State(shared): State<Arc<Shared>>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Vec<OrderBody>>, ApiError> {
+) -> Result<impl axum::response::IntoResponse, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let model = B256::from(parse_hex::<32>(&q.model, "model")?);
     let wanted: Option<RelayState> = match q.state.as_deref().unwrap_or("open") {
@@ -138,19 +154,23 @@ pub(super) async fn list_orders(
         ),
     };
     let limit = q.limit.unwrap_or(100).min(MAX_LIST);
+    let from = q.from.as_deref().map(cursor).transpose()?;
+    let per_poster = q.per_poster.unwrap_or(DEFAULT_PER_POSTER).clamp(1, MAX_LIST);
     let now = shared.relay_reads.now(&shared.chain).await.map_err(ApiError::unavailable)?;
     // Expired orders are left out unless asked for.
     let not_before =
         if matches!(wanted, None | Some(RelayState::Expired) | Some(RelayState::Closed)) { 0 } else { now };
     let mut out = Vec::new();
     let mut error = None;
-    let records = shared
+    let (records, next) = shared
         .store
-        .orders_of_model(&model, not_before, limit, |hash, record| match relay_state(&shared, hash, record, now) {
-            Ok(state) => wanted.is_none_or(|w| w == state),
-            Err(e) => {
-                error.get_or_insert(e);
-                false
+        .orders_of_model(&model, OrderPage { not_before, from, limit, per_poster }, |hash, record| {
+            match relay_state(&shared, hash, record, now) {
+                Ok(state) => wanted.is_none_or(|w| w == state),
+                Err(e) => {
+                    error.get_or_insert(e);
+                    false
+                }
             }
         })
         .map_err(ApiError::unavailable)?;
@@ -160,8 +180,16 @@ pub(super) async fn list_orders(
     for (hash, record) in records {
         out.push(view(&shared, hash, record, now)?);
     }
-    Ok(Json(out))
+    let mut headers = axum::http::HeaderMap::new();
+    if let Some((deadline, hash)) = next {
+        let value = axum::http::HeaderValue::from_str(&format!("{deadline}:{hash}")).expect("ASCII");
+        headers.insert(NEXT_FROM, value);
+    }
+    Ok((headers, Json(out)))
 }
+
+/// The response header of an order listing that says where its next page starts.
+pub(crate) const NEXT_FROM: &str = "next-from";
 
 /// One listed order.
 #[utoipa::path(get, path = "/v1/orders/{hash}", params(("hash" = String, Path, description = "order hash, 0x + 64 hex")),

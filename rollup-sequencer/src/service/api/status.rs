@@ -96,7 +96,8 @@ pub(super) async fn status(State(shared): State<Arc<Shared>>) -> Result<Json<Sta
     let retrying = shared.health.retrying();
     let low_funds = shared.health.low_funds();
     // A hanging node must not take the operator's view down with it.
-    let balance = match tokio::time::timeout(BALANCE_TIMEOUT, shared.chain.balance()).await {
+    // Shared between requests for a few seconds: anyone may ask, and must not drive the node.
+    let balance = match tokio::time::timeout(BALANCE_TIMEOUT, shared.relay_reads.balance(&shared.chain)).await {
         Ok(balance) => balance.map_err(|e| e.to_string()),
         Err(_) => Err(format!("no answer to eth_getBalance within {} s", BALANCE_TIMEOUT.as_secs())),
     };

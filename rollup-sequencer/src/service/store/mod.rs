@@ -58,6 +58,29 @@ impl Indexes {
     }
 }
 
+/// Listed orders one page looks at, at most.
+const MAX_SCANNED_PER_PAGE: usize = 20_000;
+
+/// Which listed orders [`Store::orders_of_model`] returns.
+#[derive(Clone, Copy, Debug)]
+pub struct OrderPage {
+    /// Orders whose deadline is before this are left out.
+    pub not_before: u64,
+    /// Where this page starts (`(deadline, hash)`, from the previous page's answer).
+    pub from: Option<(u64, B256)>,
+    /// Most orders returned.
+    pub limit: usize,
+    /// Most orders of one poster returned.
+    pub per_poster: usize,
+}
+
+impl OrderPage {
+    /// The first `limit` orders from `not_before` on, with no per-poster bound.
+    pub fn first(not_before: u64, limit: usize) -> Self {
+        Self { not_before, from: None, limit, per_poster: usize::MAX }
+    }
+}
+
 /// What one [`Store::prune`] forgot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pruned {
@@ -404,33 +427,44 @@ impl Store {
         keys.into_iter().filter_map(|h| self.order(&h).transpose().map(|r| r.map(|r| (h, r)))).collect()
     }
 
-    /// Listed orders of `model` whose deadline is at or after `not_before`, nearest deadline
-    /// first, at most `limit`, keeping those `keep` accepts.
+    /// Listed orders of `model` whose deadline is at or after `not_before` (and, for a later
+    /// page, whose `(deadline, hash)` is at or after `page.from`), nearest deadline first, at
+    /// most `limit`, at most `per_poster` of any one poster, keeping those `keep` accepts: one
+    /// poster's thousand orders cannot fill a page that others' orders share. Also returns where
+    /// the next page starts: the first order this page passed over for its poster's bound, else
+    /// the first it did not reach (`None`: nothing more). A later page may repeat an order.
     pub fn orders_of_model(
         &self,
         model: &B256,
-        not_before: u64,
-        limit: usize,
+        page: OrderPage,
         mut keep: impl FnMut(&B256, &OrderRecord) -> bool,
-    ) -> Result<Vec<(B256, OrderRecord)>, ServiceError> {
-        let keys: Vec<B256> = self
+    ) -> Result<(Vec<(B256, OrderRecord)>, Option<(u64, B256)>), ServiceError> {
+        let from = page.from.filter(|&f| f >= (page.not_before, B256::ZERO)).unwrap_or((page.not_before, B256::ZERO));
+        // A bounded look: a page passing over one poster's many orders costs a bounded scan.
+        let keys: Vec<(u64, B256)> = self
             .lock()
             .orders_by_model
             .get(model)
-            .map(|set| set.range((not_before, B256::ZERO)..).map(|(_, h)| *h).collect())
+            .map(|set| set.range(from..).take(MAX_SCANNED_PER_PAGE + 1).copied().collect())
             .unwrap_or_default();
         let mut out = Vec::new();
-        for hash in keys {
-            if out.len() >= limit {
-                break;
+        let mut shown_per_poster: std::collections::HashMap<alloy::primitives::Address, usize> = Default::default();
+        let mut passed_over = None;
+        for (scanned, key) in keys.iter().enumerate() {
+            if out.len() >= page.limit || scanned == MAX_SCANNED_PER_PAGE {
+                return Ok((out, passed_over.or(Some(*key))));
             }
-            if let Some(record) = self.order(&hash)? {
-                if keep(&hash, &record) {
-                    out.push((hash, record));
+            if let Some(record) = self.order(&key.1)? {
+                let shown = shown_per_poster.entry(record.signed.order.poster).or_default();
+                if *shown >= page.per_poster {
+                    passed_over.get_or_insert(*key);
+                } else if keep(&key.1, &record) {
+                    *shown += 1;
+                    out.push((key.1, record));
                 }
             }
         }
-        Ok(out)
+        Ok((out, passed_over))
     }
 
     /// Forgets what is past its retention: a settled or dropped task whose deadline is before

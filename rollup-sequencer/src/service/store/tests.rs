@@ -65,10 +65,10 @@ fn the_relay_lists_orders_by_model_and_deadline_one_per_nonce() {
         store.flush_blocking().unwrap();
     }
     let store = Store::open(dir.path()).unwrap();
-    let listed = store.orders_of_model(&B256::repeat_byte(1), 60, 10, |_, _| true).unwrap();
+    let listed = store.orders_of_model(&B256::repeat_byte(1), OrderPage::first(60, 10), |_, _| true).unwrap().0;
     let deadlines: Vec<u64> = listed.iter().map(|(_, r)| r.signed.order.deadline).collect();
     assert_eq!(deadlines, vec![100, 300], "nearest deadline first, expired ones left out");
-    assert_eq!(store.orders_of_model(&B256::repeat_byte(1), 0, 1, |_, _| true).unwrap().len(), 1);
+    assert_eq!(store.orders_of_model(&B256::repeat_byte(1), OrderPage::first(0, 1), |_, _| true).unwrap().0.len(), 1);
     let poster = signed(1, 1, 1).order.poster;
     assert_eq!(store.order_for_nonce(&poster, 3).unwrap(), Some(B256::repeat_byte(3)));
     assert_eq!(store.order_for_nonce(&poster, 9).unwrap(), None);
@@ -319,11 +319,48 @@ fn what_is_past_its_retention_is_forgotten_with_its_batch_and_nothing_else() {
     assert!(store.order(&B256::repeat_byte(21)).unwrap().is_some());
     let poster = signed(20, 1, 50).order.poster;
     assert_eq!(store.order_for_nonce(&poster, 20).unwrap(), None, "the nonce index follows");
-    let listed = store.orders_of_model(&B256::repeat_byte(1), 0, 10, |_, _| true).unwrap();
+    let listed = store.orders_of_model(&B256::repeat_byte(1), OrderPage::first(0, 10), |_, _| true).unwrap().0;
     assert_eq!(listed.iter().map(|(h, _)| *h).collect::<Vec<_>>(), vec![B256::repeat_byte(21)]);
     assert_eq!(store.queued_count(), 1, "task 5 still queued");
     // Once task 2 is past retention too, its batch goes with both tasks.
     assert_eq!(store.prune(1_000).unwrap(), Pruned { tasks: 3, batches: 1, orders: 1 });
     assert!(store.batch(7).unwrap().is_none() && store.task(&id(1)).unwrap().is_none());
     assert!(store.task(&id(5)).unwrap().is_some());
+}
+
+#[test]
+fn order_pages_follow_a_cursor_and_share_a_page_between_posters() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let other = PrivateKeySigner::from_bytes(&B256::repeat_byte(0x44)).unwrap();
+    let domain = MarketDomain { chain_id: 1, market: Address::ZERO };
+    // Poster A lists orders due at 100..=109; poster B one due at 105.
+    for i in 0..10u64 {
+        let record = OrderRecord { signed: signed(i, 1, 100 + i), acceptance: None, listed_at: 1 };
+        store.put_order(&B256::repeat_byte(i as u8 + 1), &record).unwrap();
+    }
+    let mut b = signed(0, 1, 105).order;
+    b.poster = other.address();
+    let b = SignedOrder::sign(b, &other, &domain).unwrap();
+    store.put_order(&B256::repeat_byte(0xbb), &OrderRecord { signed: b, acceptance: None, listed_at: 1 }).unwrap();
+    let deadlines =
+        |page: &[(B256, OrderRecord)]| page.iter().map(|(_, r)| r.signed.order.deadline).collect::<Vec<_>>();
+
+    // At most 3 of one poster per page: B's order is on the first page although A's fill it.
+    let model = B256::repeat_byte(1);
+    let page = OrderPage { not_before: 0, from: None, limit: 4, per_poster: 3 };
+    let (first, next) = store.orders_of_model(&model, page, |_, _| true).unwrap();
+    assert_eq!(deadlines(&first), [100, 101, 102, 105]);
+    assert_eq!(first[3].1.signed.order.poster, other.address());
+    // The next page starts at the first order passed over (A's 103): nothing is lost.
+    assert_eq!(next, Some((103, B256::repeat_byte(4))));
+    let (second, next) = store.orders_of_model(&model, OrderPage { from: next, ..page }, |_, _| true).unwrap();
+    assert_eq!(deadlines(&second), [103, 104, 105, 105], "B's again, and A's 103 to 105");
+    let (third, next) = store.orders_of_model(&model, OrderPage { from: next, ..page }, |_, _| true).unwrap();
+    assert_eq!(deadlines(&third), [106, 107, 108]);
+    let (fourth, next) = store.orders_of_model(&model, OrderPage { from: next, ..page }, |_, _| true).unwrap();
+    assert_eq!((deadlines(&fourth), next), (vec![109], None), "the last page says so");
+    // A cursor before `not_before` does not reach back past it.
+    let early = OrderPage { not_before: 108, from: Some((100, B256::ZERO)), limit: 10, per_poster: 10 };
+    assert_eq!(deadlines(&store.orders_of_model(&model, early, |_, _| true).unwrap().0), [108, 109]);
 }
