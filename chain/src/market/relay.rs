@@ -5,7 +5,7 @@
 //! | method and path | body | answer |
 //! | --- | --- | --- |
 //! | `POST /v1/orders` | [`SignedOrder`] | 201 [`OrderView`] (200 if already listed) |
-//! | `GET /v1/orders?model=0x..&state=open&limit=N` | | `[OrderView]`, nearest deadline first |
+//! | `GET /v1/orders?model=0x..&state=open&limit=N[&per_poster=16][&from=D:0x..]` | | `[OrderView]`, nearest deadline first, at most `per_poster` of one poster; header `Next-From` when there is more |
 //! | `GET /v1/orders/{hash}` | | [`OrderView`] |
 //! | `POST /v1/orders/{hash}/acceptance` | [`Acceptance`] | 200 [`OrderView`] |
 //! | `PUT /v1/providers/{address}/sealing-key` | [`SealingKeyAnnouncement`] | 200 (the newest kept) |

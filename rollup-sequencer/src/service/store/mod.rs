@@ -61,6 +61,9 @@ impl Indexes {
 /// Listed orders one page looks at, at most.
 const MAX_SCANNED_PER_PAGE: usize = 20_000;
 
+/// A page of listed orders and where the next page starts ([`Store::orders_of_model`]).
+pub type OrderListing = (Vec<(B256, OrderRecord)>, Option<(u64, B256)>);
+
 /// Which listed orders [`Store::orders_of_model`] returns.
 #[derive(Clone, Copy, Debug)]
 pub struct OrderPage {
@@ -438,7 +441,7 @@ impl Store {
         model: &B256,
         page: OrderPage,
         mut keep: impl FnMut(&B256, &OrderRecord) -> bool,
-    ) -> Result<(Vec<(B256, OrderRecord)>, Option<(u64, B256)>), ServiceError> {
+    ) -> Result<OrderListing, ServiceError> {
         let from = page.from.filter(|&f| f >= (page.not_before, B256::ZERO)).unwrap_or((page.not_before, B256::ZERO));
         // A bounded look: a page passing over one poster's many orders costs a bounded scan.
         let keys: Vec<(u64, B256)> = self
