@@ -101,9 +101,9 @@ pub(crate) async fn serve(
                 Some((permit, per_client.admit(client_key(peer.ip()), limits.max_connections_per_client)?))
             });
         let Some(slots) = slots else {
+            drop(stream);
             refused.inc();
             tracing::debug!(%peer, "connection refused: over the connection limits");
-            drop(stream);
             continue;
         };
         let app = app.clone();
