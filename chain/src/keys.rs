@@ -115,6 +115,21 @@ pub fn decrypt(path: &Path, password: &str) -> Result<PrivateKeySigner> {
     })
 }
 
+/// The signer of a long-running service whose settings name either a keystore (and its password
+/// file) or a raw key: the keystore wins.
+pub fn settings_signer(
+    keystore: Option<&Path>,
+    password_file: Option<&Path>,
+    private_key: &str,
+) -> Result<PrivateKeySigner> {
+    match keystore {
+        Some(path) => {
+            Keystore { path: path.to_path_buf(), password_file: password_file.map(Path::to_path_buf) }.signer()
+        }
+        None => parse_signer(private_key),
+    }
+}
+
 /// The signer a tool runs as: the keystore if one is given, else [`PRIVATE_KEY_ENV`], else
 /// `None` (the caller decides whether a devnet default applies).
 pub fn signer_from(keystore: Option<&Keystore>) -> Result<Option<PrivateKeySigner>> {

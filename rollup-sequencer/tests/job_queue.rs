@@ -68,6 +68,22 @@ impl Drop for Logged {
     }
 }
 
+/// `n` proofs of the tiny model (tasks `first`, `first + 1`, …, registered in `d`) and an
+/// aggregator under that registry.
+fn proven_tasks(d: &Path, first: u8, n: u8) -> (Arc<Aggregator>, Vec<TaskProof>) {
+    let model = tiny_model(7);
+    let mut registry = RegistryFile::empty(d.to_path_buf());
+    common::add_model(&mut registry, &model, "m.tgm");
+    let prover = TaskProver::new(model, SegmentPlan::default()).unwrap();
+    let proofs = (first..first + n)
+        .map(|task| {
+            let input = random_input(u64::from(task), 16);
+            prover.prove(&input, [task; 32], [0x23; 20], &mut |_, _, _| {}).unwrap().0
+        })
+        .collect();
+    (Arc::new(Aggregator::new(registry).unwrap()), proofs)
+}
+
 /// The job deadline of the tests that do not test it: longer than any of their jobs.
 const DEADLINE: Duration = Duration::from_secs(600);
 
@@ -208,17 +224,7 @@ fn a_subtree_proven_ahead_is_found_done_when_the_batch_closes() {
     let d = dir.path();
     let broker = nats::Broker::start(&d.join("jetstream"));
     let url = broker.url.clone();
-    let model = tiny_model(7);
-    let mut registry = RegistryFile::empty(d.to_path_buf());
-    common::add_model(&mut registry, &model, "m.tgm");
-    let prover = TaskProver::new(model, SegmentPlan::default()).unwrap();
-    let proofs: Vec<TaskProof> = (0..5u8)
-        .map(|i| {
-            let input = random_input(70 + u64::from(i), 16);
-            prover.prove(&input, [0x70 + i; 32], [0x23; 20], &mut |_, _, _| {}).unwrap().0
-        })
-        .collect();
-    let aggregator = Arc::new(Aggregator::new(registry).unwrap());
+    let (aggregator, proofs) = proven_tasks(d, 0x70, 5);
     let _worker = worker(&url, "ahead");
 
     tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -407,12 +413,8 @@ fn a_stuck_worker_holds_one_job_never_the_batch() {
     let d = dir.path();
     let broker = nats::Broker::start(&d.join("jetstream"));
     let url = broker.url.clone();
-    let model = tiny_model(7);
-    let mut registry = RegistryFile::empty(d.to_path_buf());
-    common::add_model(&mut registry, &model, "m.tgm");
-    let prover = TaskProver::new(model, SegmentPlan::default()).unwrap();
-    let proof = prover.prove(&random_input(90, 16), [0x90; 32], [0x23; 20], &mut |_, _, _| {}).unwrap().0;
-    let aggregator = Arc::new(Aggregator::new(registry).unwrap());
+    let (aggregator, proofs) = proven_tasks(d, 0x90, 1);
+    let proof = &proofs[0];
     let deadline = Duration::from_secs(8);
 
     tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -448,7 +450,7 @@ fn a_stuck_worker_holds_one_job_never_the_batch() {
             is_taken.await.unwrap();
             worker(&url, "rescuer")
         };
-        let joined = async { tokio::join!(aggregate(&aggregator, &queue, std::slice::from_ref(&proof), &[]), rescuer) };
+        let joined = async { tokio::join!(aggregate(&aggregator, &queue, std::slice::from_ref(proof), &[]), rescuer) };
         let (batch, _rescuer) =
             tokio::time::timeout(Duration::from_secs(300), joined).await.expect("the batch waited on the stuck job");
         let batch = batch.unwrap();
@@ -456,7 +458,7 @@ fn a_stuck_worker_holds_one_job_never_the_batch() {
         let tally = queue.tally();
         assert_eq!(tally.keys().map(String::as_str).collect::<Vec<_>>(), ["rescuer"], "{tally:?}");
         let verified = aggregator.circuits().verify_batch(&batch, &aggregator.registry().root()).unwrap();
-        assert_eq!(verified.batch_root, batch_root(&[aggregator.check(&proof).unwrap().hash()]).unwrap());
+        assert_eq!(verified.batch_root, batch_root(&[aggregator.check(proof).unwrap().hash()]).unwrap());
         stuck.abort();
     });
     drop(broker);

@@ -148,13 +148,11 @@ impl Settings {
 
     /// The provider's signing key: the keystore's if one is set, else `private_key`.
     pub fn signer(&self) -> Result<alloy::signers::local::PrivateKeySigner> {
-        Ok(match &self.keystore {
-            Some(path) => {
-                tgrid_chain::keys::Keystore { path: path.clone(), password_file: self.keystore_password_file.clone() }
-                    .signer()?
-            }
-            None => tgrid_chain::parse_signer(&self.private_key)?,
-        })
+        Ok(tgrid_chain::keys::settings_signer(
+            self.keystore.as_deref(),
+            self.keystore_password_file.as_deref(),
+            &self.private_key,
+        )?)
     }
 
     /// The self-settlement key.

@@ -170,13 +170,11 @@ impl Settings {
 
     /// The settling account's key: the keystore's if one is set, else `private_key`.
     pub fn signer(&self) -> Result<alloy::signers::local::PrivateKeySigner, ServiceError> {
-        match &self.keystore {
-            Some(path) => {
-                tgrid_chain::keys::Keystore { path: path.clone(), password_file: self.keystore_password_file.clone() }
-                    .signer()
-            }
-            None => tgrid_chain::parse_signer(&self.private_key),
-        }
+        tgrid_chain::keys::settings_signer(
+            self.keystore.as_deref(),
+            self.keystore_password_file.as_deref(),
+            &self.private_key,
+        )
         .map_err(|e| ServiceError::Config(e.to_string()))
     }
 
