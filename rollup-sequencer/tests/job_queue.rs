@@ -12,8 +12,8 @@
 //! About 2.5 minutes on 2 cores in the test profile, mostly the circuit builds of five processes
 //! (the aggregation and wrap circuits of the wrapping worker and of `wrap --queue` included).
 
-mod common;
-mod nats;
+use crate::common;
+use crate::nats;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -28,8 +28,8 @@ use tgrid_chain::{Devnet, DevnetConfig};
 use tgrid_circuits::testing::{random_input, tiny_model};
 use tgrid_circuits::{QuantModel, SegmentPlan, TaskProver};
 
-mod common;
-mod fault_proxy;
+use crate::common;
+use crate::fault_proxy;
 
 use common::*;
 

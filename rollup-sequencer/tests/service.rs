@@ -38,8 +38,8 @@ use tgrid_circuits::{commit, SegmentPlan, TaskProver};
 use tgrid_sequencer::service::chain::Chain;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-mod common;
-mod fault_proxy;
+use crate::common;
+use crate::fault_proxy;
 
 use common::*;
 

@@ -18,12 +18,10 @@
 //! through the sequencer tests' fault-injecting proxy, which fails some of its calls.
 
 // The sequencer tests' proxy, shared rather than copied.
-#[path = "../../rollup-sequencer/tests/fault_proxy/mod.rs"]
-mod fault_proxy;
+use crate::fault_proxy;
 // The sequencer tests' NATS broker, for the aggregation workers.
-#[path = "../../rollup-sequencer/tests/nats/mod.rs"]
-mod nats;
-mod support;
+use crate::nats;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

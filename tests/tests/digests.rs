@@ -3,7 +3,7 @@
 //! `fixture_digests.json`; and files an earlier build wrote, read and verified today. A refactor that changes none of these keeps every
 //! registered model, leaf circuit and file valid; one that changes any of them is a new circuit
 //! version and must say so (docs/encodings.md), then re-record them with
-//! `TGRID_RECORD_DIGESTS=1 cargo test -p tgrid-tests --test digests -- --test-threads 1`.
+//! `TGRID_RECORD_DIGESTS=1 cargo test -p tgrid-tests --test integration digests:: -- --test-threads 1`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -9,7 +9,7 @@
 //! The wrap uses the INSECURE test FRI parameters and the INSECURE devnet Groth16 key (cached in
 //! target/tgrid-test-keys, shared with the other devnet tests).
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

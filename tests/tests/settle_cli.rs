@@ -8,7 +8,7 @@
 //! The wrap uses the INSECURE test FRI parameters and the INSECURE devnet Groth16 key (cached in
 //! target/tgrid-test-keys, shared with the other devnet tests).
 
-mod support;
+use crate::support;
 
 use alloy::primitives::B256;
 use alloy::providers::{Provider, ProviderBuilder};

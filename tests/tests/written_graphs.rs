@@ -10,7 +10,7 @@
 //! Each one: imported, equal to tract on the original graph, int8 close to float, and the
 //! circuit witness bit-exact with a proof the verifier accepts.
 
-mod onnx_graph;
+use crate::onnx_graph;
 
 use onnx_graph::{float_attr, int_attr, values, OnnxGraph};
 use tgrid_circuits::{infer, QuantModel, SegmentPlan, TaskProver, TaskVerifier};

@@ -1,0 +1,13 @@
+//! Every integration test of this package in one test binary: one compilation of the shared
+//! helpers and one link instead of one per file, which is most of a clean `make test`'s build time.
+//! Each file below stays a module of its own, and its tests run side by side with the others'.
+
+mod common;
+mod fault_proxy;
+mod nats;
+
+mod aggregate;
+mod cli;
+mod job_queue;
+mod registry_change;
+mod service;

@@ -1,0 +1,19 @@
+//! Every integration test of this package in one test binary: one compilation of the shared
+//! helpers and one link instead of one per file, which is most of a clean `make test`'s build time.
+//! Each file below stays a module of its own, and its tests run side by side with the others'.
+
+#[path = "../../rollup-sequencer/tests/fault_proxy/mod.rs"]
+mod fault_proxy;
+#[path = "../../rollup-sequencer/tests/nats/mod.rs"]
+mod nats;
+mod onnx_graph;
+mod support;
+
+mod corpus;
+mod devnet;
+mod digests;
+mod fixtures;
+mod gpt_devnet;
+mod layering;
+mod settle_cli;
+mod written_graphs;
