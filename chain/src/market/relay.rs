@@ -203,11 +203,28 @@ impl RelayError {
     }
 }
 
+/// The most a relay's answer may hold unless [`RelayClient::with_answer_limit`] says otherwise.
+/// Outputs and order pages are far smaller; a hostile relay cannot make a client buffer more.
+pub const MAX_ANSWER_BYTES: usize = 64 << 20;
+
+/// The longest `Next-From` cursor taken from a relay (`<deadline>:<0x + 64 hex>` is ~90).
+const MAX_CURSOR_LEN: usize = 256;
+
+/// One page of a relay's order listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderListingPage {
+    /// The orders, nearest deadline first.
+    pub orders: Vec<OrderView>,
+    /// Where the next page starts (the relay's `Next-From` header), when there is more.
+    pub next_from: Option<String>,
+}
+
 /// A client of one relay / sequencer base URL.
 #[derive(Clone, Debug)]
 pub struct RelayClient {
     base: String,
     http: reqwest::Client,
+    max_answer_bytes: usize,
 }
 
 impl RelayClient {
@@ -217,7 +234,13 @@ impl RelayClient {
             .timeout(timeout)
             .build()
             .map_err(|e| RelayError::Unreachable { url: base_url.to_string(), reason: e.to_string() })?;
-        Ok(Self { base: base_url.trim_end_matches('/').to_string(), http })
+        Ok(Self { base: base_url.trim_end_matches('/').to_string(), http, max_answer_bytes: MAX_ANSWER_BYTES })
+    }
+
+    /// The same client, refusing answers longer than `bytes` (default [`MAX_ANSWER_BYTES`]).
+    pub fn with_answer_limit(mut self, bytes: usize) -> Self {
+        self.max_answer_bytes = bytes;
+        self
     }
 
     /// The base URL.
@@ -230,12 +253,34 @@ impl RelayClient {
         request: reqwest::RequestBuilder,
         url: String,
     ) -> Result<T, RelayError> {
+        self.exchange(request, url).await.map(|(answer, _)| answer)
+    }
+
+    /// Sends `request`; a success's body decoded, with the answer's headers.
+    async fn exchange<T: serde::de::DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+        url: String,
+    ) -> Result<(T, reqwest::header::HeaderMap), RelayError> {
         let unreachable = |reason: String| RelayError::Unreachable { url: url.clone(), reason };
-        let response = request.send().await.map_err(|e| unreachable(e.to_string()))?;
+        let mut response = request.send().await.map_err(|e| unreachable(e.to_string()))?;
         let status = response.status();
-        let bytes = response.bytes().await.map_err(|e| unreachable(e.to_string()))?;
+        let limit = self.max_answer_bytes;
+        let too_long = || unreachable(format!("the answer is longer than {limit} bytes"));
+        // The announced length is only a hint: the body is counted as it arrives.
+        if response.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(too_long());
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| unreachable(e.to_string()))? {
+            if bytes.len() + chunk.len() > limit {
+                return Err(too_long());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         if status.is_success() {
-            return serde_json::from_slice(&bytes).map_err(|e| unreachable(format!("unexpected answer: {e}")));
+            let answer = serde_json::from_slice(&bytes).map_err(|e| unreachable(format!("unexpected answer: {e}")))?;
+            return Ok((answer, response.headers().clone()));
         }
         let (code, reason) = match serde_json::from_slice::<ErrorBody>(&bytes) {
             Ok(body) => (body.error, body.reason),
@@ -250,11 +295,65 @@ impl RelayClient {
         self.call(self.http.post(&url).json(order), url).await
     }
 
-    /// Orders of `model` in `state`, nearest deadline first, at most `limit`.
+    /// Orders of `model` in `state`, nearest deadline first, at most `limit`: the first page.
     pub async fn orders(&self, model: B256, state: RelayState, limit: usize) -> Result<Vec<OrderView>, RelayError> {
+        Ok(self.orders_page(model, state, limit, None).await?.orders)
+    }
+
+    /// One page of the orders of `model` in `state`, at most `limit`, starting where a previous
+    /// page's [`OrderListingPage::next_from`] said (`None`: the first page).
+    pub async fn orders_page(
+        &self,
+        model: B256,
+        state: RelayState,
+        limit: usize,
+        from: Option<&str>,
+    ) -> Result<OrderListingPage, RelayError> {
         let state = serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        let url = format!("{}/v1/orders?model={model}&state={state}&limit={limit}", self.base);
-        self.call(self.http.get(&url), url).await
+        let mut url = format!("{}/v1/orders?model={model}&state={state}&limit={limit}", self.base);
+        if let Some(from) = from {
+            url.push_str("&from=");
+            url.extend(from.bytes().map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => char::from(b).to_string(),
+                _ => format!("%{b:02X}"),
+            }));
+        }
+        let (orders, headers) = self.exchange(self.http.get(&url), url.clone()).await?;
+        let next_from = match headers.get("next-from") {
+            None => None,
+            Some(value) => match value.to_str() {
+                Ok(cursor) if !cursor.is_empty() && cursor.len() <= MAX_CURSOR_LEN => Some(cursor.to_string()),
+                _ => {
+                    return Err(RelayError::Unreachable {
+                        url,
+                        reason: format!("unexpected answer: a Next-From header that is not a cursor ({value:?})"),
+                    })
+                }
+            },
+        };
+        Ok(OrderListingPage { orders, next_from })
+    }
+
+    /// Orders of `model` in `state` over at most `max_pages` pages of `limit`, each page starting
+    /// at the previous one's cursor; stops early when the relay has no more or repeats a cursor.
+    pub async fn orders_across_pages(
+        &self,
+        model: B256,
+        state: RelayState,
+        limit: usize,
+        max_pages: usize,
+    ) -> Result<Vec<OrderView>, RelayError> {
+        let mut orders = Vec::new();
+        let mut from: Option<String> = None;
+        for _ in 0..max_pages {
+            let page = self.orders_page(model, state, limit, from.as_deref()).await?;
+            orders.extend(page.orders);
+            match page.next_from {
+                Some(next) if from.as_ref() != Some(&next) => from = Some(next),
+                _ => break,
+            }
+        }
+        Ok(orders)
     }
 
     /// One order (a 404 is `Refused` with status 404).
@@ -315,5 +414,128 @@ impl RelayClient {
     pub async fn output(&self, hash: B256) -> Result<OutputView, RelayError> {
         let url = format!("{}/v1/tasks/{hash}/output", self.base);
         self.call(self.http.get(&url), url).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    use alloy::primitives::Address;
+
+    use super::*;
+    use crate::market::order::Order;
+
+    /// A relay on loopback answering each request with `answer(request line)`: extra header
+    /// lines and a body. `length: false` leaves out `content-length` (the body ends at close).
+    fn relay(length: bool, answer: impl Fn(&str) -> (String, Vec<u8>) + Send + 'static) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().map_while(Result::ok) {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let line = String::from_utf8_lossy(&request).lines().next().unwrap_or_default().to_string();
+                let (headers, body) = answer(&line);
+                let length = if length { format!("content-length: {}\r\n", body.len()) } else { String::new() };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{length}connection: close\r\n{headers}\r\n"
+                );
+                let _ = stream.write_all(&body);
+            }
+        });
+        url
+    }
+
+    fn view(nonce: u32) -> OrderView {
+        let key = PrivateKeySigner::random();
+        let order = Order {
+            poster: key.address(),
+            provider: Address::ZERO,
+            model_id: B256::repeat_byte(2),
+            input_commitment: B256::repeat_byte(3),
+            payment: 1,
+            collateral: 1,
+            deadline: 1_800_000_000,
+            nonce: Order::nonce_of(1, nonce),
+            slash_bps: 5_000,
+            poster_share_bps: 5_000,
+        };
+        let domain = MarketDomain { chain_id: 31337, market: Address::repeat_byte(0x11) };
+        let signed = SignedOrder::sign(order, &key, &domain).unwrap();
+        OrderView { hash: signed.verify(&domain).unwrap(), signed, acceptance: None, state: RelayState::Open }
+    }
+
+    fn client(url: &str) -> RelayClient {
+        RelayClient::new(url, Duration::from_secs(10)).unwrap()
+    }
+
+    #[tokio::test]
+    async fn order_pages_are_followed_by_their_cursor_up_to_a_bound() {
+        let pages = [vec![view(0), view(1)], vec![view(2)], vec![view(3)]];
+        let served = pages.clone();
+        // Three pages chained by cursors, the cursor (with a colon) sent back encoded.
+        let url = relay(true, move |line| {
+            let (page, next) = if line.contains("from=1000%3A0xaa") {
+                (1, Some("2000:0xbb"))
+            } else if line.contains("from=2000%3A0xbb") {
+                (2, None)
+            } else {
+                assert!(!line.contains("from="), "{line}");
+                (0, Some("1000:0xaa"))
+            };
+            let header = next.map(|n| format!("next-from: {n}\r\n")).unwrap_or_default();
+            (header, serde_json::to_vec(&served[page]).unwrap())
+        });
+        let listing = client(&url);
+        let first = listing.orders_page(B256::ZERO, RelayState::Open, 2, None).await.unwrap();
+        assert_eq!((first.orders, first.next_from.as_deref()), (pages[0].clone(), Some("1000:0xaa")));
+        let all = listing.orders_across_pages(B256::ZERO, RelayState::Open, 2, 8).await.unwrap();
+        assert_eq!(all, pages.concat());
+        let bounded = listing.orders_across_pages(B256::ZERO, RelayState::Open, 2, 2).await.unwrap();
+        assert_eq!(bounded, [pages[0].clone(), pages[1].clone()].concat());
+
+        // A relay that answers every page with the same cursor is read twice, not eight times.
+        let requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = requests.clone();
+        let url = relay(true, move |_| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            ("next-from: 5:0x01\r\n".into(), b"[]".to_vec())
+        });
+        assert!(client(&url).orders_across_pages(B256::ZERO, RelayState::Open, 2, 8).await.unwrap().is_empty());
+        assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 2);
+
+        // A cursor that is not one is a clear error.
+        let long = "9".repeat(MAX_CURSOR_LEN + 1);
+        let url = relay(true, move |_| (format!("next-from: {long}\r\n"), b"[]".to_vec()));
+        let err = client(&url).orders_page(B256::ZERO, RelayState::Open, 2, None).await.unwrap_err();
+        assert!(err.to_string().contains("Next-From"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn answers_past_the_limit_are_refused_whatever_their_length_says() {
+        let body = serde_json::to_vec(&vec![view(0); 8]).unwrap();
+        assert!(body.len() > 2_048);
+        for announced in [true, false] {
+            let served = body.clone();
+            let url = relay(announced, move |_| (String::new(), served.clone()));
+            let err = client(&url).with_answer_limit(2_048).orders(B256::ZERO, RelayState::Open, 8).await.unwrap_err();
+            assert!(
+                matches!(err, RelayError::Unreachable { .. }) && err.to_string().contains("longer than 2048"),
+                "{err}"
+            );
+            // Within the limit, the same answer is read.
+            let served = body.clone();
+            let url = relay(announced, move |_| (String::new(), served.clone()));
+            assert_eq!(client(&url).orders(B256::ZERO, RelayState::Open, 8).await.unwrap().len(), 8);
+        }
     }
 }

@@ -10,8 +10,13 @@ use tgrid_chain::market::{Acceptance, RelayError, RelayState};
 
 use super::{short, tokens, write_synced, Daemon, TaskRecord, TaskState};
 
-/// Orders listed per model and round.
+/// Orders listed per page.
 const LIST_LIMIT: usize = 50;
+
+/// Pages of one model's listing read per round: the relay shows at most a few orders of one
+/// poster per page, so later pages reach other posters' orders; the bound keeps a relay that
+/// answers with cursor after cursor from holding the round.
+const LIST_PAGES: usize = 4;
 
 impl Daemon {
     /// Adds the relay's open orders of the held models to the state (as `Seen`).
@@ -19,7 +24,7 @@ impl Daemon {
         let block = self.chain.get_block_number().await.context("eth_blockNumber")?;
         let models: Vec<B256> = self.models.keys().copied().collect();
         for model in models {
-            let listed = self.relay.orders(model, RelayState::Open, LIST_LIMIT).await?;
+            let listed = self.relay.orders_across_pages(model, RelayState::Open, LIST_LIMIT, LIST_PAGES).await?;
             for view in listed {
                 if self.state.tasks.contains_key(&view.hash) {
                     continue;
