@@ -2,7 +2,8 @@
 //! GPT-2 and BERT, timm's ViT, MobileNetV2 and ResNet, PyTorch's causal `MultiheadAttention`
 //! and `TransformerEncoderLayer`, each from the TorchScript exporter at opsets 13 and 17 and
 //! from torch.export at opset 18 (where the exporter itself succeeds; its failures are in the
-//! manifest). Every file: imported; its float graph equal to onnxruntime's outputs; quantized
+//! manifest); and a Keras CNN exported by tf2onnx at opsets 13 and 17
+//! (fixtures/make_keras_corpus.py: channels-last, so Transposes around a Flatten). Every file: imported; its float graph equal to onnxruntime's outputs; quantized
 //! on the calibration samples; int8 within the documented bound of onnxruntime on held-out
 //! samples; and one proof per model whose witness is the integer inference, which verifies and
 //! commits to it.
@@ -103,6 +104,11 @@ fn timm_vit() {
 }
 
 #[test]
+fn keras_cnn_from_tf2onnx() {
+    check_model("keras_cnn");
+}
+
+#[test]
 fn timm_mobilenetv2() {
     check_model("mobilenetv2_timm");
 }
@@ -128,6 +134,7 @@ fn torch_transformer_encoder_layer() {
 fn every_corpus_model_has_a_test() {
     let manifest: Manifest =
         serde_json::from_str(&std::fs::read_to_string(corpus().join("manifest.json")).unwrap()).unwrap();
-    let tested = ["bert", "causal_mha", "encoder_layer", "gpt2", "mobilenetv2_timm", "resnet_timm", "vit_timm"];
+    let tested =
+        ["bert", "causal_mha", "encoder_layer", "gpt2", "keras_cnn", "mobilenetv2_timm", "resnet_timm", "vit_timm"];
     assert_eq!(manifest.models.keys().map(String::as_str).collect::<Vec<_>>(), tested);
 }
