@@ -550,12 +550,10 @@ impl SegmentCircuit {
         if quarter_rate_rows.is_some_and(|max| builder.num_gates() > max) {
             return Ok(None);
         }
-        if options.privacy.zero_knowledge() {
-            zero_knowledge::blind(&mut builder);
-        }
+        let blinding = options.privacy.zero_knowledge().then(|| zero_knowledge::blind(&mut builder));
         let mut data = builder.build::<C>();
-        if options.privacy.zero_knowledge() {
-            zero_knowledge::mark_zero_knowledge(&mut data)?;
+        if let Some(rows) = &blinding {
+            zero_knowledge::mark_zero_knowledge(&mut data, rows)?;
         }
         let tensors = values
             .into_iter()
