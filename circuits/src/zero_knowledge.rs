@@ -130,12 +130,45 @@ pub(crate) fn permutation_blinding_pairs(queries: usize) -> usize {
     D * OPENED_POINTS.zs + 2 * queries
 }
 
+/// What a proof reveals of FRI's batch polynomial beyond what the verifier computes, against
+/// what the masking columns can hide, in values of the extension field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MaskFreedom {
+    /// The masks' degrees of freedom in the batch polynomial: one value per row (`D` masks of
+    /// `n` base values each, under `D` independent powers of α).
+    pub(crate) available: usize,
+    /// An upper bound on the values revealed: the masks at ζ (`D`); per query, the masks at `x`
+    /// and the new values of every FRI layer's coset (`1 + Σ (arity − 1)`); the final
+    /// polynomial's coefficients.
+    pub(crate) revealed: usize,
+}
+
+/// [`MaskFreedom`] of a private circuit of `2^degree_bits` rows proven with `fri`.
+pub(crate) fn mask_freedom(fri: &plonky2::fri::FriParams) -> MaskFreedom {
+    let per_query = 1 + fri.reduction_arity_bits.iter().map(|&bits| (1 << bits) - 1).sum::<usize>();
+    MaskFreedom {
+        available: 1 << fri.degree_bits,
+        revealed: D + fri.config.num_query_rounds * per_query + fri.final_poly_len(),
+    }
+}
+
+/// The fewest rows (a power of two) whose masking columns hide what proofs under `config` reveal.
+pub(crate) fn minimum_private_rows(config: &CircuitConfig) -> usize {
+    (1..usize::BITS as usize)
+        .map(|bits| config.fri_config.fri_params(bits, true))
+        .find(|fri| {
+            let freedom = mask_freedom(fri);
+            freedom.revealed <= freedom.available
+        })
+        .map_or(usize::MAX, |fri| 1 << fri.degree_bits)
+}
+
 /// Adds the blinding rows and the masking columns to a circuit whose gates are all placed (the
 /// rows plonky2's `build` adds later, its public-input and lookup rows, get masking values too).
 /// `builder` must have been made with [`private_config`]; the rows returned go to
 /// [`mark_zero_knowledge`], which checks them against the built circuit.
 pub(crate) fn blind(builder: &mut CircuitBuilder<F, D>) -> BlindingRows {
-    blind_with(builder, true)
+    blind_with(builder, true, true)
 }
 
 /// The rows [`blind`] added.
@@ -150,9 +183,10 @@ pub(crate) struct BlindingRows {
     pub(crate) quotient_mask: usize,
 }
 
-/// [`blind`]; only a soundness test leaves the pairs unjoined (`join_pairs = false`, plonky2's
-/// layout), to give a malicious prover the partition of a circuit without the copies.
-fn blind_with(builder: &mut CircuitBuilder<F, D>, join_pairs: bool) -> BlindingRows {
+/// [`blind`]; only tests leave the pairs unjoined (`join_pairs = false`, plonky2's layout, to
+/// give a malicious prover the partition of a circuit without the copies) or the circuit
+/// smaller than [`minimum_private_rows`] (`pad = false`).
+fn blind_with(builder: &mut CircuitBuilder<F, D>, join_pairs: bool, pad: bool) -> BlindingRows {
     let num_wires = builder.config.num_wires;
     let routed = builder.config.num_routed_wires;
     let gate_wires = num_wires - MASK_COLUMNS;
@@ -169,6 +203,12 @@ fn blind_with(builder: &mut CircuitBuilder<F, D>, join_pairs: bool) -> BlindingR
     }
     let mask_gate = QuotientMaskGate::new(num_wires, MASK_COLUMNS - 1, builder.config.max_quotient_degree_factor);
     let quotient_mask = builder.add_gate(mask_gate, vec![]);
+    // A circuit too small for its masks to hide what FRI reveals grows to the smallest size
+    // that does: more than half of it in gates, so `build` pads it to at least that.
+    let minimum = minimum_private_rows(&builder.config);
+    while pad && builder.num_gates() <= minimum / 2 {
+        builder.add_gate(NoopGate, vec![]);
+    }
     // Registered before the rows' generator, whose first value it waits for: by then every
     // generator without inputs has run, plonky2's random public-input wires included, and the
     // masking generator leaves the cells they set alone.
@@ -206,8 +246,9 @@ pub(crate) fn mark_zero_knowledge(data: &mut CircuitData<F, C, D>, rows: &Blindi
 }
 
 /// The randomness a private circuit needs, counted from its built configuration (FRI queries,
-/// challenges) rather than assumed: the blinding rows against [`OPENED_POINTS`] and the
-/// queries, and the masks against the quotients and FRI's extension field. Each count is met
+/// challenges, folding arities, size) rather than assumed: the blinding rows against
+/// [`OPENED_POINTS`] and the queries, the masks against the quotients and FRI's extension
+/// field, and the circuit's size against what FRI's layers reveal ([`mask_freedom`]). Each count is met
 /// exactly, with no spare row (docs/task-circuit.md): more queries or challenges than the
 /// blinding was built for refuse here, naming the shortfall.
 fn check_blinding(common: &CommonCircuitData<F, D>, rows: &BlindingRows, mask_gate: &QuotientMaskGate) -> Result<()> {
@@ -231,6 +272,17 @@ fn check_blinding(common: &CommonCircuitData<F, D>, rows: &BlindingRows, mask_ga
     let need = common.config.num_challenges.max(D);
     if mask_gate.masks < need {
         return Err(short("quotient masks", mask_gate.masks, need));
+    }
+    let freedom = mask_freedom(&common.fri_params);
+    if freedom.revealed > freedom.available {
+        return Err(Error::InvalidModel(format!(
+            "a private circuit of {} rows, whose masking columns hide {} values of FRI's batch polynomial where its \
+             proofs reveal up to {} ({queries} FRI queries): it needs {} rows",
+            freedom.available,
+            freedom.available,
+            freedom.revealed,
+            minimum_private_rows(&common.config)
+        )));
     }
     Ok(())
 }
@@ -333,7 +385,7 @@ mod tests {
         let three = b.constant(F::from_canonical_u64(3));
         let y = b.mul_add(x, x, three);
         b.register_public_input(y);
-        let rows = blind_with(&mut b, join_pairs);
+        let rows = blind_with(&mut b, join_pairs, true);
         let mut data = b.build::<C>();
         mark_zero_knowledge(&mut data, &rows).unwrap();
         (data, x, rows)
@@ -491,6 +543,32 @@ mod tests {
         assert!(err.contains("copy-joined random pairs"), "{err}");
         let (mut data, rows) = build(2);
         mark_zero_knowledge(&mut data, &rows).unwrap();
+
+        // Left at its natural 2^8 rows, the same circuit is too small for its masks.
+        let mut b =
+            CircuitBuilder::<F, D>::new(private_config(public_segment_fri(segment_config(0, Privacy::Private))));
+        let x = b.add_virtual_target();
+        b.register_public_input(x);
+        let rows = blind_with(&mut b, true, false);
+        let mut small = b.build::<C>();
+        assert_eq!(small.common.degree(), 256);
+        let err = mark_zero_knowledge(&mut small, &rows).unwrap_err().to_string();
+        assert!(err.contains("of 256 rows") && err.contains("it needs 512 rows"), "{err}");
+    }
+
+    /// The masks' budget at the private segment configuration (42 queries, folding by 4 down to
+    /// a final polynomial of at most 4 coefficients, Merkle caps of 16): 2^8 rows fall short,
+    /// 2^9 suffice, and a blinded circuit is padded to that.
+    #[test]
+    fn the_masks_budget_sets_the_smallest_private_circuit() {
+        let config = private_config(public_segment_fri(segment_config(0, Privacy::Private)));
+        let at = |bits| mask_freedom(&config.fri_config.fri_params(bits, true));
+        // 2 at ζ, 42 queries × (1 + 3 reductions × 3 new values), the final polynomial.
+        assert_eq!(at(8), MaskFreedom { available: 256, revealed: 2 + 42 * 10 + 4 });
+        assert_eq!(at(9), MaskFreedom { available: 512, revealed: 2 + 42 * 10 + 8 });
+        assert_eq!(minimum_private_rows(&config), 512);
+        let (data, _, _) = circuit(true);
+        assert_eq!(data.common.degree(), 512, "the one-multiplication circuit is padded");
     }
 
     /// The selector polynomial of the quotient-masking row: `UNUSED` on every row but that one.
