@@ -83,8 +83,9 @@ pub(crate) async fn connect(g: &Globals) -> Result<Ctx> {
     connect_as(g, true).await
 }
 
-/// Connects for reads only: off the local devnet without a key, the signer is a placeholder that
-/// never signs (commands that default to "the signer's account" must not use this).
+/// Connects for reads only: the keystore is not opened, and the signer is a placeholder that never
+/// signs (anvil's first key on the local devnet; commands that default to "the signer's account"
+/// must not use this).
 pub(crate) async fn connect_reading(g: &Globals) -> Result<Ctx> {
     connect_as(g, false).await
 }
@@ -97,7 +98,9 @@ async fn connect_as(g: &Globals, signing: bool) -> Result<Ctx> {
         Err(e @ tgrid_chain::Error::WrongChain { .. }) => return Err(bad_input(e)),
         Err(e) => return Err(e.into()),
     };
-    let signer = match (tgrid_chain::keys::signer_from(g.keystore.as_ref()).map_err(bad_input)?, chain_id) {
+    // A read never opens the keystore: no password asked for, no seconds of key derivation.
+    let key = if signing { tgrid_chain::keys::signer_from(g.keystore.as_ref()).map_err(bad_input)? } else { None };
+    let signer = match (key, chain_id) {
         (Some(signer), _) => signer,
         (None, ANVIL_CHAIN_ID) => tgrid_chain::parse_signer(ANVIL_KEY_0)?,
         (None, _) if !signing => tgrid_chain::parse_signer(READ_ONLY_KEY)?,

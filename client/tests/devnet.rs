@@ -194,6 +194,11 @@ fn a_poster_and_a_provider_through_the_market_on_anvil() {
     let wrong_password = work.path().join("wrong.password").display().to_string();
     std::fs::write(&wrong_password, "incorrect horse").unwrap();
     t.fails(&["--keystore", &keystore, "--password-file", &wrong_password, "stake", "add", "1"], 2, "wrong password");
+    // A read of a named account never opens the keystore: a wrong password does not stop it.
+    let provider_address = provider.address().to_string();
+    let read =
+        t.ok(&["--keystore", &keystore, "--password-file", &wrong_password, "stake", "status", &provider_address]);
+    assert_eq!(read["bonded"], "501", "{read}");
     let domain = MarketDomain::of(devnet.deployment());
     let acceptance = Acceptance::sign(hash2.parse().unwrap(), &provider, &domain).unwrap();
     let acceptance_file = work.path().join("acceptance.json").display().to_string();
