@@ -131,7 +131,9 @@ pub(crate) fn permutation_blinding_pairs(queries: usize) -> usize {
 }
 
 /// What a proof reveals of FRI's batch polynomial beyond what the verifier computes, against
-/// what the masking columns can hide, in values of the extension field.
+/// what the masking columns can hide, in values of the extension field. `revealed` is an upper
+/// bound (it ignores that a folded layer has a lower degree); `fri_rank_tests` checks the
+/// exact span on the map itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct MaskFreedom {
     /// The masks' degrees of freedom in the batch polynomial: one value per row (`D` masks of
@@ -616,7 +618,7 @@ mod tests {
     }
 
     /// Rank of `rows` over F (Gaussian elimination).
-    fn rank(mut rows: Vec<Vec<F>>) -> usize {
+    pub(super) fn rank(mut rows: Vec<Vec<F>>) -> usize {
         let mut rank = 0;
         for col in 0..rows.first().map_or(0, Vec::len) {
             let Some(p) = (rank..rows.len()).find(|&r| !rows[r][col].is_zero()) else { continue };
@@ -668,5 +670,177 @@ mod tests {
         sparse[..4].copy_from_slice(&F::rand_vec(4));
         let samples: Vec<Vec<F>> = (0..observed + 8).map(|_| sample(&sparse)[..observed].to_vec()).collect();
         assert!(rank(samples) < observed, "a sparse multiplier masks the chunks");
+    }
+}
+
+/// The budget behind [`minimum_private_rows`], checked on the map itself: whether FRI's
+/// openings of the batch polynomial stay uniformly random, whatever the secret part, given what
+/// the masks themselves reveal.
+#[cfg(test)]
+mod fri_rank_tests {
+    use std::collections::BTreeSet;
+
+    use plonky2::field::extension::quadratic::QuadraticExtension;
+    use plonky2::field::extension::FieldExtension;
+    use plonky2::field::types::{Field, PrimeField64, Sample};
+
+    use super::*;
+    use crate::{public_segment_fri, segment_config, Privacy};
+
+    type FE = QuadraticExtension<F>;
+    const _: () = assert!(D == 2);
+
+    fn lift(x: F) -> FE {
+        <FE as FieldExtension<2>>::from_basefield(x)
+    }
+
+    fn parts(v: &FE) -> [F; 2] {
+        <FE as FieldExtension<2>>::to_basefield_array(v)
+    }
+
+    fn eval(coeffs: &[FE], x: F) -> FE {
+        let x = lift(x);
+        coeffs.iter().rev().fold(FE::ZERO, |acc, &c| acc * x + c)
+    }
+
+    /// `(p(X) − p(z)) / (X − z)`.
+    fn divide_out(p: &[FE], z: FE) -> Vec<FE> {
+        let mut quotient = vec![FE::ZERO; p.len() - 1];
+        let mut carry = FE::ZERO;
+        for i in (1..p.len()).rev() {
+            carry = p[i] + z * carry;
+            quotient[i - 1] = carry;
+        }
+        quotient
+    }
+
+    /// FRI's folding by `arity`: `Σ_j β^j P_j(Y)` for `P(X) = Σ_j X^j P_j(X^arity)`.
+    fn fold(p: &[FE], arity: usize, beta: FE) -> Vec<FE> {
+        p.chunks(arity).map(|c| c.iter().rev().fold(FE::ZERO, |acc, &v| acc * beta + v)).collect()
+    }
+
+    /// One proof's FRI openings at a private circuit of `2^degree_bits` rows: the queries' points,
+    /// the points opened on each layer (the queries' cosets there, less the queries themselves
+    /// on the first, whose values the verifier computes from the other openings), the
+    /// challenges.
+    struct Openings {
+        n: usize,
+        xs: Vec<F>,
+        layers: Vec<Vec<F>>,
+        arities: Vec<usize>,
+        betas: Vec<FE>,
+        final_len: usize,
+        zeta: FE,
+        alpha: FE,
+    }
+
+    impl Openings {
+        fn draw(degree_bits: usize) -> Self {
+            let config = private_config(public_segment_fri(segment_config(0, Privacy::Private)));
+            let fri = config.fri_config.fri_params(degree_bits, true);
+            let arities: Vec<usize> = fri.reduction_arity_bits.iter().map(|&b| 1 << b).collect();
+            let omega = F::primitive_root_of_unity(fri.lde_bits());
+            let xs: Vec<F> = (0..fri.config.num_query_rounds)
+                .map(|_| {
+                    (F::coset_shift() * omega.exp_u64(rand::random::<u64>() % (1 << fri.lde_bits()))).to_canonical_u64()
+                })
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .map(F::from_canonical_u64)
+                .collect();
+            let mut layers = Vec::new();
+            let mut points = xs.clone();
+            for &arity in &arities {
+                let root = F::primitive_root_of_unity(arity.trailing_zeros() as usize);
+                let coset: BTreeSet<u64> = points
+                    .iter()
+                    .flat_map(|&p| (0..arity).map(move |j| (p * root.exp_u64(j as u64)).to_canonical_u64()))
+                    .collect();
+                let first = layers.is_empty();
+                let coset = coset.into_iter().map(F::from_canonical_u64);
+                layers.push(coset.filter(|p| !first || !xs.contains(p)).collect::<Vec<_>>());
+                points = points.iter().map(|&p| p.exp_u64(arity as u64)).collect();
+            }
+            Self {
+                n: 1 << degree_bits,
+                xs,
+                layers,
+                betas: arities.iter().map(|_| FE::rand()).collect(),
+                arities,
+                final_len: fri.final_poly_len(),
+                zeta: FE::rand(),
+                alpha: FE::rand(),
+            }
+        }
+
+        /// What the FRI layers and the final polynomial reveal of a batch polynomial.
+        fn batch_values(&self, batch: Vec<FE>) -> Vec<F> {
+            let mut values = Vec::new();
+            let mut poly = batch;
+            for ((layer, &arity), &beta) in self.layers.iter().zip(&self.arities).zip(&self.betas) {
+                values.extend(layer.iter().map(|&p| eval(&poly, p)));
+                poly = fold(&poly, arity, beta);
+            }
+            poly.resize(self.final_len, FE::ZERO);
+            values.extend(poly);
+            values.iter().flat_map(parts).collect()
+        }
+
+        /// `count` random masks: their values at ζ and at the queries, then what FRI reveals of
+        /// their part of the batch polynomial, `Σ_j α^j (m_j(X) − m_j(ζ)) / (X − ζ)`.
+        fn masks_sample(&self, count: usize) -> Vec<F> {
+            let masks: Vec<Vec<FE>> = (0..count).map(|_| F::rand_vec(self.n).into_iter().map(lift).collect()).collect();
+            let mut values: Vec<F> = masks.iter().flat_map(|m| parts(&eval_ext(m, self.zeta))).collect();
+            for &x in &self.xs {
+                values.extend(masks.iter().map(|m| parts(&eval(m, x))[0]));
+            }
+            let mut batch = vec![FE::ZERO; self.n - 1];
+            for (j, m) in masks.iter().enumerate() {
+                let weight = self.alpha.exp_u64(j as u64);
+                for (b, q) in batch.iter_mut().zip(divide_out(m, self.zeta)) {
+                    *b += weight * q;
+                }
+            }
+            values.extend(self.batch_values(batch));
+            values
+        }
+
+        /// An arbitrary batch polynomial (the worst secret part): its values at the queries, which
+        /// the verifier computes from the other openings, then what FRI reveals of it.
+        fn generic_sample(&self) -> Vec<F> {
+            let batch: Vec<FE> = (0..self.n - 1).map(|_| FE::rand()).collect();
+            let mut values: Vec<F> = self.xs.iter().flat_map(|&x| parts(&eval(&batch, x))).collect();
+            values.extend(self.batch_values(batch));
+            values
+        }
+
+        /// Dimensions of what FRI reveals beyond what the verifier knows anyway: for random
+        /// masks, beyond their own openings; for an arbitrary batch polynomial, beyond its values
+        /// at the queries. Equal, the masks make it uniform over everything a secret could show.
+        fn dimensions(&self, masks: usize) -> (usize, usize) {
+            let own = masks * D + masks * self.xs.len();
+            let columns = self.generic_sample().len();
+            let generic = tests::rank((0..columns + 8).map(|_| self.generic_sample()).collect()) - D * self.xs.len();
+            let masked = tests::rank((0..own + generic + 8).map(|_| self.masks_sample(masks)).collect());
+            (masked - own, generic)
+        }
+    }
+
+    fn eval_ext(coeffs: &[FE], x: FE) -> FE {
+        coeffs.iter().rev().fold(FE::ZERO, |acc, &c| acc * x + c)
+    }
+
+    /// At the private segment configuration (42 queries, folding by 4) and the size
+    /// [`minimum_private_rows`] requires, 2^9 rows, the `D` masks leave what FRI reveals of the
+    /// batch polynomial as random as any polynomial could make it, so the secret part shows
+    /// through nowhere. One mask, base-field values under a single power of α, cannot: the
+    /// test tells the two apart.
+    #[test]
+    fn what_fri_reveals_is_uniform_at_the_minimum_size() {
+        let openings = Openings::draw(9);
+        let (masked, generic) = openings.dimensions(D);
+        assert_eq!(masked, generic, "2^9 rows: masks span {masked} of {generic}");
+        let (masked, generic) = openings.dimensions(1);
+        assert!(masked < generic, "one mask spans {masked} of {generic}");
     }
 }
