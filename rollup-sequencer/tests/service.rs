@@ -441,9 +441,14 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     // A flood of such results, each signed by fresh keys, from one client: past its burst the
     // per-client limit answers 429 before any chain read; each admitted one costs one book read
     // and no proof check (the proof is another task's: checked, it would be refused as such).
+    // A thousand of them count nowhere: not in the queue depth providers weigh before accepting,
+    // not in a batch (the batch below holds the two good results only).
+    const FLOOD: u32 = 1_000;
+    let queue_depth = || async { get(&http, &format!("{api}/v1/status")).await.1["queue_depth"].as_u64().unwrap() };
+    let depth_before = queue_depth().await;
     let book_reads = proxy.calls_to(ITaskMarket::bookCall::SELECTOR);
     let spammer_results = Http::builder().local_address(std::net::IpAddr::from([127, 0, 0, 3])).build().unwrap();
-    let flood: Vec<String> = (0..100u64)
+    let flood: Vec<String> = (0..u64::from(FLOOD))
         .map(|seed| {
             let (poster, provider) = (PrivateKeySigner::random(), PrivateKeySigner::random());
             let input = random_input(seed, model.input_len());
@@ -468,9 +473,10 @@ async fn settles_results_on_anvil_refuses_bad_ones_survives_sigkill_and_reorgs()
     }
     // A burst of 40, then 20 a second.
     let allowed = 40 + (20.0 * started.elapsed().as_secs_f64()).ceil() as u32;
-    assert!(100 - limited <= allowed, "{} of 100 admitted, at most {allowed} allowed", 100 - limited);
-    assert!(limited > 0, "none of 100 limited");
-    assert_eq!(proxy.calls_to(ITaskMarket::bookCall::SELECTOR) - book_reads, 100 - limited, "one read per admitted");
+    assert!(FLOOD - limited <= allowed, "{} of {FLOOD} admitted, at most {allowed} allowed", FLOOD - limited);
+    assert!(limited > 0, "none of {FLOOD} limited");
+    assert_eq!(proxy.calls_to(ITaskMarket::bookCall::SELECTOR) - book_reads, FLOOD - limited, "one read per admitted");
+    assert_eq!(queue_depth().await, depth_before, "unbacked results in the queue depth");
 
     // Slowloris: one client (127.0.0.5) opens 20 connections and sends half a request's headers
     // on each. It keeps 8 (max_connections_per_client), the other 12 are closed on arrival; the
