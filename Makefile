@@ -40,7 +40,8 @@ bench:
 	target/release/tgrid-prover bench fixtures/mlp fixtures/cnn fixtures/lenet
 
 ## The third-party corpus (fixtures/corpus: transformers GPT-2 and BERT, timm ViT, MobileNetV2,
-## ResNet, torch attention layers) beside the digits cnn, LeNet and our vision transformer, in
+## ResNet, torch attention layers, a Keras CNN from tf2onnx) beside the digits cnn, LeNet and our
+## vision transformer, in
 ## one run, release profile, one JSON line each.
 bench-corpus:
 	$(CARGO) build --release --locked -p tgrid-prover
