@@ -41,8 +41,7 @@ bench:
 
 ## The third-party corpus (fixtures/corpus: transformers GPT-2 and BERT, timm ViT, MobileNetV2,
 ## ResNet, torch attention layers, a Keras CNN from tf2onnx) beside the digits cnn, LeNet and our
-## vision transformer, in
-## one run, release profile, one JSON line each.
+## vision transformer, in one run, release profile, one JSON line each.
 bench-corpus:
 	$(CARGO) build --release --locked -p tgrid-prover
 	bash scripts/bench-corpus.sh
