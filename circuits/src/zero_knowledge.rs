@@ -132,7 +132,7 @@ pub(crate) fn permutation_blinding_pairs(queries: usize) -> usize {
 
 /// What a proof reveals of FRI's batch polynomial beyond what the verifier computes, against
 /// what the masking columns can hide, in values of the extension field. `revealed` is an upper
-/// bound (it ignores that a folded layer has a lower degree); `fri_rank_tests` checks the
+/// bound (it ignores that a folded layer has a lower degree); `rank_tests` checks the
 /// exact span on the map itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct MaskFreedom {
@@ -380,7 +380,7 @@ mod tests {
     use crate::{public_segment_fri, segment_config, Privacy};
 
     /// A small private circuit: `y = x·x + 3`, `y` public, its gates blinded by [`blind_with`].
-    fn circuit(join_pairs: bool) -> (CircuitData<F, C, D>, Target, BlindingRows) {
+    pub(super) fn circuit(join_pairs: bool) -> (CircuitData<F, C, D>, Target, BlindingRows) {
         let mut b =
             CircuitBuilder::<F, D>::new(private_config(public_segment_fri(segment_config(0, Privacy::Private))));
         let x = b.add_virtual_target();
@@ -673,11 +673,11 @@ mod tests {
     }
 }
 
-/// The budget behind [`minimum_private_rows`], checked on the map itself: whether FRI's
-/// openings of the batch polynomial stay uniformly random, whatever the secret part, given what
-/// the masks themselves reveal.
+/// The blinding checked on the linear maps themselves: each polynomial's openings against the
+/// random rows that blind it, and FRI's openings of the batch polynomial against the masks
+/// (the budget behind [`minimum_private_rows`]).
 #[cfg(test)]
-mod fri_rank_tests {
+mod rank_tests {
     use std::collections::BTreeSet;
 
     use plonky2::field::extension::quadratic::QuadraticExtension;
@@ -842,5 +842,57 @@ mod fri_rank_tests {
         assert_eq!(masked, generic, "2^9 rows: masks span {masked} of {generic}");
         let (masked, generic) = openings.dimensions(1);
         assert!(masked < generic, "one mask spans {masked} of {generic}");
+    }
+
+    /// The rows that blind a polynomial's openings, as linear maps: a wire's `D + q` random rows
+    /// to its value at ζ (an extension element: `D` base coordinates) and at `q` points of the
+    /// low-degree extension; `Z`'s one random value per pair (at the pair's second row) to its
+    /// values at ζ, gζ, the points and their `g·x`. Both have full rank on the real circuit's
+    /// rows, so the openings are uniform whatever the other rows hold (point 1 of
+    /// docs/zero-knowledge.md); a row fewer leaves them short.
+    #[test]
+    fn openings_are_uniform_in_the_random_rows() {
+        let (data, _, rows) = tests::circuit(true);
+        let n = data.common.degree();
+        let queries = data.common.fri_params.config.num_query_rounds;
+        let g = F::primitive_root_of_unity(data.common.degree_bits());
+        let omega = F::primitive_root_of_unity(data.common.fri_params.lde_bits());
+        // Query points whose `x` and `g·x` all differ (a proof whose points meet reveals less).
+        let lde = data.common.fri_params.lde_size() as u64;
+        let mut seen = BTreeSet::new();
+        let mut xs = Vec::new();
+        while xs.len() < queries {
+            let x = F::coset_shift() * omega.exp_u64(rand::random::<u64>() % lde);
+            let (a, b) = (x.to_canonical_u64(), (g * x).to_canonical_u64());
+            if !seen.contains(&a) && !seen.contains(&b) {
+                seen.extend([a, b]);
+                xs.push(x);
+            }
+        }
+        let zeta = FE::rand();
+        // The interpolant of a column that is 1 on `row` and 0 elsewhere.
+        let lagrange = |row: usize| -> Vec<FE> {
+            let mut unit = vec![F::ZERO; n];
+            unit[row] = F::ONE;
+            plonky2::field::polynomial::PolynomialValues::new(unit).ifft().coeffs.into_iter().map(lift).collect()
+        };
+        let columns = |rows: &[usize], at: &[FE], at_base: &[F]| -> Vec<Vec<F>> {
+            rows.iter()
+                .map(|&r| {
+                    let l = lagrange(r);
+                    let mut column: Vec<F> = at.iter().flat_map(|&z| parts(&eval_ext(&l, z))).collect();
+                    column.extend(at_base.iter().map(|&x| parts(&eval(&l, x))[0]));
+                    column
+                })
+                .collect()
+        };
+        let wires = columns(&rows.regular, &[zeta], &xs);
+        assert_eq!(tests::rank(wires.clone()), D + queries, "a wire's openings");
+        assert_eq!(tests::rank(wires[1..].to_vec()), D + queries - 1, "one row fewer");
+        let pair_values: Vec<usize> = rows.pairs.iter().map(|&a| a + 1).collect();
+        let shifted: Vec<F> = xs.iter().flat_map(|&x| [x, g * x]).collect();
+        let z = columns(&pair_values, &[zeta, zeta * lift(g)], &shifted);
+        assert_eq!(tests::rank(z.clone()), 2 * D + 2 * queries, "Z's openings");
+        assert_eq!(tests::rank(z[1..].to_vec()), 2 * D + 2 * queries - 1, "one pair fewer");
     }
 }
