@@ -95,7 +95,8 @@ bench-self-settle: setup-contracts
 
 ## EZKL 23 (installed from PyPI into .tgrid/ezkl-venv) and a one-shot `tgrid-prover prove` on
 ## the same ONNX and input, interleaved in one run. One JSON object per fixture: the digits cnn by
-## default (a few minutes), `FIXTURES="vit gpt"` for the transformers.
+## default (a few minutes), `FIXTURES="vit gpt"` for the transformers, `FIXTURES=corpus/keras_cnn`
+## for a model of the third-party corpus.
 bench-ezkl:
 	bash scripts/bench-ezkl.sh
 
