@@ -118,8 +118,9 @@ pub(crate) fn opened_points(
     }
 }
 
-/// Rows of random wires each wire or partial-product polynomial needs: `D` base values per
-/// opened point and one per FRI query.
+/// Rows of random wires each wire polynomial needs: `D` base values per opened point and one per
+/// FRI query. (Partial products are opened as often, but these rows add nothing to them: their
+/// factor in the permutation product is 1; the pairs randomize them.)
 pub(crate) fn regular_blinding_rows(queries: usize) -> usize {
     D * OPENED_POINTS.wires.max(OPENED_POINTS.partial_products) + queries
 }
