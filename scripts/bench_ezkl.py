@@ -15,9 +15,11 @@ Usage: python bench_ezkl.py MODEL.onnx CALIBRATION.json MODEL.tgm TGRID_PROVER [
 
 import argparse
 import asyncio
+import atexit
 import inspect
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -43,6 +45,8 @@ def main():
     a = p.parse_args()
 
     work = tempfile.mkdtemp(prefix="tgrid-ezkl-")
+    # EZKL's keys take gigabytes (4 GB for a 2^18-row circuit): gone with the run.
+    atexit.register(shutil.rmtree, work, True)
     path = lambda name: os.path.join(work, name)
     with open(a.calibration) as f:
         calibration = json.load(f)
