@@ -700,8 +700,7 @@ mod rank_tests {
     }
 
     fn eval(coeffs: &[FE], x: F) -> FE {
-        let x = lift(x);
-        coeffs.iter().rev().fold(FE::ZERO, |acc, &c| acc * x + c)
+        eval_ext(coeffs, lift(x))
     }
 
     /// `(p(X) − p(z)) / (X − z)`.

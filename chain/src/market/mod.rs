@@ -14,6 +14,8 @@ pub use batch::{BatchError, SettleCall, SettlementBatch, SettlementItem};
 pub use delivery::{Delivery, Receipt, SignedReceipt};
 pub use ledger::{market_error, Market, Sent};
 pub use order::{Acceptance, MarketDomain, Order, OrderError, SignedOrder};
-pub use relay::{OrderListingPage, OrderView, RelayClient, RelayError, RelayState, ResultSubmission, MAX_ANSWER_BYTES};
+pub use relay::{
+    OrderListingPage, OrderView, RelayClient, RelayError, RelayState, ResultSubmission, MAX_ANSWER_BYTES, NEXT_FROM,
+};
 pub use sealing::SealingKeyAnnouncement;
 pub use status::{order_outcome, OrderOutcome};

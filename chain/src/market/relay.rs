@@ -207,6 +207,9 @@ impl RelayError {
 /// Outputs and order pages are far smaller; a hostile relay cannot make a client buffer more.
 pub const MAX_ANSWER_BYTES: usize = 64 << 20;
 
+/// The response header of an order listing that says where its next page starts (`from=`).
+pub const NEXT_FROM: &str = "next-from";
+
 /// The longest `Next-From` cursor taken from a relay (`<deadline>:<0x + 64 hex>` is ~90).
 const MAX_CURSOR_LEN: usize = 256;
 
@@ -310,16 +313,14 @@ impl RelayClient {
         from: Option<&str>,
     ) -> Result<OrderListingPage, RelayError> {
         let state = serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        let mut url = format!("{}/v1/orders?model={model}&state={state}&limit={limit}", self.base);
+        let url = format!("{}/v1/orders?model={model}&state={state}&limit={limit}", self.base);
+        let mut request_url = reqwest::Url::parse(&url)
+            .map_err(|e| RelayError::Unreachable { url: url.clone(), reason: e.to_string() })?;
         if let Some(from) = from {
-            url.push_str("&from=");
-            url.extend(from.bytes().map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => char::from(b).to_string(),
-                _ => format!("%{b:02X}"),
-            }));
+            request_url.query_pairs_mut().append_pair("from", from);
         }
-        let (orders, headers) = self.exchange(self.http.get(&url), url.clone()).await?;
-        let next_from = match headers.get("next-from") {
+        let (orders, headers) = self.exchange(self.http.get(request_url), url.clone()).await?;
+        let next_from = match headers.get(NEXT_FROM) {
             None => None,
             Some(value) => match value.to_str() {
                 Ok(cursor) if !cursor.is_empty() && cursor.len() <= MAX_CURSOR_LEN => Some(cursor.to_string()),

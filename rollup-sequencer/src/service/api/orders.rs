@@ -183,13 +183,10 @@ pub(super) async fn list_orders(
     let mut headers = axum::http::HeaderMap::new();
     if let Some((deadline, hash)) = next {
         let value = axum::http::HeaderValue::from_str(&format!("{deadline}:{hash}")).expect("ASCII");
-        headers.insert(NEXT_FROM, value);
+        headers.insert(tgrid_chain::market::NEXT_FROM, value);
     }
     Ok((headers, Json(out)))
 }
-
-/// The response header of an order listing that says where its next page starts.
-pub(crate) const NEXT_FROM: &str = "next-from";
 
 /// One listed order.
 #[utoipa::path(get, path = "/v1/orders/{hash}", params(("hash" = String, Path, description = "order hash, 0x + 64 hex")),
