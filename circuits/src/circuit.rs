@@ -89,9 +89,10 @@ impl PublicInputs {
     }
 }
 
-/// The configuration of the join circuits that chain a cut model's segments of a public task
-/// (recursive verifiers, hence plonky2's full-width `PoseidonGate` for Merkle paths): plonky2's
-/// standard recursion configuration without zero knowledge, FRI folding by 4 instead of 16.
+/// The configuration of the join circuits that chain a cut model's segments (recursive
+/// verifiers, hence plonky2's full-width `PoseidonGate` for Merkle paths): plonky2's standard
+/// recursion configuration without zero knowledge, FRI folding by 4 instead of 16. A private
+/// task's join is then widened and blinded by [`crate::zero_knowledge`] ([`crate::join`]).
 ///
 /// A public task hides nothing: its input is published, the weights are in the `.tgm` and the
 /// output is served with the result, so anyone can recompute every activation. Blinding would
@@ -103,9 +104,9 @@ pub fn join_config() -> CircuitConfig {
     CircuitConfig { zero_knowledge: false, ..zk_join_config() }
 }
 
-/// [`join_config`] with zero knowledge: the base of the configuration of task proofs whose input
-/// and activations are secret, which [`crate::zero_knowledge`] builds with its own blinding and
-/// masking columns instead of plonky2's. Folding by 4 instead of plonky2's 16 (the FRI shape
+/// [`join_config`] with zero knowledge: the base of the configuration of private segments, which
+/// [`crate::zero_knowledge`] builds with its own blinding and masking columns instead of
+/// plonky2's. Folding by 4 instead of plonky2's 16 (the FRI shape
 /// the aggregation verifies).
 pub fn zk_join_config() -> CircuitConfig {
     let mut config = CircuitConfig::standard_recursion_zk_config();

@@ -1,6 +1,10 @@
 //! The join step of a segmented model's chain: verifies the previous proof (a segment's or a
 //! join's) and the next segment's, links the first's output commitment to the second's input
 //! commitment, and, as the last join, binds the task.
+//!
+//! A private task's joins are blinded like its segments ([`crate::zero_knowledge`]): the last
+//! join is the proof a private task publishes, and its witness holds every earlier proof of the
+//! chain and the salted commitments at the cuts (docs/zero-knowledge.md).
 
 use plonky2::iop::witness::{PartialWitness, WitnessWrite};
 use plonky2::plonk::circuit_builder::CircuitBuilder;
@@ -8,8 +12,9 @@ use plonky2::plonk::circuit_data::{CircuitData, VerifierCircuitData};
 use plonky2::plonk::proof::{ProofWithPublicInputs, ProofWithPublicInputsTarget};
 use tgrid_int8::{Privacy, QuantModel};
 
-use crate::circuit::{join_config, model_id_words, prove_circuit, set_binding, zk_join_config, BindingTargets};
+use crate::circuit::{join_config, model_id_words, prove_circuit, set_binding, BindingTargets};
 use crate::error::{Error, Result};
+use crate::zero_knowledge::{self, BlindingRows};
 use crate::{C, D, F};
 
 /// A proof with the data needed to verify it recursively.
@@ -24,6 +29,9 @@ pub(crate) struct JoinCircuit {
     pub(crate) prev: ProofWithPublicInputsTarget<D>,
     pub(crate) seg: ProofWithPublicInputsTarget<D>,
     pub(crate) binding: Option<BindingTargets>,
+    /// A private join's blinding rows (read by the tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) blinding: Option<BlindingRows>,
 }
 
 impl JoinCircuit {
@@ -47,8 +55,7 @@ impl JoinCircuit {
         privacy: Privacy,
         link: bool,
     ) -> Result<Self> {
-        let config = if privacy.zero_knowledge() { zk_join_config() } else { join_config() };
-        let mut builder = CircuitBuilder::<F, D>::new(config);
+        let mut builder = CircuitBuilder::<F, D>::new(join_config());
         let prev_t = builder.add_virtual_proof_with_pis(&prev.common);
         let prev_vd = builder.constant_verifier_data(&prev.verifier_only);
         builder.verify_proof::<C>(&prev_t, &prev_vd, &prev.common);
@@ -76,10 +83,33 @@ impl JoinCircuit {
         };
         builder.register_public_inputs(&p[0..4]);
         builder.register_public_inputs(&s[4..8]);
-        Ok(Self { data: builder.build::<C>(), prev: prev_t, seg: seg_t, binding })
+        let blinding = privacy.zero_knowledge().then(|| {
+            // Widened only now: plonky2's recursion gates (`ReducingExtensionGate`) size
+            // themselves to the configuration's width when placed, and must leave the masking
+            // columns to the quotient-masking row.
+            builder.config = zero_knowledge::private_config(builder.config.clone());
+            zero_knowledge::blind(&mut builder)
+        });
+        let mut data = builder.build::<C>();
+        if let Some(rows) = &blinding {
+            zero_knowledge::mark_zero_knowledge(&mut data, rows)?;
+        }
+        Ok(Self { data, prev: prev_t, seg: seg_t, binding, blinding })
     }
 
     pub(crate) fn prove(&self, prev: &Proven, seg: &Proven, task: Option<(&[u8; 32], &[u8; 20])>) -> Result<Proven> {
+        let proof = prove_circuit(&self.data, self.witness(prev, seg, task)?)?;
+        Ok(Proven { proof, verifier: self.data.verifier_data() })
+    }
+
+    /// The join's whole witness: its two children's proofs and, for the last join, the task
+    /// binding (public). Nothing of the task's input or activations comes in any other way.
+    pub(crate) fn witness(
+        &self,
+        prev: &Proven,
+        seg: &Proven,
+        task: Option<(&[u8; 32], &[u8; 20])>,
+    ) -> Result<PartialWitness<F>> {
         let mut pw = PartialWitness::new();
         let err = |e: anyhow::Error| Error::Proving(e.to_string());
         pw.set_proof_with_pis_target(&self.prev, &prev.proof).map_err(err)?;
@@ -87,7 +117,6 @@ impl JoinCircuit {
         if let (Some(b), Some((task_id, provider))) = (&self.binding, task) {
             set_binding(&mut pw, b, task_id, provider)?;
         }
-        let proof = prove_circuit(&self.data, pw)?;
-        Ok(Proven { proof, verifier: self.data.verifier_data() })
+        Ok(pw)
     }
 }

@@ -7,8 +7,8 @@ use rand::{Rng, SeedableRng};
 
 use crate::testing::tiny_model;
 use crate::{
-    commit, commit_salted, infer, EncryptedTensor, OutputKey, Privacy, QuantModel, Salt, SegmentPlan, TaskProver,
-    TaskVerifier, MAX_TENSOR_LEN,
+    commit, commit_salted, infer, EncryptedTensor, OutputKey, Privacy, QuantModel, Salt, SegmentPlan, TaskProof,
+    TaskProver, TaskVerifier, MAX_TENSOR_LEN,
 };
 
 const TASK: [u8; 32] = [0x31; 32];
@@ -391,4 +391,76 @@ fn a_private_embedding_of_a_wrong_or_unknown_token_is_rejected_by_the_verifier()
         .expect("plonky2's prover proves the faulty witness");
         assert!(circuit.data.verify(proof).is_err(), "a wrong one-hot vector produced a valid proof for {x:?}");
     }
+}
+
+/// A private model cut into three segments. Every join is blinded like a segment (masking
+/// columns, random rows, joined pairs, salted leaves): the last join is the proof the task
+/// publishes, and its witness is every earlier proof of the chain. Two witness generations of
+/// that join differ in every blinding cell, and the chain verifies under the private id.
+#[test]
+fn a_private_chain_of_three_segments_blinds_every_join() {
+    use plonky2::iop::generator::generate_partial_witness;
+    use plonky2::iop::target::Target;
+    use plonky2::iop::witness::Witness;
+
+    use crate::circuit::{BuildOptions, SegmentCircuit};
+    use crate::join::{JoinCircuit, Proven};
+
+    let model = tiny_model(47);
+    let plan = SegmentPlan { cuts: vec![2, 5] };
+    let (x, salt) = (input(&model, 7), Salt::random());
+    let trace = infer::run(&model, &x).unwrap();
+    let segments = plan.segments(&model);
+    assert_eq!(segments.len(), 3);
+    let last_index = segments.len() - 1;
+    let mut acc: Option<Proven> = None;
+    for (i, segment) in segments.into_iter().enumerate() {
+        let live: Vec<&[i8]> = segment.live_in.iter().map(|&t| trace.tensors[t].as_slice()).collect();
+        let circuit = SegmentCircuit::build(&model, segment, BuildOptions::binding(false, Privacy::Private)).unwrap();
+        let proof = crate::prove_circuit(&circuit.data, circuit.witness(&live, None, Some(&salt)).unwrap()).unwrap();
+        let seg = Proven { proof, verifier: circuit.data.verifier_data() };
+        let Some(prev) = acc.take() else {
+            acc = Some(seg);
+            continue;
+        };
+        let last = i == last_index;
+        let join = JoinCircuit::build(&model, &prev.verifier, &seg.verifier, last, Privacy::Private).unwrap();
+        let common = &join.data.common;
+        let config = &common.config;
+        assert!(config.zero_knowledge && common.fri_params.hiding, "join {i} is marked hiding");
+        assert_eq!(
+            config.num_wires,
+            plonky2::plonk::circuit_data::CircuitConfig::standard_recursion_config().num_wires + crate::MASK_COLUMNS
+        );
+        assert!(common.gates.iter().any(|g| g.0.id().starts_with("QuotientMaskGate")), "join {i} masks its quotient");
+        let rows = join.blinding.clone().expect("a private join's blinding rows");
+        let task = last.then_some((&TASK, &PROVIDER));
+        let wires = || {
+            let w = generate_partial_witness(join.witness(&prev, &seg, task).unwrap(), &join.data.prover_only, common)
+                .unwrap();
+            move |row: usize, column: usize| w.try_get_target(Target::wire(row, column))
+        };
+        let (first, second) = (wires(), wires());
+        for column in config.num_wires - crate::MASK_COLUMNS..config.num_wires {
+            assert!((0..common.degree()).all(|row| first(row, column) != second(row, column)), "mask column {column}");
+        }
+        for &row in &rows.regular {
+            assert!((0..config.num_wires).all(|c| first(row, c) != second(row, c)), "random row {row}");
+        }
+        for &row in &rows.pairs {
+            for c in 0..config.num_routed_wires {
+                assert_ne!(first(row, c), second(row, c), "pair row {row}");
+                assert_eq!(first(row, c), first(row + 1, c), "pair row {row} joined");
+            }
+        }
+        let proven = join.prove(&prev, &seg, task).unwrap();
+        let leaf = &proven.proof.proof.opening_proof.query_round_proofs[0].initial_trees_proof.evals_proofs[1].0;
+        assert_eq!(leaf.len(), config.num_wires + plonky2::fri::oracle::SALT_SIZE, "join {i}'s leaves are salted");
+        acc = Some(proven);
+    }
+    let private_id = Privacy::Private.task_model_id(model.model_id());
+    let proof = TaskProof::new(private_id, acc.unwrap().proof.to_bytes());
+    let publics = TaskVerifier::with_privacy(&model, &plan, Privacy::Private).unwrap().verify(&proof).unwrap();
+    assert_eq!((publics.model_id, publics.task_id, publics.provider), (private_id, TASK, PROVIDER));
+    assert_eq!(publics.input_commitment, commit_salted(&x, &salt));
 }

@@ -224,7 +224,7 @@ fn decode_join(bytes: &[u8]) -> Result<JoinCircuit, String> {
     if buf.remaining() != 0 {
         return Err("trailing bytes after the targets".into());
     }
-    Ok(JoinCircuit { data, prev, seg, binding })
+    Ok(JoinCircuit { data, prev, seg, binding, blinding: None })
 }
 
 fn encode(circuit: &SegmentCircuit) -> Result<Vec<u8>, String> {

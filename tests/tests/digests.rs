@@ -131,8 +131,10 @@ fn gpt_digests_are_unchanged() {
     check_fixture("gpt_wide_scores");
 }
 
-/// Files written by an earlier build (`tests/proofs/`: the mlp compiled, and a public and a
-/// private proof of it, by `tgrid-prover` at de44017) decode, re-encode bit for bit and verify.
+/// Files written by an earlier build (`tests/proofs/`: the mlp compiled and a public proof of
+/// it, by `tgrid-prover` at de44017; a private proof under private id v6, the current one)
+/// decode, re-encode bit for bit and verify. A private proof under the previous version's id
+/// (v5, de44017) still decodes and is refused, naming the model id.
 #[test]
 fn files_written_before_decode_reencode_and_verify() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/proofs");
@@ -148,4 +150,8 @@ fn files_written_before_decode_reencode_and_verify() {
         let publics = verifier.verify(&proof).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!((publics.task_id, publics.provider), ([7; 32], [9; 20]), "{name}");
     }
+    let old = TaskProof::from_bytes(&std::fs::read(dir.join("mlp-private-v5.tgp")).unwrap()).unwrap();
+    let verifier = TaskVerifier::with_privacy(&file.model, &file.plan, Privacy::Private).unwrap();
+    let refused = verifier.verify(&old).expect_err("a proof under the previous private id verified").to_string();
+    assert!(refused.contains("model"), "{refused}");
 }

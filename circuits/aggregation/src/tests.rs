@@ -236,6 +236,27 @@ fn a_language_model_task_proves_a_leaf_of_the_standard_shape() {
     assert_eq!((p.root, p.count, p.registry_root), (TaskLeaf::from_publics(&publics).hash(), 1, registry.root()));
 }
 
+/// A private task cut into segments ends in a join blinded with masking columns (three wires
+/// more than a public join): its leaf still has the standard shape and verifies under the
+/// registry.
+#[test]
+fn a_segmented_private_task_proves_a_leaf_of_the_standard_shape() {
+    let model = tiny_model(3);
+    let plan = SegmentPlan { cuts: vec![3] };
+    let prover = TaskProver::with_privacy(model.clone(), plan.clone(), Privacy::Private).unwrap();
+    let input = random_input(41, 16);
+    let (proof, _, _) =
+        prover.prove_private(&input, &Salt::random(), task_id(41), [0x42; 20], &mut |_, _, _| {}).unwrap();
+    let circuit = LeafCircuit::new(TaskVerifier::with_privacy(&model, &plan, Privacy::Private).unwrap()).unwrap();
+    assert_eq!(&circuit.verifier_data().common, crate::shape::LEAF.common());
+    assert_eq!(circuit.model_id(), prover.task_model_id());
+    let (publics, leaf) = circuit.prove(&proof).unwrap();
+    let registry =
+        Registry::new([RegistryEntry { model_id: circuit.model_id(), leaf_digest: circuit.digest() }]).unwrap();
+    let p = setup().circuits.verify_leaf(&leaf, &registry).unwrap();
+    assert_eq!((p.leaf, p.model_id), (TaskLeaf::from_publics(&publics).hash(), circuit.model_id()));
+}
+
 /// A model whose task proof is too large to verify in the leaf shape beside the leaf's hashing
 /// (the character GPT's) gets a leaf circuit through a normalization step: the same shape and
 /// public inputs, another digest, and its leaves join chunks beside direct ones.

@@ -29,13 +29,13 @@ pub enum Privacy {
 /// of the input salt, where v1 salted a provider-chosen output commitment; v3: the circuit is
 /// blinded by [`crate::zero_knowledge`] and proven at rate 1/4 up to 2^13 rows; v4: its quotient
 /// chunks are masked and `Z` takes twice the random pairs; v5: no lookup argument, bytes checked
-/// by limbs and tables read by bits; so a registered private id names the circuit its proofs
-/// verify under).
-const PRIVATE_DOMAIN: &[u8] = b"tgrid/private-task/v5";
+/// by limbs and tables read by bits; v6: a segmented model's joins are blinded like its
+/// segments; so a registered private id names the circuit its proofs verify under).
+const PRIVATE_DOMAIN: &[u8] = b"tgrid/private-task/v6";
 
 impl Privacy {
     /// The id a task of this mode names for the model `model_id`: the model id itself for a
-    /// public task, `SHA-256("tgrid/private-task/v5" ‖ model_id)` for a private one.
+    /// public task, `SHA-256("tgrid/private-task/v6" ‖ model_id)` for a private one.
     pub fn task_model_id(self, model_id: [u8; 32]) -> [u8; 32] {
         match self {
             Privacy::Public => model_id,
