@@ -277,6 +277,9 @@ pub struct SegmentCircuit {
     /// Tests only: the fresh targets the output is encrypted under with `cut_output_key`.
     #[cfg(test)]
     pub(crate) cut_key: Option<[Target; 4]>,
+    /// Tests only: a private segment's blinding rows.
+    #[cfg(test)]
+    pub(crate) blinding: Option<zero_knowledge::BlindingRows>,
 }
 
 /// The secret a private task's segment takes as witness. The first segment derives the
@@ -569,6 +572,8 @@ impl SegmentCircuit {
             secret,
             #[cfg(test)]
             cut_key,
+            #[cfg(test)]
+            blinding,
         }))
     }
 

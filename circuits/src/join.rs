@@ -14,7 +14,9 @@ use tgrid_int8::{Privacy, QuantModel};
 
 use crate::circuit::{join_config, model_id_words, prove_circuit, set_binding, BindingTargets};
 use crate::error::{Error, Result};
-use crate::zero_knowledge::{self, BlindingRows};
+use crate::zero_knowledge;
+#[cfg(test)]
+use crate::zero_knowledge::BlindingRows;
 use crate::{C, D, F};
 
 /// A proof with the data needed to verify it recursively.
@@ -29,8 +31,8 @@ pub(crate) struct JoinCircuit {
     pub(crate) prev: ProofWithPublicInputsTarget<D>,
     pub(crate) seg: ProofWithPublicInputsTarget<D>,
     pub(crate) binding: Option<BindingTargets>,
-    /// A private join's blinding rows (read by the tests).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// Tests only: a private join's blinding rows.
+    #[cfg(test)]
     pub(crate) blinding: Option<BlindingRows>,
 }
 
@@ -94,7 +96,14 @@ impl JoinCircuit {
         if let Some(rows) = &blinding {
             zero_knowledge::mark_zero_knowledge(&mut data, rows)?;
         }
-        Ok(Self { data, prev: prev_t, seg: seg_t, binding, blinding })
+        Ok(Self {
+            data,
+            prev: prev_t,
+            seg: seg_t,
+            binding,
+            #[cfg(test)]
+            blinding,
+        })
     }
 
     pub(crate) fn prove(&self, prev: &Proven, seg: &Proven, task: Option<(&[u8; 32], &[u8; 20])>) -> Result<Proven> {

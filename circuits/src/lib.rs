@@ -40,6 +40,8 @@ pub mod testing;
 pub(crate) mod tests;
 #[cfg(test)]
 mod token_tests;
+#[cfg(test)]
+mod two_proof_tests;
 mod verifier_cache;
 mod zero_knowledge;
 

@@ -224,7 +224,14 @@ fn decode_join(bytes: &[u8]) -> Result<JoinCircuit, String> {
     if buf.remaining() != 0 {
         return Err("trailing bytes after the targets".into());
     }
-    Ok(JoinCircuit { data, prev, seg, binding, blinding: None })
+    Ok(JoinCircuit {
+        data,
+        prev,
+        seg,
+        binding,
+        #[cfg(test)]
+        blinding: None,
+    })
 }
 
 fn encode(circuit: &SegmentCircuit) -> Result<Vec<u8>, String> {
@@ -282,6 +289,8 @@ fn decode(bytes: &[u8]) -> Result<SegmentCircuit, String> {
         secret,
         #[cfg(test)]
         cut_key: None,
+        #[cfg(test)]
+        blinding: None,
     })
 }
 
