@@ -58,9 +58,9 @@ fn solve(mut matrix: Vec<Vec<F>>, mut target: Vec<F>) -> Vec<F> {
         for r in (0..n).filter(|&r| r != col) {
             let factor = matrix[r][col] * inverse;
             if factor != F::ZERO {
-                for c in col..n {
-                    let v = matrix[col][c];
-                    matrix[r][c] -= factor * v;
+                let pivot_row = matrix[col].clone();
+                for (cell, &v) in matrix[r].iter_mut().zip(&pivot_row).skip(col) {
+                    *cell -= factor * v;
                 }
                 let t = target[col];
                 target[r] -= factor * t;
