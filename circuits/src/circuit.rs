@@ -160,7 +160,7 @@ pub fn public_segment_fri(mut config: CircuitConfig) -> CircuitConfig {
 /// verifying a rate-1/4 proof (42 queries) takes more rows than a rate-1/8 one, growing with the
 /// proof's degree: a 2^13-row LeNet or vit fits, the GPT's 2^16 rows needed 9,212. Larger
 /// segments keep rate 1/8. Private segments take the same rule:
-/// their blinding ([`crate::zero_knowledge`]) is 221 rows at 42 queries.
+/// their blinding ([`crate::zero_knowledge`]) is 227 rows at 42 queries.
 pub const QUARTER_RATE_MAX_ROWS: usize = 1 << 13;
 
 /// Row constants of a requantization gate.

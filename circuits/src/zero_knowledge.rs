@@ -131,6 +131,13 @@ pub(crate) fn permutation_blinding_pairs(queries: usize) -> usize {
     D * OPENED_POINTS.zs + 2 * queries
 }
 
+/// Random rows beyond [`regular_blinding_rows`]: one more opened point of the extension field,
+/// so that an opening the count above missed would still be hidden. Checked with the count.
+pub(crate) const SPARE_ROWS: usize = D;
+
+/// Pairs beyond [`permutation_blinding_pairs`], for the same reason as [`SPARE_ROWS`].
+pub(crate) const SPARE_PAIRS: usize = D;
+
 /// What a proof reveals of FRI's batch polynomial beyond what the verifier computes, against
 /// what the masking columns can hide, in values of the extension field. `revealed` is an upper
 /// bound (it ignores that a folded layer has a lower degree); `rank_tests` checks the
@@ -195,9 +202,10 @@ fn blind_with(builder: &mut CircuitBuilder<F, D>, join_pairs: bool, pad: bool) -
     let gate_wires = num_wires - MASK_COLUMNS;
 
     let queries = builder.config.fri_config.num_query_rounds;
-    let regular: Vec<usize> = (0..regular_blinding_rows(queries)).map(|_| builder.add_gate(NoopGate, vec![])).collect();
+    let regular: Vec<usize> =
+        (0..regular_blinding_rows(queries) + SPARE_ROWS).map(|_| builder.add_gate(NoopGate, vec![])).collect();
     let mut pairs = Vec::new();
-    for _ in 0..permutation_blinding_pairs(queries) {
+    for _ in 0..permutation_blinding_pairs(queries) + SPARE_PAIRS {
         let (a, b) = (builder.add_gate(NoopGate, vec![]), builder.add_gate(NoopGate, vec![]));
         for column in (0..routed).filter(|_| join_pairs) {
             builder.connect(Target::wire(a, column), Target::wire(b, column));
@@ -251,30 +259,33 @@ pub(crate) fn mark_zero_knowledge(data: &mut CircuitData<F, C, D>, rows: &Blindi
 /// The randomness a private circuit needs, counted from its built configuration (FRI queries,
 /// challenges, folding arities, size) rather than assumed: the blinding rows against
 /// [`OPENED_POINTS`] and the queries, the masks against the quotients and FRI's extension
-/// field, and the circuit's size against what FRI's layers reveal ([`mask_freedom`]). Each count is met
-/// exactly, with no spare row (docs/task-circuit.md): more queries or challenges than the
+/// field, and the circuit's size against what FRI's layers reveal ([`mask_freedom`]). Rows and
+/// pairs must also leave their margins ([`SPARE_ROWS`], [`SPARE_PAIRS`]); the masks are a
+/// structural count with none (docs/zero-knowledge.md). More queries or challenges than the
 /// blinding was built for refuse here, naming the shortfall.
 fn check_blinding(common: &CommonCircuitData<F, D>, rows: &BlindingRows, mask_gate: &QuotientMaskGate) -> Result<()> {
     let queries = common.fri_params.config.num_query_rounds;
-    let short = |what: &str, have: usize, need: usize| {
+    let short = |what: &str, have: usize, need: usize, margin: usize| {
+        let margin = if margin > 0 { format!(", {margin} of them a margin") } else { String::new() };
         Error::InvalidModel(format!(
-            "a private circuit with {have} {what} where its proofs need {need} ({queries} FRI queries, {} challenges)",
+            "a private circuit with {have} {what} where its proofs need {need} ({queries} FRI queries, {} \
+             challenges{margin})",
             common.config.num_challenges
         ))
     };
-    let need = regular_blinding_rows(queries);
+    let need = regular_blinding_rows(queries) + SPARE_ROWS;
     if rows.regular.len() < need {
-        return Err(short("random rows", rows.regular.len(), need));
+        return Err(short("random rows", rows.regular.len(), need, SPARE_ROWS));
     }
-    let need = permutation_blinding_pairs(queries);
+    let need = permutation_blinding_pairs(queries) + SPARE_PAIRS;
     if rows.pairs.len() < need {
-        return Err(short("copy-joined random pairs", rows.pairs.len(), need));
+        return Err(short("copy-joined random pairs", rows.pairs.len(), need, SPARE_PAIRS));
     }
     // Each challenge's quotient takes the masks under its own powers of α: independent masks
     // need one per quotient; FRI's batch over the degree-`D` extension needs `D`.
     let need = common.config.num_challenges.max(D);
     if mask_gate.masks < need {
-        return Err(short("quotient masks", mask_gate.masks, need));
+        return Err(short("quotient masks", mask_gate.masks, need, 0));
     }
     let freedom = mask_freedom(&common.fri_params);
     if freedom.revealed > freedom.available {
@@ -412,8 +423,8 @@ mod tests {
     fn blinding_randomizes_every_column_and_joins_its_pairs() {
         let (data, x, rows) = circuit(true);
         let config = &data.common.config;
-        assert_eq!(rows.regular.len(), D + config.fri_config.num_query_rounds);
-        assert_eq!(rows.pairs.len(), 2 * D + 2 * config.fri_config.num_query_rounds);
+        assert_eq!(rows.regular.len(), D + config.fri_config.num_query_rounds + SPARE_ROWS);
+        assert_eq!(rows.pairs.len(), 2 * D + 2 * config.fri_config.num_query_rounds + SPARE_PAIRS);
         let (first, second) = (wires(&data, x), wires(&data, x));
         let degree = data.common.degree();
         // The masking columns: every row of the padded circuit, fresh in each generation.
@@ -543,7 +554,7 @@ mod tests {
         let (mut data, mut rows) = build(2);
         rows.pairs.pop();
         let err = mark_zero_knowledge(&mut data, &rows).unwrap_err().to_string();
-        assert!(err.contains("copy-joined random pairs"), "{err}");
+        assert!(err.contains("copy-joined random pairs") && err.contains("2 of them a margin"), "{err}");
         let (mut data, rows) = build(2);
         mark_zero_knowledge(&mut data, &rows).unwrap();
 
@@ -886,10 +897,11 @@ mod rank_tests {
                 })
                 .collect()
         };
-        let wires = columns(&rows.regular, &[zeta], &xs);
+        // The rows the count needs; the margin's rows add only more freedom.
+        let wires = columns(&rows.regular[..D + queries], &[zeta], &xs);
         assert_eq!(tests::rank(wires.clone()), D + queries, "a wire's openings");
         assert_eq!(tests::rank(wires[1..].to_vec()), D + queries - 1, "one row fewer");
-        let pair_values: Vec<usize> = rows.pairs.iter().map(|&a| a + 1).collect();
+        let pair_values: Vec<usize> = rows.pairs[..2 * D + 2 * queries].iter().map(|&a| a + 1).collect();
         let shifted: Vec<F> = xs.iter().flat_map(|&x| [x, g * x]).collect();
         let z = columns(&pair_values, &[zeta, zeta * lift(g)], &shifted);
         assert_eq!(tests::rank(z.clone()), 2 * D + 2 * queries, "Z's openings");

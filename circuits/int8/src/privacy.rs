@@ -30,7 +30,8 @@ pub enum Privacy {
 /// blinded by [`crate::zero_knowledge`] and proven at rate 1/4 up to 2^13 rows; v4: its quotient
 /// chunks are masked and `Z` takes twice the random pairs; v5: no lookup argument, bytes checked
 /// by limbs and tables read by bits; v6: a segmented model's joins are blinded like its
-/// segments; so a registered private id names the circuit its proofs verify under).
+/// segments, and every private circuit has `D` spare random rows and pairs; so a registered
+/// private id names the circuit its proofs verify under).
 const PRIVATE_DOMAIN: &[u8] = b"tgrid/private-task/v6";
 
 impl Privacy {
