@@ -30,6 +30,8 @@ mod hash;
 mod join;
 #[cfg(test)]
 mod malicious;
+#[cfg(test)]
+mod permutation_rank_tests;
 mod plan;
 #[cfg(test)]
 mod private_tests;

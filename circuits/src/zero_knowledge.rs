@@ -380,7 +380,7 @@ impl SimpleGenerator<F, D> for MaskColumns {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use plonky2::field::polynomial::{PolynomialCoeffs, PolynomialValues};
     use plonky2::field::types::Field;
     use plonky2::iop::generator::generate_partial_witness;
@@ -392,7 +392,7 @@ mod tests {
     use crate::{public_segment_fri, segment_config, Privacy};
 
     /// A small private circuit: `y = x·x + 3`, `y` public, its gates blinded by [`blind_with`].
-    pub(super) fn circuit(join_pairs: bool) -> (CircuitData<F, C, D>, Target, BlindingRows) {
+    pub(crate) fn circuit(join_pairs: bool) -> (CircuitData<F, C, D>, Target, BlindingRows) {
         let mut b =
             CircuitBuilder::<F, D>::new(private_config(public_segment_fri(segment_config(0, Privacy::Private))));
         let x = b.add_virtual_target();
@@ -405,7 +405,7 @@ mod tests {
         (data, x, rows)
     }
 
-    fn witness(x: Target) -> PartialWitness<F> {
+    pub(crate) fn witness(x: Target) -> PartialWitness<F> {
         let mut pw = PartialWitness::new();
         pw.set_target(x, F::from_canonical_u64(5)).unwrap();
         pw
@@ -630,7 +630,7 @@ mod tests {
     }
 
     /// Rank of `rows` over F (Gaussian elimination).
-    pub(super) fn rank(mut rows: Vec<Vec<F>>) -> usize {
+    pub(crate) fn rank(mut rows: Vec<Vec<F>>) -> usize {
         let mut rank = 0;
         for col in 0..rows.first().map_or(0, Vec::len) {
             let Some(p) = (rank..rows.len()).find(|&r| !rows[r][col].is_zero()) else { continue };
