@@ -337,6 +337,8 @@ impl RelayClient {
 
     /// Orders of `model` in `state` over at most `max_pages` pages of `limit`, each page starting
     /// at the previous one's cursor; stops early when the relay has no more or repeats a cursor.
+    /// A failure on the first page is the error; on a later one, the orders read so far are
+    /// kept (logged): a relay that fails its third page still shows the first two.
     pub async fn orders_across_pages(
         &self,
         model: B256,
@@ -346,8 +348,15 @@ impl RelayClient {
     ) -> Result<Vec<OrderView>, RelayError> {
         let mut orders = Vec::new();
         let mut from: Option<String> = None;
-        for _ in 0..max_pages {
-            let page = self.orders_page(model, state, limit, from.as_deref()).await?;
+        for read in 0..max_pages {
+            let page = match self.orders_page(model, state, limit, from.as_deref()).await {
+                Ok(page) => page,
+                Err(error) if read > 0 => {
+                    tracing::warn!(%error, pages = read, orders = orders.len(), "stopped reading the relay's order pages");
+                    break;
+                }
+                Err(error) => return Err(error),
+            };
             orders.extend(page.orders);
             match page.next_from {
                 Some(next) if from.as_ref() != Some(&next) => from = Some(next),
@@ -513,6 +522,21 @@ mod tests {
         });
         assert!(client(&url).orders_across_pages(B256::ZERO, RelayState::Open, 2, 8).await.unwrap().is_empty());
         assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 2);
+
+        // A page that fails after the first keeps the pages before it; a first page that fails
+        // is the error.
+        let first_page = pages[0].clone();
+        let url = relay(true, move |line| {
+            if line.contains("from=") {
+                (String::new(), b"<html>502 Bad Gateway</html>".to_vec())
+            } else {
+                ("next-from: 1000:0xaa\r\n".into(), serde_json::to_vec(&first_page).unwrap())
+            }
+        });
+        let kept = client(&url).orders_across_pages(B256::ZERO, RelayState::Open, 2, 8).await.unwrap();
+        assert_eq!(kept, pages[0]);
+        let url = relay(true, |_| (String::new(), b"<html>502 Bad Gateway</html>".to_vec()));
+        assert!(client(&url).orders_across_pages(B256::ZERO, RelayState::Open, 2, 8).await.is_err());
 
         // A cursor that is not one is a clear error.
         let long = "9".repeat(MAX_CURSOR_LEN + 1);
