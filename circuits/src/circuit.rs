@@ -106,8 +106,7 @@ pub fn join_config() -> CircuitConfig {
 
 /// [`join_config`] with zero knowledge: the base of the configuration of private segments, which
 /// [`crate::zero_knowledge`] builds with its own blinding and masking columns instead of
-/// plonky2's. Folding by 4 instead of plonky2's 16 (the FRI shape
-/// the aggregation verifies).
+/// plonky2's. Folding by 4 instead of plonky2's 16 (the FRI shape the aggregation verifies).
 pub fn zk_join_config() -> CircuitConfig {
     let mut config = CircuitConfig::standard_recursion_zk_config();
     config.fri_config.reduction_strategy = FriReductionStrategy::ConstantArityBits(2, 2);
