@@ -13,12 +13,10 @@
 //! free values as they reveal. Rank is the local (Jacobian) form of the claim; uniformity of
 //! the non-linear map itself is argued in the doc.
 
-use std::collections::BTreeSet;
-
 use plonky2::field::extension::quadratic::QuadraticExtension;
 use plonky2::field::extension::FieldExtension;
 use plonky2::field::polynomial::PolynomialValues;
-use plonky2::field::types::{Field, PrimeField64, Sample};
+use plonky2::field::types::{Field, Sample};
 use plonky2::iop::generator::generate_partial_witness;
 use plonky2::iop::target::Target;
 use plonky2::iop::witness::{PartitionWitness, Witness};
@@ -26,7 +24,7 @@ use plonky2::plonk::circuit_data::CircuitData;
 use plonky2::plonk::prover::prove_with_partition_witness;
 use plonky2::util::timing::TimingTree;
 
-use crate::zero_knowledge::tests::{circuit, rank, witness};
+use crate::zero_knowledge::tests::{circuit, query_points, rank, witness};
 use crate::zero_knowledge::BlindingRows;
 use crate::{C, D, F};
 
@@ -193,18 +191,7 @@ fn the_pairs_free_values_span_every_opening() {
     let n = common.degree();
     let queries = common.fri_params.config.num_query_rounds;
     let g = F::primitive_root_of_unity(common.degree_bits());
-    let omega = F::primitive_root_of_unity(common.fri_params.lde_bits());
-    let lde = common.fri_params.lde_size() as u64;
-    let mut seen = BTreeSet::new();
-    let mut xs = Vec::new();
-    while xs.len() < queries {
-        let x = F::coset_shift() * omega.exp_u64(rand::random::<u64>() % lde);
-        let (a, b) = (x.to_canonical_u64(), (g * x).to_canonical_u64());
-        if !seen.contains(&a) && !seen.contains(&b) {
-            seen.extend([a, b]);
-            xs.push(x);
-        }
-    }
+    let xs = query_points(common);
     let zeta = FE::rand();
     // The Lagrange basis polynomial of `row` at `point`: `ω^row·(X^n − 1) / (n·(X − ω^row))`.
     let lagrange = |row: usize, point: FE| {

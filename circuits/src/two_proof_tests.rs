@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use plonky2::field::extension::quadratic::QuadraticExtension;
 use plonky2::field::extension::FieldExtension;
 use plonky2::field::polynomial::PolynomialValues;
-use plonky2::field::types::{Field, PrimeField64, Sample};
+use plonky2::field::types::{Field, Sample};
 use plonky2::iop::generator::generate_partial_witness;
 use plonky2::iop::target::Target;
 use plonky2::iop::witness::{PartitionWitness, Witness};
@@ -94,13 +94,7 @@ fn two_inputs_open_alike_once_the_random_rows_are_matched() {
 
     // A proof's opening points: ζ in the extension, and distinct points of the LDE coset.
     let queries = data.common.fri_params.config.num_query_rounds;
-    let omega = F::primitive_root_of_unity(data.common.fri_params.lde_bits());
-    let lde = data.common.fri_params.lde_size() as u64;
-    let mut xs: BTreeSet<u64> = BTreeSet::new();
-    while xs.len() < queries {
-        xs.insert((F::coset_shift() * omega.exp_u64(rand::random::<u64>() % lde)).to_canonical_u64());
-    }
-    let xs: Vec<F> = xs.into_iter().map(F::from_canonical_u64).collect();
+    let xs = crate::zero_knowledge::tests::query_points(&data.common);
     let zeta = FE::rand();
 
     // The random rows' map to the openings, one column per row.

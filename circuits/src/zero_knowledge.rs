@@ -391,6 +391,27 @@ pub(crate) mod tests {
     use super::*;
     use crate::{public_segment_fri, segment_config, Privacy};
 
+    /// `common`'s number of FRI queries, drawn at random on its low-degree-extension coset as a
+    /// proof draws them, with every `x` and `g·x` distinct (a proof whose points meet reveals
+    /// less, so the rank tests take the worst case).
+    pub(crate) fn query_points(common: &CommonCircuitData<F, D>) -> Vec<F> {
+        use plonky2::field::types::PrimeField64;
+        let g = F::primitive_root_of_unity(common.degree_bits());
+        let omega = F::primitive_root_of_unity(common.fri_params.lde_bits());
+        let lde = common.fri_params.lde_size() as u64;
+        let mut seen = std::collections::BTreeSet::new();
+        let mut xs = Vec::new();
+        while xs.len() < common.fri_params.config.num_query_rounds {
+            let x = F::coset_shift() * omega.exp_u64(rand::random::<u64>() % lde);
+            let (a, b) = (x.to_canonical_u64(), (g * x).to_canonical_u64());
+            if !seen.contains(&a) && !seen.contains(&b) {
+                seen.extend([a, b]);
+                xs.push(x);
+            }
+        }
+        xs
+    }
+
     /// A small private circuit: `y = x·x + 3`, `y` public, its gates blinded by [`blind_with`].
     pub(crate) fn circuit(join_pairs: bool) -> (CircuitData<F, C, D>, Target, BlindingRows) {
         let mut b =
@@ -867,19 +888,7 @@ mod rank_tests {
         let n = data.common.degree();
         let queries = data.common.fri_params.config.num_query_rounds;
         let g = F::primitive_root_of_unity(data.common.degree_bits());
-        let omega = F::primitive_root_of_unity(data.common.fri_params.lde_bits());
-        // Query points whose `x` and `g·x` all differ (a proof whose points meet reveals less).
-        let lde = data.common.fri_params.lde_size() as u64;
-        let mut seen = BTreeSet::new();
-        let mut xs = Vec::new();
-        while xs.len() < queries {
-            let x = F::coset_shift() * omega.exp_u64(rand::random::<u64>() % lde);
-            let (a, b) = (x.to_canonical_u64(), (g * x).to_canonical_u64());
-            if !seen.contains(&a) && !seen.contains(&b) {
-                seen.extend([a, b]);
-                xs.push(x);
-            }
-        }
+        let xs = tests::query_points(&data.common);
         let zeta = FE::rand();
         // The interpolant of a column that is 1 on `row` and 0 elsewhere.
         let lagrange = |row: usize| -> Vec<FE> {
