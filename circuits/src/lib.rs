@@ -61,9 +61,9 @@ pub use task::{CircuitStats, TaskProver, TaskVerifier};
 pub use tgrid_int8 as int8;
 pub use tgrid_int8::{
     check_header, check_layer_norm, codec, commit, commit_salted, infer, numel, requant_for, requant_for_scores,
-    window_indices, Commitment, EncryptedTensor, Node, Op, OutputKey, Privacy, QParams, QuantModel, Requant, Salt,
-    CIRCUIT_VERSION, F, INV_SQRT_BITS, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW, MAX_MACS,
-    MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q,
+    window_indices, Commitment, EncryptedTensor, Node, Op, OutputKey, Port, Ports, Privacy, QParams, QuantModel,
+    Requant, Salt, CIRCUIT_VERSION, F, INV_SQRT_BITS, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW,
+    MAX_MACS, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q,
 };
 
 /// Extension degree used by every circuit.

@@ -63,7 +63,7 @@ pub(crate) struct PostArgs {
     /// Compiled model (.tgm) the order runs.
     #[arg(long)]
     model: PathBuf,
-    /// Input in EZKL's format (the first sample is used).
+    /// Input in EZKL's format (the first sample is used; a model with several inputs takes one array per input, or the inputs laid end to end).
     #[arg(long)]
     input: PathBuf,
     /// Payment in TGRID (the provider gets it less the protocol fee).
@@ -135,8 +135,8 @@ async fn post(a: PostArgs, g: &Globals, out: Output) -> Result<()> {
     // Everything local first: the model, the input, the terms.
     let file = load_model(&a.model)?;
     let data = InputData::from_path(&a.input).map_err(bad_input)?;
-    let sample = data.input_data.first().ok_or_else(|| bad_input(anyhow!("{} has no sample", a.input.display())))?;
-    let x = infer::quantize_input(&file.model, sample)
+    let sample = data.first_sample(file.model.input_len(), &file.model.ports.inputs).map_err(bad_input)?;
+    let x = infer::quantize_input(&file.model, &sample)
         .with_context(|| format!("{} does not fit the model", a.input.display()))
         .map_err(bad_input)?;
     let privacy = if a.private { Privacy::Private } else { Privacy::Public };

@@ -390,6 +390,9 @@ pub(crate) async fn result(a: ResultArgs, g: &Globals, out: Output) -> Result<()
     if let Some(file) = &model {
         let real = infer::dequantize(&output, file.model.tensor_q(file.model.output_tensor()));
         result["argmax"] = json!(tgrid_onnx::argmax(&real));
+        if let Some(parts) = tgrid_onnx::named_outputs_json(&file.model, &real) {
+            result["outputs"] = parts;
+        }
         result["output"] = json!(real);
     }
     if let Some(tokens) = &vocab {

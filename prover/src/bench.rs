@@ -52,7 +52,8 @@ pub(crate) fn run(
 fn one(dir: &Path, max_segment_rows: usize, privacy: Privacy, options: QuantizeOptions) -> Result<String> {
     let (graph, _) = import_onnx(&dir.join("model.onnx")).map_err(bad_input)?;
     let cal = InputData::from_path(&dir.join("calibration.json")).map_err(bad_input)?;
-    let (samples, _) = cal.samples_for(graph.input_shape.iter().product()).map_err(bad_input)?;
+    let (samples, _) =
+        cal.samples_for_ports(graph.input_shape.iter().product(), &graph.ports.inputs).map_err(bad_input)?;
     let model = quantize_model_with(&graph, &samples, options)?;
     let input = crate::quantized_input(&model, &dir.join("input.json"))?;
     let plan = SegmentPlan::auto(&model, max_segment_rows);

@@ -47,7 +47,7 @@ enum Command {
     Compile {
         /// Float ONNX model.
         model: PathBuf,
-        /// Calibration samples in EZKL's input format ({"input_data": [[...], ...]}).
+        /// Calibration samples in EZKL's input format ({"input_data": [[...], ...]}); a model with several inputs takes one array per input (each its samples back to back) or one per sample with the inputs laid end to end.
         #[arg(long)]
         calibration: PathBuf,
         /// Where to write the compiled model (.tgm).
@@ -69,7 +69,7 @@ enum Command {
     Infer {
         /// Compiled model (.tgm).
         model: PathBuf,
-        /// Input in EZKL's format (the first sample is used).
+        /// Input in EZKL's format (the first sample is used; a model with several inputs takes one array per input, or the inputs laid end to end).
         #[arg(long)]
         input: PathBuf,
         /// Write the output (int8, dequantized, argmax, commitment) as JSON here.
@@ -80,7 +80,7 @@ enum Command {
     CommitInput {
         /// Compiled model (.tgm).
         model: PathBuf,
-        /// Input in EZKL's format (the first sample is used).
+        /// Input in EZKL's format (the first sample is used; a model with several inputs takes one array per input, or the inputs laid end to end).
         #[arg(long)]
         input: PathBuf,
         /// A private task's hiding commitment, under a fresh salt (printed: the poster sends it
@@ -95,7 +95,7 @@ enum Command {
     Prove {
         /// Compiled model (.tgm).
         model: PathBuf,
-        /// Input in EZKL's format (the first sample is used).
+        /// Input in EZKL's format (the first sample is used; a model with several inputs takes one array per input, or the inputs laid end to end).
         #[arg(long)]
         input: PathBuf,
         /// Task id assigned by the escrow contract (0x + 64 hex digits).
@@ -237,15 +237,36 @@ fn privacy(private: bool) -> Privacy {
     }
 }
 
+/// The named inputs and outputs of a model with several, one line each, laid end to end in
+/// this order; empty for a model with one of each.
+fn ports_text(ports: &tgrid_circuits::Ports) -> String {
+    let list = |parts: &[tgrid_circuits::Port]| {
+        parts.iter().map(|p| format!("{} {:?}", p.name, p.shape)).collect::<Vec<_>>().join(", ")
+    };
+    let mut text = String::new();
+    if !ports.inputs.is_empty() {
+        text.push_str(&format!("inputs (laid end to end)  {}\n  ", list(&ports.inputs)));
+    }
+    if !ports.outputs.is_empty() {
+        text.push_str(&format!("outputs (laid end to end) {}\n  ", list(&ports.outputs)));
+    }
+    text
+}
+
 fn output_json(file: &ModelFile, output: &[i8]) -> serde_json::Value {
     let q = file.model.tensor_q(file.model.output_tensor());
     let real = infer::dequantize(output, q);
-    json!({
+    let mut result = json!({
         "output_int8": output,
         "output": real,
         "argmax": tgrid_onnx::argmax(&real),
         "output_commitment": commit(output).to_hex(),
-    })
+    });
+    // A model with several outputs: each named, cut out of the flat output the proof commits to.
+    if let Some(parts) = tgrid_onnx::named_outputs_json(&file.model, &real) {
+        result["outputs"] = parts;
+    }
+    result
 }
 
 fn run(command: Command, out: &Output) -> Result<()> {
@@ -257,7 +278,8 @@ fn run(command: Command, out: &Output) -> Result<()> {
                 tracing::warn!("{w}");
             }
             let cal = InputData::from_path(&calibration).map_err(bad_input)?;
-            let (samples, split) = cal.samples_for(graph.input_shape.iter().product()).map_err(bad_input)?;
+            let (samples, split) =
+                cal.samples_for_ports(graph.input_shape.iter().product(), &graph.ports.inputs).map_err(bad_input)?;
             if let Some(note) = split {
                 tracing::warn!("{note}");
                 warnings.push(note);
@@ -316,13 +338,15 @@ fn run(command: Command, out: &Output) -> Result<()> {
                     "macs": file.model.macs(),
                     "segments": file.plan.cuts.len() + 1,
                     "segment_rows": segment_rows,
+                    "inputs": file.model.ports.inputs,
+                    "outputs": file.model.ports.outputs,
                     "calibration": report,
                     "warnings": warnings,
                     "seconds": started.elapsed().as_secs_f64(),
                 }),
                 || {
                     format!(
-                        "compiled {} -> {}\n  model id        {model_id}\n  circuit digest  0x{}\n  leaf circuit    0x{} (the registry lists this)\n  layers {}  MACs {}  segments {}  rows per segment {:?}\n  int8 vs float on {} calibration samples: argmax agreement {:.2}%, max |error| {:.4}, mean |error| {:.4}\n  {}{:.1} s",
+                        "compiled {} -> {}\n  model id        {model_id}\n  circuit digest  0x{}\n  leaf circuit    0x{} (the registry lists this)\n  layers {}  MACs {}  segments {}  rows per segment {:?}\n  {}int8 vs float on {} calibration samples: argmax agreement {:.2}%, max |error| {:.4}, mean |error| {:.4}\n  {}{:.1} s",
                         model.display(),
                         out_path.display(),
                         hex::encode(file.circuit_digest),
@@ -331,6 +355,7 @@ fn run(command: Command, out: &Output) -> Result<()> {
                         file.model.macs(),
                         file.plan.cuts.len() + 1,
                         segment_rows,
+                        ports_text(&file.model.ports),
                         report.samples,
                         100.0 * report.argmax_agreement,
                         report.max_abs_error,
@@ -615,7 +640,8 @@ fn settle_command(
 /// Reads the first sample of an EZKL input file and quantizes it for the model.
 pub(crate) fn quantized_input(model: &tgrid_circuits::QuantModel, path: &Path) -> Result<Vec<i8>> {
     let data = InputData::from_path(path).map_err(bad_input)?;
-    infer::quantize_input(model, &data.input_data[0])
+    let sample = data.first_sample(model.input_len(), &model.ports.inputs).map_err(bad_input)?;
+    infer::quantize_input(model, &sample)
         .with_context(|| format!("{} does not fit the model", path.display()))
         .map_err(bad_input)
 }

@@ -250,3 +250,58 @@ fn calibration_back_to_back_or_nested_compiles_to_the_same_model() {
     let nested: Vec<Vec<Vec<f32>>> = samples.iter().map(|s| s.chunks(8).map(<[f32]>::to_vec).collect()).collect();
     assert_eq!(compile_with("nested", serde_json::json!(nested))["model_id"], as_listed["model_id"]);
 }
+
+/// A model with two inputs and two outputs (fixtures/corpus/two_towers, exported by PyTorch):
+/// compiled from EZKL's one-array-per-input calibration, proven from an input in either form
+/// (one commitment over the inputs laid end to end), and its outputs printed by name.
+#[test]
+fn two_inputs_and_two_outputs_compile_prove_and_name_their_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let tgm = dir.path().join("two_towers.tgm");
+    let compiled = json(&run(prover()
+        .args(["--json", "compile"])
+        .arg(fixture("corpus/two_towers/opset17.onnx"))
+        .arg("--calibration")
+        .arg(fixture("corpus/two_towers/calibration.json"))
+        .arg("--out")
+        .arg(&tgm)));
+    assert_eq!(compiled["inputs"][1]["name"], "features", "{compiled}");
+    assert_eq!(compiled["outputs"][0]["name"], "logits", "{compiled}");
+    assert_eq!(compiled["outputs"][1]["shape"], serde_json::json!([8]));
+
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("corpus/two_towers/reference.json")).unwrap()).unwrap();
+    let laid: Vec<f64> = reference["inputs"][0].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    let write = |name: &str, data: serde_json::Value| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, serde_json::json!({ "input_data": data }).to_string()).unwrap();
+        path
+    };
+    let per_input = write("per-input.json", serde_json::json!([laid[..64], laid[64..]]));
+    let end_to_end = write("end-to-end.json", serde_json::json!([laid]));
+    let commit = |input: &Path| {
+        json(&run(prover().args(["--json", "commit-input"]).arg(&tgm).arg("--input").arg(input)))["input_commitment"]
+            .clone()
+    };
+    assert_eq!(commit(&per_input), commit(&end_to_end));
+
+    let tgp = dir.path().join("task.tgp");
+    let out_json = dir.path().join("out.json");
+    let proved = json(&run(prove(true, &[], &tgm, &per_input, &tgp).arg("--output").arg(&out_json)));
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    let flat = written["output"].as_array().unwrap();
+    assert_eq!(flat.len(), 12);
+    assert_eq!(written["outputs"][0]["name"], "logits");
+    assert_eq!(written["outputs"][0]["output"].as_array().unwrap()[..], flat[..4]);
+    assert_eq!(written["outputs"][1]["output"].as_array().unwrap()[..], flat[4..]);
+    let verified = json(&run(verifier().args(["--json", "task"]).arg(&tgp).arg("--model").arg(&tgm)));
+    assert_eq!(verified["input_commitment"], commit(&per_input));
+    assert_eq!(verified["output_commitment"], proved["output_commitment"]);
+
+    // An input whose parts do not fit is refused, with the lengths.
+    let short = write("short.json", serde_json::json!([laid[..64], laid[64..69]]));
+    let out = run(&mut prove(false, &[], &tgm, &short, &tgp));
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the model takes 70"), "{stderr}");
+}

@@ -1,6 +1,7 @@
 //! Third-party architectures as their users export them (fixtures/make_corpus.py): Hugging Face
 //! GPT-2 and BERT, timm's ViT, MobileNetV2 and ResNet, PyTorch's causal `MultiheadAttention`
-//! and `TransformerEncoderLayer`, each from the TorchScript exporter at opsets 13 and 17 and
+//! and `TransformerEncoderLayer`, BERT as a sentence-pair classifier (two integer inputs) and a
+//! two-tower model (two real inputs, two outputs), each from the TorchScript exporter at opsets 13 and 17 and
 //! from torch.export at opset 18 (where the exporter itself succeeds; its failures are in the
 //! manifest); and a Keras CNN exported by tf2onnx at opsets 13 and 17
 //! (fixtures/make_keras_corpus.py: channels-last, so Transposes around a Flatten). Every file: imported; its float graph equal to onnxruntime's outputs; quantized
@@ -52,7 +53,7 @@ fn check_model(name: &str) {
         let stem = file.trim_end_matches(".onnx");
         let what = format!("{name}/{file}");
         let (float, _) = import_onnx(&dir.join(file)).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let samples = calibration.samples_for(float.input_shape.iter().product()).unwrap().0;
+        let samples = calibration.samples_for_ports(float.input_shape.iter().product(), &float.ports.inputs).unwrap().0;
         let expected = &reference.outputs[stem];
         // The float graph computes what onnxruntime computes.
         for (x, y) in reference.inputs.iter().zip(expected) {
@@ -118,6 +119,40 @@ fn timm_resnet() {
     check_model("resnet_timm");
 }
 
+/// Two integer inputs (token ids and token type ids), laid end to end in one input tensor.
+#[test]
+fn huggingface_bert_sentence_pair() {
+    check_model("bert_pair");
+    let (float, _) = import_onnx(&corpus().join("bert_pair/opset17.onnx")).unwrap();
+    let names: Vec<&str> = float.ports.inputs.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["input_ids", "token_type_ids"]);
+    assert!(float.ports.outputs.is_empty());
+}
+
+/// Two real inputs and two outputs, each laid end to end; the ports survive the model file.
+#[test]
+fn torch_two_towers_with_two_inputs_and_two_outputs() {
+    check_model("two_towers");
+    let dir = corpus().join("two_towers");
+    let (float, _) = import_onnx(&dir.join("opset17.onnx")).unwrap();
+    let ports =
+        |list: &[tgrid_circuits::Port]| list.iter().map(|p| (p.name.clone(), p.shape.clone())).collect::<Vec<_>>();
+    assert_eq!(ports(&float.ports.inputs), [("image".into(), vec![1, 8, 8]), ("features".into(), vec![6])]);
+    assert_eq!(ports(&float.ports.outputs), [("logits".into(), vec![4]), ("embedding".into(), vec![8])]);
+    let calibration = InputData::from_path(&dir.join("calibration.json")).unwrap();
+    let (samples, note) = calibration.samples_for_ports(70, &float.ports.inputs).unwrap();
+    assert_eq!(samples.len(), 16);
+    assert_eq!(note, None);
+    let model = quantize_model(&float, &samples).unwrap();
+    let bytes = model.to_canonical_bytes();
+    assert_eq!(tgrid_circuits::QuantModel::from_canonical_bytes(&bytes).unwrap(), model);
+    // A file whose parts do not tile the input is refused.
+    let mut broken = model.clone();
+    broken.ports.inputs[1].shape = vec![7];
+    let err = tgrid_circuits::QuantModel::from_canonical_bytes(&broken.to_canonical_bytes()).unwrap_err();
+    assert!(err.to_string().contains("their sizes add up to 71, the input tensor holds 70"), "{err}");
+}
+
 #[test]
 fn torch_causal_multihead_attention() {
     check_model("causal_mha");
@@ -134,7 +169,17 @@ fn torch_transformer_encoder_layer() {
 fn every_corpus_model_has_a_test() {
     let manifest: Manifest =
         serde_json::from_str(&std::fs::read_to_string(corpus().join("manifest.json")).unwrap()).unwrap();
-    let tested =
-        ["bert", "causal_mha", "encoder_layer", "gpt2", "keras_cnn", "mobilenetv2_timm", "resnet_timm", "vit_timm"];
+    let tested = [
+        "bert",
+        "bert_pair",
+        "causal_mha",
+        "encoder_layer",
+        "gpt2",
+        "keras_cnn",
+        "mobilenetv2_timm",
+        "resnet_timm",
+        "two_towers",
+        "vit_timm",
+    ];
     assert_eq!(manifest.models.keys().map(String::as_str).collect::<Vec<_>>(), tested);
 }

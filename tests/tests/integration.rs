@@ -15,5 +15,6 @@ mod digests;
 mod fixtures;
 mod gpt_devnet;
 mod layering;
+mod ports;
 mod settle_cli;
 mod written_graphs;

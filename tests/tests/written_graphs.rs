@@ -17,7 +17,7 @@ use tgrid_circuits::{infer, QuantModel, SegmentPlan, TaskProver, TaskVerifier};
 use tgrid_onnx::{import_onnx, quantize_model, tract_reference, FloatGraph};
 
 /// Imports `graph`, checks it against tract on `samples`, and quantizes it on them.
-fn import_and_quantize(graph: &OnnxGraph, name: &str, samples: &[Vec<f32>]) -> (FloatGraph, QuantModel) {
+pub(crate) fn import_and_quantize(graph: &OnnxGraph, name: &str, samples: &[Vec<f32>]) -> (FloatGraph, QuantModel) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(format!("{name}.onnx"));
     graph.write(&path);
@@ -32,7 +32,7 @@ fn import_and_quantize(graph: &OnnxGraph, name: &str, samples: &[Vec<f32>]) -> (
 }
 
 /// Dequantized int8 outputs stay within `steps` output steps of float on every sample.
-fn int8_tracks_float(float: &FloatGraph, model: &QuantModel, samples: &[Vec<f32>], steps: f32) {
+pub(crate) fn int8_tracks_float(float: &FloatGraph, model: &QuantModel, samples: &[Vec<f32>], steps: f32) {
     let q = model.tensor_q(model.output_tensor());
     for x in samples {
         let expected = float.run(x).pop().unwrap();
@@ -44,7 +44,7 @@ fn int8_tracks_float(float: &FloatGraph, model: &QuantModel, samples: &[Vec<f32>
 }
 
 /// The circuit witness equals the integer inference, and the proof verifies and commits to it.
-fn proof_commits_to_the_inference(model: &QuantModel, x: &[f32]) {
+pub(crate) fn proof_commits_to_the_inference(model: &QuantModel, x: &[f32]) {
     let plan = SegmentPlan::auto(model, 1 << 16);
     let prover = TaskProver::new(model.clone(), plan.clone()).unwrap();
     let x = infer::quantize_input(model, x).unwrap();
@@ -56,7 +56,7 @@ fn proof_commits_to_the_inference(model: &QuantModel, x: &[f32]) {
     assert_eq!(publics.output_commitment, tgrid_circuits::commit(trace.output()));
 }
 
-fn samples(seed: u64, count: usize, len: usize) -> Vec<Vec<f32>> {
+pub(crate) fn samples(seed: u64, count: usize, len: usize) -> Vec<Vec<f32>> {
     (0..count).map(|i| values(seed + i as u64, len, 1.0)).collect()
 }
 

@@ -6,8 +6,8 @@ use sha2::{Digest, Sha256};
 use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result};
 use crate::model::{
-    Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_ROW, MAX_NAME_LEN,
-    MAX_NODES, MAX_RANK, MAX_TENSOR_LEN, TABLE_LEN,
+    Node, Op, Port, Ports, QParams, QuantModel, Requant, CIRCUIT_VERSION, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_ROW,
+    MAX_NAME_LEN, MAX_NODES, MAX_PORTS, MAX_RANK, MAX_TENSOR_LEN, TABLE_LEN,
 };
 
 impl QuantModel {
@@ -121,6 +121,18 @@ impl QuantModel {
                 }
             }
         }
+        // Only a model with several inputs or outputs has this section, so that every other
+        // model keeps its bytes (and its id).
+        if !self.ports.is_single() {
+            w.u8(PORTS_TAG);
+            for list in [&self.ports.inputs, &self.ports.outputs] {
+                w.u32(list.len() as u32);
+                for port in list {
+                    w.str(&port.name);
+                    w.usizes(&port.shape);
+                }
+            }
+        }
         w.into_bytes()
     }
 
@@ -222,12 +234,32 @@ impl QuantModel {
             };
             nodes.push(Node { name, op, inputs, shape, q });
         }
+        let mut ports = Ports::default();
+        if r.remaining() > 0 {
+            match r.u8()? {
+                PORTS_TAG => {
+                    for list in [&mut ports.inputs, &mut ports.outputs] {
+                        let count = r.len_prefix(MAX_PORTS, 8)?;
+                        for _ in 0..count {
+                            list.push(Port { name: r.str(MAX_NAME_LEN)?, shape: r.usizes(MAX_RANK)? });
+                        }
+                    }
+                    if ports.is_single() {
+                        return Err(Error::Format("an empty ports section".into()));
+                    }
+                }
+                tag => return Err(Error::Format(format!("unknown model section tag {tag}"))),
+            }
+        }
         r.finish()?;
-        let model = QuantModel { name, input_shape, input_q, nodes };
+        let model = QuantModel { name, input_shape, input_q, nodes, ports };
         model.validate()?;
         Ok(model)
     }
 }
+
+/// Tag of the optional section after the nodes that names a model's several inputs and outputs.
+const PORTS_TAG: u8 = 1;
 
 fn put_q(w: &mut Writer, q: QParams) {
     w.u32(q.scale.to_bits());

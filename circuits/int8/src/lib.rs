@@ -30,9 +30,9 @@ pub use lower::{
     requant_for_scores, window_indices, AffineLayout, Element, Term, Width,
 };
 pub use model::{
-    chw, dense_dims, dense_rows, matmul_dims, numel, Node, Op, QParams, QuantModel, Requant, CIRCUIT_VERSION,
-    INV_SQRT_BITS, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW, MAX_LOOKUP_ENTRIES, MAX_MACS,
-    MAX_NAME_LEN, MAX_NODES, MAX_RANK, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q, TABLE_LEN,
+    chw, dense_dims, dense_rows, matmul_dims, numel, Node, Op, Port, Ports, QParams, QuantModel, Requant,
+    CIRCUIT_VERSION, INV_SQRT_BITS, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW, MAX_LOOKUP_ENTRIES,
+    MAX_MACS, MAX_NAME_LEN, MAX_NODES, MAX_PORTS, MAX_RANK, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q, TABLE_LEN,
 };
 pub use privacy::Privacy;
 

@@ -101,7 +101,13 @@ pub fn tiny_model(seed: u64) -> QuantModel {
             q: q(0.1, 3),
         },
     ];
-    let model = QuantModel { name: "tiny".into(), input_shape: vec![1, 4, 4], input_q: q(1.0 / 255.0, -128), nodes };
+    let model = QuantModel {
+        name: "tiny".into(),
+        input_shape: vec![1, 4, 4],
+        input_q: q(1.0 / 255.0, -128),
+        nodes,
+        ports: Default::default(),
+    };
     model.validate().expect("tiny model is valid");
     model
 }
@@ -130,7 +136,13 @@ pub fn conv_model(seed: u64, c_out: usize, hw: usize) -> QuantModel {
         },
         Node { name: "relu".into(), op: Op::Relu, inputs: vec![1], shape: vec![c_out, hw, hw], q: q(0.05, -3) },
     ];
-    let model = QuantModel { name: "conv".into(), input_shape: vec![1, hw, hw], input_q: q(1.0 / 255.0, -128), nodes };
+    let model = QuantModel {
+        name: "conv".into(),
+        input_shape: vec![1, hw, hw],
+        input_q: q(1.0 / 255.0, -128),
+        nodes,
+        ports: Default::default(),
+    };
     model.validate().expect("conv model is valid");
     model
 }
@@ -167,7 +179,13 @@ pub fn grouped_conv_model(seed: u64, channels: usize, groups: usize, hw: usize) 
             q: q(0.04, 2),
         },
     ];
-    let model = QuantModel { name: "grouped".into(), input_shape: shape, input_q: q(1.0 / 255.0, -128), nodes };
+    let model = QuantModel {
+        name: "grouped".into(),
+        input_shape: shape,
+        input_q: q(1.0 / 255.0, -128),
+        nodes,
+        ports: Default::default(),
+    };
     model.validate().expect("grouped conv model is valid");
     model
 }
@@ -271,7 +289,13 @@ pub fn token_model(seed: u64) -> QuantModel {
             q: q(0.1, 0),
         },
     ];
-    let model = QuantModel { name: "tokens".into(), input_shape: vec![4, 6], input_q: q(1.0 / 64.0, 0), nodes };
+    let model = QuantModel {
+        name: "tokens".into(),
+        input_shape: vec![4, 6],
+        input_q: q(1.0 / 64.0, 0),
+        nodes,
+        ports: Default::default(),
+    };
     model.validate().expect("token model is valid");
     model
 }
@@ -345,7 +369,13 @@ pub fn attention_model(seed: u64, causal: bool) -> QuantModel {
             q: q(0.2, 0),
         },
     ];
-    let model = QuantModel { name: "attention".into(), input_shape: vec![4, 6], input_q: q(1.0 / 64.0, 0), nodes };
+    let model = QuantModel {
+        name: "attention".into(),
+        input_shape: vec![4, 6],
+        input_q: q(1.0 / 64.0, 0),
+        nodes,
+        ports: Default::default(),
+    };
     model.validate().expect("attention model is valid");
     model
 }
@@ -437,7 +467,8 @@ pub fn layer_norm_model(seed: u64) -> QuantModel {
             q: q(0.1, 0),
         },
     ];
-    let model = QuantModel { name: "layer-norm".into(), input_shape: vec![3, 8], input_q, nodes };
+    let model =
+        QuantModel { name: "layer-norm".into(), input_shape: vec![3, 8], input_q, nodes, ports: Default::default() };
     model.validate().expect("layer norm model is valid");
     model
 }
@@ -546,7 +577,13 @@ pub fn language_model(seed: u64) -> QuantModel {
             q: q(0.08, 0),
         },
     ];
-    let model = QuantModel { name: "language".into(), input_shape: vec![t], input_q: q(1.0, -128), nodes };
+    let model = QuantModel {
+        name: "language".into(),
+        input_shape: vec![t],
+        input_q: q(1.0, -128),
+        nodes,
+        ports: Default::default(),
+    };
     model.validate().expect("language model is valid");
     model
 }

@@ -249,3 +249,56 @@ fn a_grouped_convolution_reads_its_groups_channels_only() {
     assert!(broken(1).validate().is_err());
     assert!(QuantModel::from_canonical_bytes(&broken(3).to_canonical_bytes()).is_err());
 }
+
+/// Several inputs and outputs are a section after the nodes: a model without them keeps its
+/// bytes, and a section whose parts do not tile the tensors, or that is empty, is refused.
+#[test]
+fn several_inputs_and_outputs_round_trip_and_must_tile_their_tensors() {
+    use crate::{Port, MAX_PORTS};
+    let single = tiny_model(3);
+    let plain = single.to_canonical_bytes();
+    let port = |name: &str, shape: Vec<usize>| Port { name: name.into(), shape };
+    let mut model = single.clone();
+    let out = model.output_len();
+    model.ports.inputs = vec![port("image", vec![2, 4]), port("features", vec![8])];
+    model.ports.outputs = vec![port("logits", vec![1]), port("embedding", vec![out - 1])];
+    let bytes = model.to_canonical_bytes();
+    assert_eq!(bytes[..plain.len()], plain[..], "the section only appends");
+    assert_eq!(QuantModel::from_canonical_bytes(&bytes).unwrap(), model);
+    assert_ne!(model.model_id(), single.model_id());
+    for cut in plain.len() + 1..bytes.len() {
+        assert!(QuantModel::from_canonical_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
+    }
+
+    let refused = |edit: &dyn Fn(&mut QuantModel), why: &str| {
+        let mut broken = model.clone();
+        edit(&mut broken);
+        let err = QuantModel::from_canonical_bytes(&broken.to_canonical_bytes()).unwrap_err().to_string();
+        assert!(err.contains(why), "{why}: {err}");
+    };
+    refused(&|m| m.ports.inputs[1].shape = vec![9], "their sizes add up to 17, the input tensor holds 16");
+    refused(
+        &|m| m.ports.outputs[1].shape = vec![out],
+        &format!("add up to {}, the output tensor holds {out}", out + 1),
+    );
+    refused(&|m| m.ports.inputs.truncate(1), "1 named inputs; a model names 2 to 64, or none");
+    refused(&|m| m.ports.inputs[0].shape = vec![0, 8], "unsupported shape [0, 8]");
+    refused(&|m| m.ports.inputs = vec![port("x", vec![1]); 16], "two inputs named 'x'");
+    let many = vec![port("x", vec![1]); MAX_PORTS + 1];
+    let mut too_many = model.clone();
+    too_many.ports.inputs = many;
+    assert!(QuantModel::from_canonical_bytes(&too_many.to_canonical_bytes()).is_err());
+
+    // An empty section, an unknown section and trailing bytes after the section.
+    let mut empty = plain.clone();
+    empty.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0, 0]);
+    let err = QuantModel::from_canonical_bytes(&empty).unwrap_err().to_string();
+    assert!(err.contains("an empty ports section"), "{err}");
+    let mut unknown = plain.clone();
+    unknown.push(2);
+    let err = QuantModel::from_canonical_bytes(&unknown).unwrap_err().to_string();
+    assert!(err.contains("unknown model section tag 2"), "{err}");
+    let mut trailing = bytes.clone();
+    trailing.push(0);
+    assert!(QuantModel::from_canonical_bytes(&trailing).unwrap_err().to_string().contains("1 trailing bytes"));
+}

@@ -4,8 +4,8 @@
 use crate::error::{Error, Result};
 use crate::model::{
     chw, dense_dims, matmul_dims, numel, Node, Op, QParams, QuantModel, Requant, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_EPS,
-    MAX_LAYER_NORM_ROW, MAX_LOOKUP_ENTRIES, MAX_MACS, MAX_NODES, MAX_RANK, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q,
-    TABLE_LEN,
+    MAX_LAYER_NORM_ROW, MAX_LOOKUP_ENTRIES, MAX_MACS, MAX_NAME_LEN, MAX_NODES, MAX_PORTS, MAX_RANK, MAX_SOFTMAX_ROW,
+    MAX_TENSOR_LEN, SOFTMAX_Q, TABLE_LEN,
 };
 
 impl QuantModel {
@@ -209,6 +209,36 @@ impl QuantModel {
             )));
         }
         crate::lower::check_bounds(self)?;
+        self.check_ports()
+    }
+
+    /// A model's several inputs (outputs) tile its flat input (output) tensor exactly.
+    fn check_ports(&self) -> Result<()> {
+        let lists =
+            [("input", &self.ports.inputs, self.input_len()), ("output", &self.ports.outputs, self.output_len())];
+        for (what, ports, len) in lists {
+            if ports.is_empty() {
+                continue;
+            }
+            let bad = |why: String| Error::InvalidModel(format!("the model's {what}s: {why}"));
+            if ports.len() < 2 || ports.len() > MAX_PORTS {
+                return Err(bad(format!("{} named {what}s; a model names 2 to {MAX_PORTS}, or none", ports.len())));
+            }
+            let mut total = 0usize;
+            for (i, port) in ports.iter().enumerate() {
+                if ports[..i].iter().any(|p| p.name == port.name) {
+                    return Err(bad(format!("two {what}s named '{}'", port.name)));
+                }
+                check_shape(&port.shape).map_err(|e| bad(format!("'{}': {e}", port.name)))?;
+                if port.name.len() > MAX_NAME_LEN {
+                    return Err(bad(format!("a name longer than {MAX_NAME_LEN} bytes")));
+                }
+                total += numel(&port.shape);
+            }
+            if total != len {
+                return Err(bad(format!("their sizes add up to {total}, the {what} tensor holds {len}")));
+            }
+        }
         Ok(())
     }
 }

@@ -150,6 +150,8 @@ pub struct FloatGraph {
     pub tokens: bool,
     /// Nodes in topological order.
     pub nodes: Vec<FloatNode>,
+    /// The ONNX inputs and outputs of a model with several (see [`tgrid_int8::Ports`]).
+    pub ports: tgrid_int8::Ports,
 }
 
 impl FloatGraph {

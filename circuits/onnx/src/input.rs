@@ -2,10 +2,15 @@
 
 use std::path::Path;
 
+use tgrid_int8::{numel, Port};
+
 use crate::{Error, Result};
 
 /// Input data in EZKL's format: `{"input_data": [[f32 values], ...]}`. For a one-input model
-/// every inner array is one sample (EZKL's batch convention for calibration files). A sample may
+/// every inner array is one sample (EZKL's batch convention for calibration files). For a model
+/// with several inputs, EZKL's form has one inner array per input (each holding one or more
+/// samples of that input back to back); one array per sample with the inputs laid end to end
+/// is read too ([`InputData::samples_for_ports`]). A sample may
 /// be nested as its tensor's shape (`[[[0.1, 0.2], ...]]`, as exporters write it) and its values
 /// integers: it is read flat, in row-major order.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -110,6 +115,68 @@ impl InputData {
     }
 }
 
+impl InputData {
+    /// The samples of a model taking `input_len` values made of `ports` (its several inputs, or
+    /// none): EZKL's form, one array per input with the same number of samples in each, is
+    /// zipped into samples with the inputs laid end to end; anything else is read as
+    /// [`InputData::samples_for`] reads it.
+    pub fn samples_for_ports(&self, input_len: usize, ports: &[Port]) -> Result<(Vec<Vec<f32>>, Option<String>)> {
+        let lens: Vec<usize> = ports.iter().map(|p| numel(&p.shape)).collect();
+        let per_input =
+            |(data, &len): (&Vec<f32>, &usize)| (len > 0 && data.len() % len == 0).then(|| data.len() / len);
+        let counts: Option<Vec<usize>> = self.input_data.iter().zip(&lens).map(per_input).collect();
+        let Some(counts) = counts.filter(|c| ports.len() >= 2 && self.input_data.len() == ports.len() && !c.is_empty())
+        else {
+            return self.samples_for(input_len);
+        };
+        if counts.iter().any(|&c| c != counts[0]) {
+            let names: Vec<String> =
+                ports.iter().zip(&counts).map(|(p, c)| format!("'{}': {c} sample(s)", p.name)).collect();
+            return Err(Error::Data(format!(
+                "one array per input, but they hold different numbers of samples ({})",
+                names.join(", ")
+            )));
+        }
+        let samples: Vec<Vec<f32>> = (0..counts[0])
+            .map(|k| {
+                self.input_data
+                    .iter()
+                    .zip(&lens)
+                    .flat_map(|(data, &len)| data[k * len..(k + 1) * len].iter().copied())
+                    .collect()
+            })
+            .collect();
+        // EZKL's own form for several inputs: nothing to note.
+        Ok((samples, None))
+    }
+
+    /// The one input a task proves: the first sample of a file read as
+    /// [`InputData::samples_for_ports`] reads it.
+    pub fn first_sample(&self, input_len: usize, ports: &[Port]) -> Result<Vec<f32>> {
+        let (mut samples, _) = self.samples_for_ports(input_len, ports)?;
+        Ok(samples.swap_remove(0))
+    }
+}
+
+/// A model's several outputs, cut out of its flat real output in their order, as JSON
+/// (`[{"name", "shape", "output"}]`); `None` for a model with one output.
+pub fn named_outputs_json(model: &tgrid_int8::QuantModel, real: &[f32]) -> Option<serde_json::Value> {
+    let ports = &model.ports.outputs;
+    if ports.is_empty() {
+        return None;
+    }
+    let mut rest = real;
+    let parts: Vec<serde_json::Value> = ports
+        .iter()
+        .map(|port| {
+            let (part, after) = rest.split_at(numel(&port.shape).min(rest.len()));
+            rest = after;
+            serde_json::json!({ "name": port.name, "shape": port.shape, "output": part })
+        })
+        .collect();
+    Some(serde_json::Value::Array(parts))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,5 +211,24 @@ mod tests {
         assert!(err.contains("sample 0 has 2 values, the model takes 4"), "{err}");
         let exact = InputData { input_data: vec![vec![1.0, 2.0]] };
         assert_eq!(exact.samples_for(2).unwrap(), (vec![vec![1.0, 2.0]], None));
+    }
+
+    #[test]
+    fn one_array_per_input_is_zipped_into_samples() {
+        let ports = [Port { name: "a".into(), shape: vec![2] }, Port { name: "b".into(), shape: vec![1] }];
+        // EZKL's form: two samples of `a`, then two of `b`.
+        let data = InputData { input_data: vec![vec![1.0, 2.0, 3.0, 4.0], vec![5.0, 6.0]] };
+        let (samples, note) = data.samples_for_ports(3, &ports).unwrap();
+        assert_eq!(samples, vec![vec![1.0, 2.0, 5.0], vec![3.0, 4.0, 6.0]]);
+        assert_eq!(note, None);
+        assert_eq!(data.first_sample(3, &ports).unwrap(), vec![1.0, 2.0, 5.0]);
+        // Inputs laid end to end, one array per sample.
+        let laid = InputData { input_data: vec![vec![1.0, 2.0, 5.0], vec![3.0, 4.0, 6.0]] };
+        assert_eq!(laid.samples_for_ports(3, &ports).unwrap().0, samples);
+        let uneven = InputData { input_data: vec![vec![1.0, 2.0, 3.0, 4.0], vec![5.0]] };
+        let err = uneven.samples_for_ports(3, &ports).unwrap_err().to_string();
+        assert!(err.contains("'a': 2 sample(s), 'b': 1 sample(s)"), "{err}");
+        let wrong = InputData { input_data: vec![vec![1.0; 5]] };
+        assert!(wrong.first_sample(3, &ports).unwrap_err().to_string().contains("sample 0 has 5 values"));
     }
 }

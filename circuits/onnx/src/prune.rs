@@ -311,7 +311,13 @@ mod tests {
             node("head", dense(d, 2, 0.4), vec![11], vec![t, 2]), // 12
             node("last", FloatOp::Gather { source: vec![6, 7] }, vec![12], vec![2]), // 13
         ];
-        FloatGraph { name: "last-token".into(), input_shape: vec![t, d], tokens: false, nodes }
+        FloatGraph {
+            name: "last-token".into(),
+            input_shape: vec![t, d],
+            tokens: false,
+            nodes,
+            ports: Default::default(),
+        }
     }
 
     fn macs(g: &FloatGraph) -> usize {

@@ -366,15 +366,23 @@ pub fn quantize_model_adjusted(
             FloatOp::Reshape => (Op::Reshape, in_q),
             FloatOp::Gather { source } => (Op::Gather { source: source.clone() }, in_q),
             FloatOp::Concat { source, constants } => {
-                if let Some(&t) = n.inputs.iter().find(|&&t| qs[t] != observed) {
-                    return Err(Error::InvalidNode {
-                        op: "Concat".into(),
-                        node: n.name.clone(),
-                        reason: format!(
-                            "input tensor {t} has a fixed quantization (token ids or a Softmax output) that the \
-                             other parts cannot share"
-                        ),
-                    });
+                if let Some(k) = n.inputs.iter().position(|&t| qs[t] != observed) {
+                    let outputs = &graph.ports.outputs;
+                    let reason = if i + 1 == graph.nodes.len() && outputs.len() == n.inputs.len() {
+                        format!(
+                            "output '{}' has a fixed quantization (token ids or a Softmax's probabilities) that the \
+                             model's other outputs cannot share: several outputs are laid end to end at one \
+                             quantization (export the logits instead of the probabilities)",
+                            outputs[k].name
+                        )
+                    } else {
+                        format!(
+                            "input tensor {} has a fixed quantization (token ids or a Softmax output) that the \
+                             other parts cannot share",
+                            n.inputs[k]
+                        )
+                    };
+                    return Err(Error::InvalidNode { op: "Concat".into(), node: n.name.clone(), reason });
                 }
                 let constants = tgrid_int8::infer::quantize(constants, observed).map_err(|e| Error::InvalidNode {
                     op: "Concat".into(),
@@ -463,7 +471,13 @@ pub fn quantize_model_adjusted(
         qs.push(q);
         nodes.push(Node { name: n.name.clone(), op, inputs: n.inputs.clone(), shape: n.shape.clone(), q });
     }
-    let model = QuantModel { name: graph.name.clone(), input_shape: graph.input_shape.clone(), input_q: qs[0], nodes };
+    let model = QuantModel {
+        name: graph.name.clone(),
+        input_shape: graph.input_shape.clone(),
+        input_q: qs[0],
+        nodes,
+        ports: graph.ports.clone(),
+    };
     let model = without_unread_nodes(model);
     model.validate()?;
     Ok(model)
@@ -538,7 +552,7 @@ mod tests {
         if also_relu {
             nodes.insert(0, node("relu", FloatOp::Relu));
         }
-        FloatGraph { name: "masked".into(), input_shape: vec![2, 2], tokens: false, nodes }
+        FloatGraph { name: "masked".into(), input_shape: vec![2, 2], tokens: false, nodes, ports: Default::default() }
     }
 
     #[test]
@@ -579,7 +593,13 @@ mod tests {
             let add = FloatOp::Add { relu: false, subtract: false };
             nodes.push(FloatNode { name: "add".into(), op: add, inputs: vec![3, 4], shape: vec![2, 2] });
         }
-        FloatGraph { name: "attention".into(), input_shape: vec![2, 3], tokens: false, nodes }
+        FloatGraph {
+            name: "attention".into(),
+            input_shape: vec![2, 3],
+            tokens: false,
+            nodes,
+            ports: Default::default(),
+        }
     }
 
     #[test]

@@ -119,8 +119,9 @@ impl Daemon {
         };
         let text = String::from_utf8(bytes).with_context(|| format!("{source} is not UTF-8 JSON"))?;
         let data = InputData::from_json(&text).map_err(|e| anyhow!("{source}: {e}"))?;
-        let sample = data.input_data.first().ok_or_else(|| anyhow!("{source} holds no sample"))?;
-        let x = tgrid_circuits::infer::quantize_input(&held.file.model, sample)
+        let model = &held.file.model;
+        let sample = data.first_sample(model.input_len(), &model.ports.inputs).map_err(|e| anyhow!("{source}: {e}"))?;
+        let x = tgrid_circuits::infer::quantize_input(model, &sample)
             .with_context(|| format!("{source} does not fit the model"))?;
         if B256::from(commit(&x).0) != o.input_commitment {
             bail!("{source} does not match the order's input commitment");

@@ -3,12 +3,15 @@
 use prost::Message;
 use tract_onnx::pb;
 
-/// A one-input, one-output float graph under construction.
+/// A float graph under construction: one input named `input` and one output named `output`,
+/// and any more inputs and outputs added by name.
 pub struct OnnxGraph {
     nodes: Vec<pb::NodeProto>,
     initializers: Vec<pb::TensorProto>,
     input: Vec<i64>,
     output: Vec<i64>,
+    more_inputs: Vec<pb::ValueInfoProto>,
+    more_outputs: Vec<pb::ValueInfoProto>,
     opset: i64,
 }
 
@@ -57,6 +60,11 @@ fn tensor(name: &str, dims: &[i64]) -> pb::TensorProto {
 }
 
 fn value_info(name: &str, dims: &[i64]) -> pb::ValueInfoProto {
+    typed_value_info(name, dims, 1)
+}
+
+/// A graph input or output of ONNX element type `elem_type` (1 float, 7 int64).
+fn typed_value_info(name: &str, dims: &[i64], elem_type: i32) -> pb::ValueInfoProto {
     use pb::tensor_shape_proto::{dimension::Value as Dim, Dimension};
     let shape = pb::TensorShapeProto {
         dim: dims.iter().map(|&d| Dimension { value: Some(Dim::DimValue(d)), ..Default::default() }).collect(),
@@ -64,7 +72,7 @@ fn value_info(name: &str, dims: &[i64]) -> pb::ValueInfoProto {
     pb::ValueInfoProto {
         name: name.into(),
         r#type: Some(pb::TypeProto {
-            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor { elem_type: 1, shape: Some(shape) })),
+            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor { elem_type, shape: Some(shape) })),
             ..Default::default()
         }),
         ..Default::default()
@@ -74,7 +82,27 @@ fn value_info(name: &str, dims: &[i64]) -> pb::ValueInfoProto {
 impl OnnxGraph {
     /// A graph from tensor `input` to tensor `output` of the given ONNX shapes (batch included).
     pub fn new(input: &[i64], output: &[i64]) -> Self {
-        Self { nodes: Vec::new(), initializers: Vec::new(), input: input.to_vec(), output: output.to_vec(), opset: 17 }
+        Self {
+            nodes: Vec::new(),
+            initializers: Vec::new(),
+            input: input.to_vec(),
+            output: output.to_vec(),
+            more_inputs: Vec::new(),
+            more_outputs: Vec::new(),
+            opset: 17,
+        }
+    }
+
+    /// One more graph input, after `input`, of ONNX element type `elem_type` (1 float, 7 int64).
+    pub fn input(&mut self, name: &str, dims: &[i64], elem_type: i32) -> &mut Self {
+        self.more_inputs.push(typed_value_info(name, dims, elem_type));
+        self
+    }
+
+    /// One more float graph output, after `output`.
+    pub fn output(&mut self, name: &str, dims: &[i64]) -> &mut Self {
+        self.more_outputs.push(value_info(name, dims));
+        self
     }
 
     /// The version of the default operator set the model imports (17 unless set).
@@ -125,8 +153,8 @@ impl OnnxGraph {
             name: path.file_stem().unwrap().to_string_lossy().into_owned(),
             node: self.nodes.clone(),
             initializer: self.initializers.clone(),
-            input: vec![value_info("input", &self.input)],
-            output: vec![value_info("output", &self.output)],
+            input: [value_info("input", &self.input)].into_iter().chain(self.more_inputs.clone()).collect(),
+            output: [value_info("output", &self.output)].into_iter().chain(self.more_outputs.clone()).collect(),
             ..Default::default()
         };
         let model = pb::ModelProto {

@@ -296,6 +296,43 @@ pub struct QuantModel {
     pub input_q: QParams,
     /// Nodes in topological order; the last node's tensor is the model output.
     pub nodes: Vec<Node>,
+    /// The ONNX inputs and outputs the input and output tensors are made of, for a model with
+    /// several of either; empty for a model with one input and one output.
+    #[serde(default)]
+    pub ports: Ports,
+}
+
+/// One named ONNX input or output: a contiguous, row-major part of the model's flat input or
+/// output tensor.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Port {
+    /// The ONNX name.
+    pub name: String,
+    /// Its shape, without a batch dimension.
+    pub shape: Vec<usize>,
+}
+
+/// How a model with several ONNX inputs or outputs lays them out. The circuit sees one input
+/// tensor and one output tensor (one commitment each, docs/encodings.md): the inputs laid end to
+/// end in the order of `inputs`, the outputs likewise. Either list is empty when the model has
+/// one input (output), and otherwise has at least two parts, whose sizes add up to the flat
+/// tensor's length.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ports {
+    /// The ONNX inputs, in the order they are laid out; empty for one input.
+    pub inputs: Vec<Port>,
+    /// The ONNX outputs, in the order they are laid out; empty for one output.
+    pub outputs: Vec<Port>,
+}
+
+/// Most ONNX inputs (or outputs) a model may have.
+pub const MAX_PORTS: usize = 64;
+
+impl Ports {
+    /// No ports: one input and one output.
+    pub fn is_single(&self) -> bool {
+        self.inputs.is_empty() && self.outputs.is_empty()
+    }
 }
 
 /// Number of elements of a shape.

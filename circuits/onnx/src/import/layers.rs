@@ -63,7 +63,9 @@ pub(crate) fn layer(im: &mut Importer<'_>, cx: &Ctx<'_>, is_last: bool) -> Resul
                 return masked_softmax(im, cx, x, keep);
             }
             let x = im.data_in(cx, 0)?;
-            if !(is_last && im.outputs.contains(&out)) {
+            // Only the one output of a model may be left as logits: beside other outputs, an
+            // output named probabilities must be probabilities.
+            if !(is_last && im.outputs == [out]) {
                 let full = im.full[x].clone();
                 im.softmax_axis(cx, full.len())?;
                 let t = im.push(cx.name(), FloatOp::Softmax { keep: Vec::new() }, vec![x], full);
@@ -162,9 +164,9 @@ fn dense(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
 /// ids (its integer input).
 pub(crate) fn embedding(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
     let ids = im.data_in(cx, 1)?;
-    if ids != 0 || !im.g.tokens {
+    if !(ids == 0 || im.input_parts.contains(&ids)) || !im.g.tokens {
         return Err(
-            cx.unsupported("a Gather of a constant table is supported only by the model's integer input (token ids)")
+            cx.unsupported("a Gather of a constant table is supported only by the model's integer inputs (token ids)")
         );
     }
     if cx.int("axis", 0) != 0 {

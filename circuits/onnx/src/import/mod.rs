@@ -1,7 +1,11 @@
 //! ONNX protobuf → [`FloatGraph`]. Every unsupported construct is an error that names the op
 //! and the node.
 //!
-//! Before the nodes, tract's type inference runs on the graph with the input shape fixed
+//! Several graph inputs are laid end to end into the one input tensor (each input a Gather of
+//! its part), several outputs into the one output tensor (a final Concat): see
+//! [`tgrid_int8::Ports`].
+//!
+//! Before the nodes, tract's type inference runs on the graph with the input shapes fixed
 //! ([`tract_constants`]), and LayerNorms written out op by op are recognised ([`patterns`]).
 //! Then nodes are handled in file order, each in the first way that applies:
 //! 1. constants: `Constant`, `Shape` of a computed tensor, and any node whose inputs are all
@@ -38,6 +42,7 @@ use crate::layout::{index_maps, DATA_MOVEMENT};
 use crate::node::{read_tensor, Ctx};
 use crate::tensor::{Const, Tensor};
 use crate::{Error, Result};
+use tgrid_int8::{Port, Ports, MAX_PORTS};
 
 pub(crate) const SUPPORTED: &str = "Gemm, MatMul (constant weights, or of two computed tensors), Add, Sub and Mul \
 (of two computed tensors, broadcast, or by constants), Div (by constants; of two computed tensors as a product \
@@ -73,6 +78,8 @@ pub(crate) struct Importer<'a> {
     /// ONNX shape (batch dimension included) of each graph tensor.
     pub full: Vec<Vec<usize>>,
     pub tensor_of: HashMap<String, usize>,
+    /// The tensor of each input of a model with several (a copy of its part of tensor 0).
+    pub input_parts: Vec<usize>,
     pending: HashMap<String, Pending>,
     pub consts: HashMap<String, Const>,
     consumers: HashMap<&'a str, usize>,
@@ -191,24 +198,47 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
     }
     let inputs: Vec<&pb::ValueInfoProto> =
         graph.input.iter().filter(|i| !consts.contains_key(i.name.as_str())).collect();
-    let [input] = inputs.as_slice() else {
-        return Err(read_err(format!("the model must have exactly one input, it has {}", inputs.len())));
-    };
-    let input_full = dims_of(input).ok_or_else(|| read_err(format!("input '{}' has no tensor shape", input.name)))?;
+    if inputs.is_empty() {
+        return Err(read_err("the model has no input (every graph input is an initializer)".into()));
+    }
+    if inputs.len() > MAX_PORTS {
+        return Err(read_err(format!("the model has {} inputs; at most {MAX_PORTS}", inputs.len())));
+    }
+    let mut input_dims = Vec::with_capacity(inputs.len());
+    for input in &inputs {
+        input_dims.push(dims_of(input).ok_or_else(|| read_err(format!("input '{}' has no tensor shape", input.name)))?);
+    }
     let outputs: Vec<&str> = graph.output.iter().map(|o| o.name.as_str()).collect();
-    if outputs.len() != 1 {
-        return Err(read_err(format!("the model must have exactly one output, it has {}", outputs.len())));
+    if outputs.is_empty() || outputs.len() > MAX_PORTS {
+        return Err(read_err(format!("the model has {} outputs; 1 to {MAX_PORTS} are supported", outputs.len())));
+    }
+    // Token ids and real values cannot share the one input quantization of several inputs.
+    let is_ids = |vi: &pb::ValueInfoProto| matches!(input_elem_type(vi), Some(6 | 7));
+    let tokens = is_ids(inputs[0]);
+    if let Some(other) = inputs.iter().find(|i| is_ids(i) != tokens) {
+        let (ids, real) = if tokens { (inputs[0], *other) } else { (*other, inputs[0]) };
+        return Err(read_err(format!(
+            "input '{}' holds integers (token ids) and input '{}' real values: a model's inputs share one \
+             quantization, so they must be all token ids or all real values",
+            ids.name, real.name
+        )));
     }
 
-    let tokens = matches!(input_elem_type(input), Some(6 | 7));
     let mut warnings = Vec::new();
     let tract = {
         use tract_onnx::prelude::{Datum, DatumType};
-        let elem_type: DatumType = match input_elem_type(input) {
-            Some(6) => i32::datum_type(),
-            Some(7) => i64::datum_type(),
-            _ => f32::datum_type(),
-        };
+        let facts: Vec<tract_constants::InputFact<'_>> = inputs
+            .iter()
+            .zip(&input_dims)
+            .map(|(input, dims)| {
+                let elem_type: DatumType = match input_elem_type(input) {
+                    Some(6) => i32::datum_type(),
+                    Some(7) => i64::datum_type(),
+                    _ => f32::datum_type(),
+                };
+                tract_constants::InputFact { name: &input.name, dims, elem_type }
+            })
+            .collect();
         // tract reads the weights kept in external files only through our checked reader.
         let resolved;
         let proto = if graph.initializer.iter().any(|t| t.data_location == Some(EXTERNAL)) {
@@ -224,10 +254,9 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
             &proto
         };
         // A hostile graph can make tract panic: that is tract failing, not the import.
-        let analysed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tract_constants::tract_constants(proto, &input.name, &input_full, elem_type)
-        }))
-        .unwrap_or_else(|_| Err("tract panicked".into()));
+        let analysed =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tract_constants::tract_constants(proto, &facts)))
+                .unwrap_or_else(|_| Err("tract panicked".into()));
         match analysed {
             Ok(facts) => facts,
             Err(reason) => {
@@ -269,10 +298,27 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         .iter()
         .find(|o| o.domain.is_empty() || o.domain == "ai.onnx")
         .map_or(DEFAULT_OPSET, |o| o.version);
+    // Several inputs are one flat input tensor, laid end to end; each is a copy of its part.
+    let (input_full, input_ports) = match input_dims.as_slice() {
+        [one] => (one.clone(), Vec::new()),
+        several => {
+            let total = several.iter().map(|d| d.iter().product::<usize>()).sum::<usize>();
+            let ports =
+                inputs.iter().zip(several).map(|(i, d)| Port { name: i.name.clone(), shape: strip_batch(d) }).collect();
+            (vec![1, total], ports)
+        }
+    };
     let mut im = Importer {
-        g: FloatGraph { name, input_shape: strip_batch(&input_full), tokens, nodes: Vec::new() },
+        g: FloatGraph {
+            name,
+            input_shape: strip_batch(&input_full),
+            tokens,
+            nodes: Vec::new(),
+            ports: Ports { inputs: input_ports, outputs: Vec::new() },
+        },
         full: vec![input_full],
-        tensor_of: HashMap::from([(input.name.clone(), 0)]),
+        tensor_of: HashMap::new(),
+        input_parts: Vec::new(),
         pending: HashMap::new(),
         consts,
         consumers,
@@ -282,6 +328,19 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         opset,
         tract_values: tract.values,
     };
+    if inputs.len() == 1 {
+        im.tensor_of.insert(inputs[0].name.clone(), 0);
+    } else {
+        let mut offset = 0u32;
+        for (input, dims) in inputs.iter().zip(&input_dims) {
+            let len = dims.iter().product::<usize>() as u32;
+            let source = (offset..offset + len).collect();
+            let t = im.push(format!("input {}", input.name), FloatOp::Gather { source }, vec![0], dims.clone());
+            im.tensor_of.insert(input.name.clone(), t);
+            im.input_parts.push(t);
+            offset += len;
+        }
+    }
     for (ni, node) in nodes.iter().enumerate() {
         let cx = Ctx { node };
         if !node.domain.is_empty() && node.domain != "ai.onnx" {
@@ -295,20 +354,38 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         let is_last = ni + 1 == nodes.len();
         im.node(&cx, is_last)?;
     }
-    im.materialize(outputs[0]);
-    let out = im
-        .tensor_of
-        .get(outputs[0])
-        .copied()
-        .ok_or_else(|| read_err(format!("output '{}' is never produced from the input", outputs[0])))?;
-    if out == 0 {
-        return Err(read_err("the graph output is its input: there is nothing to prove".into()));
+    let mut produced = Vec::with_capacity(outputs.len());
+    for &output in &outputs {
+        im.materialize(output);
+        let t = im
+            .tensor_of
+            .get(output)
+            .copied()
+            .ok_or_else(|| read_err(format!("output '{output}' is never produced from the input")))?;
+        if t == 0 || im.input_parts.contains(&t) {
+            return Err(read_err(format!("output '{output}' is an input: there is nothing to prove")));
+        }
+        produced.push(t);
     }
+    // Several outputs are one flat output tensor, laid end to end: a copy of each.
+    let out = match produced.as_slice() {
+        [one] => *one,
+        several => {
+            let total: usize = several.iter().map(|&t| im.g.shape(t).iter().product::<usize>()).sum();
+            im.g.ports.outputs = outputs
+                .iter()
+                .zip(several)
+                .map(|(name, &t)| Port { name: name.to_string(), shape: im.g.shape(t).to_vec() })
+                .collect();
+            let concat = FloatOp::Concat { source: (0..total as u32).collect(), constants: Vec::new() };
+            im.push("outputs".into(), concat, several.to_vec(), vec![1, total])
+        }
+    };
     // The output need not be the last node (an exporter may leave computations nothing reads, or
     // name an earlier tensor the output through an Identity): keep what it reads.
     let (g, dropped) = live_graph(im.g, out);
     if dropped > 0 {
-        im.warnings.push(format!("{dropped} node(s) compute nothing the output '{}' reads: left out", outputs[0]));
+        im.warnings.push(format!("{dropped} node(s) compute nothing the outputs {outputs:?} read: left out"));
     }
     Ok((crate::prune::prune_rows(g), im.warnings))
 }

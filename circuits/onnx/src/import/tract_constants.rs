@@ -23,21 +23,24 @@ pub(super) struct TractFacts {
     pub shapes: HashMap<String, Vec<usize>>,
 }
 
-/// The facts tract's inference determines about `proto`'s tensors, with the graph input
-/// `input` of shape `dims` and element type `elem_type`. An error is tract's reason for
-/// stopping; the caller goes on without tract's facts then, so a graph tract cannot analyse
-/// imports as before.
-pub(super) fn tract_constants(
-    proto: &pb::ModelProto,
-    input: &str,
-    dims: &[usize],
-    elem_type: DatumType,
-) -> Result<TractFacts, String> {
+/// One graph input as tract is told it: its name, shape (batch included) and element type.
+pub(super) struct InputFact<'a> {
+    pub name: &'a str,
+    pub dims: &'a [usize],
+    pub elem_type: DatumType,
+}
+
+/// The facts tract's inference determines about `proto`'s tensors, with every graph input's
+/// shape and element type fixed. An error is tract's reason for stopping; the caller goes on
+/// without tract's facts then, so a graph tract cannot analyse imports as before.
+pub(super) fn tract_constants(proto: &pb::ModelProto, inputs: &[InputFact<'_>]) -> Result<TractFacts, String> {
     let parsed = tract_onnx::onnx().parse(proto, None).map_err(|e| format!("{e:#}"))?;
     let mut model = parsed.model;
-    let source = *parsed.outlets_by_name.get(input).ok_or_else(|| format!("no input '{input}'"))?;
-    let fact = InferenceFact::dt_shape(elem_type, dims);
-    model.set_outlet_fact(source, fact).map_err(|e| format!("{e:#}"))?;
+    for input in inputs {
+        let source = *parsed.outlets_by_name.get(input.name).ok_or_else(|| format!("no input '{}'", input.name))?;
+        let fact = InferenceFact::dt_shape(input.elem_type, input.dims);
+        model.set_outlet_fact(source, fact).map_err(|e| format!("{e:#}"))?;
+    }
     // Obstinate: a node tract cannot analyse (an op it lacks) stops no other node's analysis.
     let stopped = model.analyse(true).err().map(|e| format!("{e:#}"));
     let initializers: std::collections::HashSet<&str> =
@@ -49,7 +52,7 @@ pub(super) fn tract_constants(
         if let Some(shape) = shape {
             facts.shapes.insert(name.clone(), shape);
         }
-        if name == input || initializers.contains(name.as_str()) {
+        if inputs.iter().any(|i| i.name == name) || initializers.contains(name.as_str()) {
             continue;
         }
         let Some(tensor) = fact.value.concretize() else { continue };
@@ -59,7 +62,7 @@ pub(super) fn tract_constants(
             facts.values.insert(name.clone(), value);
         }
     }
-    if facts.values.is_empty() && facts.shapes.len() <= 1 {
+    if facts.values.is_empty() && facts.shapes.len() <= inputs.len() {
         if let Some(reason) = stopped {
             return Err(reason);
         }
