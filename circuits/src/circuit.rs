@@ -28,7 +28,7 @@ use crate::zero_knowledge;
 use crate::{C, D, F};
 use tgrid_int8::commit::{Commitment, OutputKey, Salt};
 use tgrid_int8::Privacy;
-use tgrid_int8::{affine_layout, for_each_element, layer_norm_layout, product_layout, Element, Width};
+use tgrid_int8::{affine_layout, for_each_element, layer_norm_layout, product_layout, quotient_layout, Element, Width};
 use tgrid_int8::{numel, QuantModel};
 
 /// Public inputs of a task proof, in circuit order: task id (8 × u32, big-endian words),
@@ -475,6 +475,17 @@ impl SegmentCircuit {
                             softmax_row = Some((row, gadgets.softmax_row(&mut builder, &scores, exp)));
                         }
                         softmax_row.as_ref().expect("just built").1[p]
+                    }
+                    Element::Quotient { a, b, index, offsets, requant, zero_point } => {
+                        let layout = match quotient_layout(requant) {
+                            Ok(l) => l,
+                            Err(why) => {
+                                failure.get_or_insert(why);
+                                return;
+                            }
+                        };
+                        let q = gadgets.quotient(&mut builder, values[&a][index], values[&b][index], offsets);
+                        gadgets.requantize(&mut builder, q, requant, zero_point, i8::MIN, layout)
                     }
                     Element::Product { a, b, offsets, pairs, requant, zero_point } => {
                         let layout = match product_layout(pairs.len(), requant, Width::Int8) {

@@ -36,6 +36,8 @@ mod plan;
 #[cfg(test)]
 mod private_tests;
 mod prover_cache;
+#[cfg(test)]
+mod quotient_tests;
 mod task;
 pub mod testing;
 #[cfg(test)]

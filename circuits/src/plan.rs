@@ -41,6 +41,8 @@ fn estimated_rows(model: &QuantModel, node: usize) -> usize {
         }
         Op::LayerNorm { .. } | Op::Softmax { .. } => out / 2 + requantized,
         Op::Add { .. } | Op::AddConst { .. } | Op::Relu => out / 10 + requantized,
+        // Seven byte checks and a dozen arithmetic operations per quotient.
+        Op::Div { .. } => out / 2 + requantized,
         Op::Table { .. } => out / 40,
         Op::Embedding { .. } => out / 20 + out / 40,
         Op::Gather { .. } | Op::Concat { .. } | Op::Reshape => 0,

@@ -12,6 +12,7 @@ mod support;
 mod corpus;
 mod devnet;
 mod digests;
+mod division;
 mod fixtures;
 mod gpt_devnet;
 mod layering;

@@ -86,6 +86,10 @@ impl QuantModel {
                     w.u8(10);
                     put_requant(&mut w, *requant);
                 }
+                Op::Div { requant } => {
+                    w.u8(17);
+                    put_requant(&mut w, *requant);
+                }
                 Op::LayerNorm { gamma, beta, eps, requant } => {
                     w.u8(12);
                     w.u32(gamma.len() as u32);
@@ -206,6 +210,7 @@ impl QuantModel {
                     Op::AddConst { ka, constants, requant: get_requant(&mut r)? }
                 }
                 10 => Op::MatMul { requant: get_requant(&mut r)? },
+                17 => Op::Div { requant: get_requant(&mut r)? },
                 11 => {
                     let exp = (0..TABLE_LEN).map(|_| r.u16()).collect::<Result<_>>()?;
                     Op::Softmax { exp, keep: get_mask(&mut r)? }

@@ -52,6 +52,13 @@ pub fn softmax_row(u: &[u16], exp: impl Fn(u16) -> u16) -> Vec<u8> {
     e.iter().map(|&e| ((510 * e + s) / (2 * s)) as u8).collect()
 }
 
+/// The quotient of an [`crate::Op::Div`] for centered int8 values `a` and `b`:
+/// `floor(2^16 · a · sgn(b) / |b|)`, a zero `b` counting as 1.
+pub fn quotient(a: i64, b: i64) -> i64 {
+    let (sign, divisor) = if b < 0 { (-1, -b) } else { (1, b.max(1)) };
+    (sign * a * (1 << crate::model::QUOTIENT_BITS)).div_euclid(divisor)
+}
+
 /// `floor(√v)`, exactly.
 pub fn isqrt(v: u64) -> u64 {
     let mut s = (v as f64).sqrt() as u64;
@@ -110,6 +117,10 @@ pub fn run(model: &QuantModel, input: &[i8]) -> Result<Trace> {
                 Element::Copy { tensor, index } => u[tensor][index],
                 Element::Constant { u } => u,
                 Element::Table { tensor, index, table } => table[usize::from(u[tensor][index])],
+                Element::Quotient { a, b, index, offsets, requant, zero_point } => {
+                    let q = quotient(i64::from(u[a][index]) - offsets[0], i64::from(u[b][index]) - offsets[1]);
+                    (requantize(q, requant, zero_point, i8::MIN) as u8) ^ 0x80
+                }
                 Element::Product { a, b, offsets, pairs, requant, zero_point } => {
                     let acc = pairs.iter().fold(0i64, |acc, &(i, j)| {
                         acc + (i64::from(u[a][i]) - offsets[0]) * (i64::from(u[b][j]) - offsets[1])

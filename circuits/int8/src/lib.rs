@@ -26,13 +26,14 @@ pub use codec::check_header;
 pub use commit::{commit, commit_salted, Commitment, EncryptedTensor, OutputKey, Salt};
 pub use error::{Error, Result};
 pub use lower::{
-    affine_layout, check_layer_norm, for_each_element, layer_norm_layout, product_layout, requant_for,
-    requant_for_scores, window_indices, AffineLayout, Element, Term, Width,
+    affine_layout, check_layer_norm, for_each_element, layer_norm_layout, product_layout, quotient_layout, requant_for,
+    requant_for_scores, window_indices, AffineLayout, Element, Term, Width, QUOTIENT_BOUND,
 };
 pub use model::{
     chw, dense_dims, dense_rows, matmul_dims, numel, Node, Op, Port, Ports, QParams, QuantModel, Requant,
     CIRCUIT_VERSION, INV_SQRT_BITS, MAX_CONCAT_INPUTS, MAX_LAYER_NORM_EPS, MAX_LAYER_NORM_ROW, MAX_LOOKUP_ENTRIES,
-    MAX_MACS, MAX_NAME_LEN, MAX_NODES, MAX_PORTS, MAX_RANK, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, SOFTMAX_Q, TABLE_LEN,
+    MAX_MACS, MAX_NAME_LEN, MAX_NODES, MAX_PORTS, MAX_RANK, MAX_SOFTMAX_ROW, MAX_TENSOR_LEN, QUOTIENT_BITS, SOFTMAX_Q,
+    TABLE_LEN,
 };
 pub use privacy::Privacy;
 

@@ -73,6 +73,9 @@ pub enum Element<'a> {
     Embedding { tensor: usize, index: usize, channel: usize, dim: usize, table: &'a [i8] },
     /// `y = table[u[tensor][index]]`, the table in offset form too.
     Table { tensor: usize, index: usize, table: &'a [u8; 256] },
+    /// `acc = quotient(u[a][index] − offsets[0], u[b][index] − offsets[1])`
+    /// ([`crate::infer::quotient`]), then requantized as an affine element.
+    Quotient { a: usize, b: usize, index: usize, offsets: [i64; 2], requant: Requant, zero_point: i8 },
 }
 
 /// Calls `f(output_index, element)` for every output element of node `node_index`, in order.
@@ -201,6 +204,13 @@ pub fn for_each_element(model: &QuantModel, node_index: usize, mut f: impl FnMut
                     i,
                     Element::Affine { constant, terms: &pair, requant: *requant, zero_point: zp, lo: clamp_lo(*relu) },
                 );
+            }
+        }
+        Op::Div { requant } => {
+            let b = node.inputs[1];
+            let offsets = [offset, i64::from(model.tensor_q(b).zero_point) + 128];
+            for index in 0..numel(&node.shape) {
+                f(index, Element::Quotient { a: input, b, index, offsets, requant: *requant, zero_point: zp });
             }
         }
         Op::AddConst { ka, constants, requant } => {
@@ -479,6 +489,14 @@ pub fn layer_norm_layout(gamma: i64, beta: i64, requant: Requant) -> Result<Affi
     affine_layout(bound, &[], requant)
 }
 
+/// The layout of a quotient element: `|Q| ≤ 255 · 2^16` ([`Op::Div`]).
+pub fn quotient_layout(requant: Requant) -> Result<AffineLayout, String> {
+    affine_layout(QUOTIENT_BOUND, &[], requant)
+}
+
+/// The largest `|Q|` of an [`Op::Div`]: a centered dividend of at most 255 over a divisor of 1.
+pub const QUOTIENT_BOUND: i64 = 255 << crate::model::QUOTIENT_BITS;
+
 /// Checks LayerNorm parameters against the circuit's no-wrap bounds (for the compiler's choice
 /// of fixed-point precision).
 pub fn check_layer_norm(gamma: &[i32], beta: &[i64], requant: Requant) -> Result<(), String> {
@@ -506,6 +524,7 @@ pub(crate) fn check_bounds(model: &QuantModel) -> crate::error::Result<()> {
                 Element::LayerNorm { gamma, beta, requant, .. } => {
                     failure = layer_norm_layout(gamma, beta, requant).err()
                 }
+                Element::Quotient { requant, .. } => failure = quotient_layout(requant).err(),
                 _ => {}
             }
         });

@@ -587,3 +587,33 @@ pub fn language_model(seed: u64) -> QuantModel {
     model.validate().expect("language model is valid");
     model
 }
+
+/// `y = a / b` of the two halves of its input (16 values at scale 1/16), exact quotients
+/// ([`Op::Div`]) requantized to `[−8, 8]`: a test input picks every sign of the divisor and zero.
+pub fn div_model() -> QuantModel {
+    let gather = |name: &str, from: u32| Node {
+        name: name.into(),
+        op: Op::Gather { source: (from..from + 8).collect() },
+        inputs: vec![0],
+        shape: vec![8],
+        q: q(1.0 / 16.0, 0),
+    };
+    let out_q = q(16.0 / 255.0, 0);
+    // y = Q · s_a / (s_b · 2^16 · s_y), the scales of a and b equal.
+    let m = 1.0 / (f64::from(1u32 << crate::model::QUOTIENT_BITS) * f64::from(out_q.scale));
+    let requant = requant_for(m, crate::lower::QUOTIENT_BOUND as u128).expect("multiplier fits");
+    let nodes = vec![
+        gather("a", 0),
+        gather("b", 8),
+        Node { name: "div".into(), op: Op::Div { requant }, inputs: vec![1, 2], shape: vec![8], q: out_q },
+    ];
+    let model = QuantModel {
+        name: "div".into(),
+        input_shape: vec![16],
+        input_q: q(1.0 / 16.0, 0),
+        nodes,
+        ports: Default::default(),
+    };
+    model.validate().expect("div model is valid");
+    model
+}

@@ -28,7 +28,7 @@ impl QuantModel {
             check_shape(&n.shape).map_err(|e| bad(name, e))?;
             check_q(n.q).map_err(|e| bad(name, e))?;
             let arity = match n.op {
-                Op::Add { .. } | Op::MatMul { .. } | Op::ScoresSoftmax { .. } => 2..=2,
+                Op::Add { .. } | Op::MatMul { .. } | Op::ScoresSoftmax { .. } | Op::Div { .. } => 2..=2,
                 Op::Concat { .. } => 1..=MAX_CONCAT_INPUTS,
                 _ => 1..=1,
             };
@@ -96,6 +96,13 @@ impl QuantModel {
                     let other = self.tensor_shape(n.inputs[1]);
                     if in_shape != other || n.shape != in_shape {
                         return Err(bad(name, format!("Add needs equal shapes, got {in_shape:?} and {other:?}")));
+                    }
+                    check_requant(*requant).map_err(|e| bad(name, e))?;
+                }
+                Op::Div { requant } => {
+                    let other = self.tensor_shape(n.inputs[1]);
+                    if in_shape != other || n.shape != in_shape {
+                        return Err(bad(name, format!("Div needs equal shapes, got {in_shape:?} and {other:?}")));
                     }
                     check_requant(*requant).map_err(|e| bad(name, e))?;
                 }

@@ -69,6 +69,8 @@ pub enum FloatOp {
         /// `a − b` instead of `a + b`.
         subtract: bool,
     },
+    /// `a / b` elementwise, of two computed tensors of one shape.
+    Div,
     /// max(x, 0).
     Relu,
     /// New shape, same data.
@@ -235,6 +237,7 @@ impl FloatGraph {
                     let sign = if *subtract { -1.0 } else { 1.0 };
                     x.iter().zip(b).map(|(&a, &b)| relu(a + sign * b, *r)).collect()
                 }
+                FloatOp::Div => x.iter().zip(&ts[n.inputs[1]]).map(|(&a, &b)| a / b).collect(),
                 FloatOp::Relu => x.iter().map(|&v| v.max(0.0)).collect(),
                 FloatOp::Reshape => x.clone(),
                 FloatOp::MatMul { alpha } => {

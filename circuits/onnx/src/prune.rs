@@ -27,7 +27,8 @@ fn row_wise(op: &FloatOp, in_shape: &[usize], out_shape: &[usize]) -> bool {
         | FloatOp::Relu
         | FloatOp::LayerNorm { .. }
         | FloatOp::Softmax { .. }
-        | FloatOp::Add { .. } => same_rank && in_shape == out_shape,
+        | FloatOp::Add { .. }
+        | FloatOp::Div => same_rank && in_shape == out_shape,
         _ => false,
     }
 }

@@ -286,7 +286,9 @@ pub fn quantize_model_adjusted(
         }
         for (t, values) in graph.run(sample).iter().enumerate() {
             for (e, &v) in values.iter().enumerate() {
-                if masks[t].is_some_and(|keep| !keep[e % keep.len()]) {
+                // A masked cell never reaches the output; a division by a zero divisor saturates
+                // at the clamp (docs/quantization.md) and does not stretch the range.
+                if masks[t].is_some_and(|keep| !keep[e % keep.len()]) || !v.is_finite() {
                     continue;
                 }
                 lo[t] = lo[t].min(v);
@@ -437,6 +439,18 @@ pub fn quantize_model_adjusted(
                     reason: why,
                 })?;
                 (Op::MatMul { requant }, observed)
+            }
+            FloatOp::Div => {
+                // Q carries 2^16 times the quotient of the centered values: y = Q · s_a / (s_b · 2^16 · s_y).
+                let qb = qs[n.inputs[1]];
+                let m = f64::from(in_q.scale)
+                    / (f64::from(qb.scale) * f64::from(1u32 << tgrid_int8::QUOTIENT_BITS) * f64::from(observed.scale));
+                let requant = requant_for(m, tgrid_int8::QUOTIENT_BOUND as u128).map_err(|why| Error::InvalidNode {
+                    op: "Div".into(),
+                    node: n.name.clone(),
+                    reason: why,
+                })?;
+                (Op::Div { requant }, observed)
             }
             FloatOp::Elementwise { f } => {
                 let table = tabulate(f, in_q, observed).map_err(|reason| Error::InvalidNode {

@@ -28,6 +28,7 @@ use tgrid_int8::Requant;
 use tgrid_int8::{AffineLayout, Width};
 
 mod layer_norm;
+mod quotient;
 mod softmax;
 
 pub(crate) use softmax::ExpTable;
@@ -40,6 +41,7 @@ pub(crate) const GENERATORS: &[(&str, crate::gates::ReadGenerator)] = &[
     ("tgrid::InvSqrtHint", crate::gates::reader::<layer_norm::InvSqrtHint>),
     ("tgrid::BytesHint", crate::gates::reader::<layer_norm::BytesHint>),
     ("tgrid::SoftmaxHint", crate::gates::reader::<softmax::SoftmaxHint>),
+    ("tgrid::QuotientHint", crate::gates::reader::<quotient::QuotientHint>),
 ];
 
 /// How an affine element's multiply-accumulates are laid out in rows.
@@ -91,6 +93,23 @@ pub(crate) enum Fault {
     SoftmaxQuotientLow,
     /// ScoresSoftmax: a cell's exponential one above `floor((high·low + 2^15) / 2^16)`.
     ScoreExpOffByOne,
+    /// Div: the quotient one above its floor (the remainder goes negative).
+    QuotientHigh,
+    /// Div: the quotient one below its floor (the remainder reaches the divisor).
+    QuotientLow,
+    /// Div: the quotient one above its floor with the true remainder (only `Q·d + r` breaks).
+    QuotientUnbalanced,
+    /// Div: a zero divisor not flagged (no inverse of 0; the divisor `d` is then 0).
+    ZeroDivisorMissed,
+    /// Div: another remainder in `[0, d)` and the field's quotient for it (far outside its
+    /// 25-bit range).
+    QuotientWrapped,
+    /// Div: a divisor claimed of the other sign, its magnitude then `−|B|` (no byte).
+    DivisorNegated,
+    /// Div: a nonzero divisor flagged zero (`z·B ≠ 0`), the quotient over `|B| + 1`.
+    ZeroDivisorFlagged,
+    /// Div: a zero divisor counted as −1 (`σ·z ≠ 0`), the quotient negated.
+    ZeroDivisorSigned,
     /// A private embedding's one-hot vector sets the bit after the token id's (bit 0 for an id
     /// outside the vocabulary), a witness that breaks `Σ k·b_k = id`.
     OneHotWrongId,

@@ -219,6 +219,15 @@ pub enum Op {
         /// Channels per token.
         dim: usize,
     },
+    /// `y = requant(Q)`, elementwise, for `Q` the exact quotient of two computed tensors of one
+    /// shape at [`QUOTIENT_BITS`] fractional bits: with `A = a − zp_a` and `B = b − zp_b`,
+    /// `Q = floor(2^16 · A · sgn(B) / |B|)`, where a zero `B` counts as `+1` (one step of `b`'s
+    /// scale: the quotient saturates at the clamp, as the real division does at an infinity).
+    /// Proven by a witnessed quotient and remainder (docs/quantization.md).
+    Div {
+        /// Requantization of every quotient.
+        requant: Requant,
+    },
     /// `y = table[x + 128]`: an elementwise function of one int8 input (GELU, Erf, Tanh, Exp,
     /// scaling by a constant...), tabulated over the 256 input values at compile time.
     Table {
@@ -226,6 +235,9 @@ pub enum Op {
         table: Vec<i8>,
     },
 }
+
+/// Fractional bits of the quotient of an [`Op::Div`]: `|Q| ≤ 255 · 2^16 < 2^24`.
+pub const QUOTIENT_BITS: u32 = 16;
 
 /// Most inputs of an [`Op::Concat`].
 pub const MAX_CONCAT_INPUTS: usize = 64;
@@ -266,6 +278,7 @@ impl Op {
             Op::Embedding { .. } => "Embedding",
             Op::LayerNorm { .. } => "LayerNorm",
             Op::Table { .. } => "Table",
+            Op::Div { .. } => "Div",
         }
     }
 }

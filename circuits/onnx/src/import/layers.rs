@@ -424,18 +424,13 @@ fn product_of(im: &mut Importer<'_>, cx: &Ctx<'_>, a: usize, b: usize, full: Vec
     Ok(())
 }
 
-/// `a / b` of two computed tensors: `a · (1/b)`, the reciprocal a table of `b` and the product
-/// one per element. Two roundings, not an exact quotient: enough for a normalizer's division by
-/// its deviation (an RMSNorm written out); a `b` whose calibrated range reaches 0 saturates its
-/// reciprocal, as any table does at an infinity.
+/// `a / b` of two computed tensors, broadcast: one exact quotient per element
+/// ([`tgrid_int8::Op::Div`]), proven by a witnessed quotient and remainder.
 fn quotient(im: &mut Importer<'_>, cx: &Ctx<'_>) -> Result<()> {
-    let b = im.data_in(cx, 1)?;
-    let full = im.full[b].clone();
-    let f = crate::elementwise::Expr::Input.unary(crate::elementwise::Unary::Reciprocal);
-    let reciprocal = im.push(format!("{}:reciprocal", cx.name()), FloatOp::Elementwise { f }, vec![b], full);
-    let a = im.data_in(cx, 0)?;
-    let (a, r, full) = pair_of(im, cx, a, reciprocal)?;
-    product_of(im, cx, a, r, full)
+    let (a, b, full) = computed_pair(im, cx)?;
+    let t = im.push(cx.name(), FloatOp::Div, vec![a, b], full);
+    im.alias(&cx.node.output[0], t);
+    Ok(())
 }
 
 /// InstanceNormalization of `[N, C, ...]`: each channel normalized over its own positions, which

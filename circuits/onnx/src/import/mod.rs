@@ -45,8 +45,8 @@ use crate::{Error, Result};
 use tgrid_int8::{Port, Ports, MAX_PORTS};
 
 pub(crate) const SUPPORTED: &str = "Gemm, MatMul (constant weights, or of two computed tensors), Add, Sub and Mul \
-(of two computed tensors, broadcast, or by constants), Div (by constants; of two computed tensors as a product \
-by a reciprocal), Conv (grouped and depthwise too), ConvTranspose, Relu, MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum and \
+(of two computed tensors, broadcast, or by constants), Div (by constants; of two computed tensors, an exact \
+quotient), Conv (grouped and depthwise too), ConvTranspose, Relu, MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum and \
 ReduceMax (any axes), BatchNormalization, InstanceNormalization, LayerNormalization (or written out: ReduceMean, Sub, Pow, ReduceMean, Add, \
 Sqrt, Div), Pad (constant, reflect, edge), Resize and Upsample (nearest, linear), \
 Softmax (last axis, with a causal mask), elementwise functions (Erf, Gelu, Tanh, Sigmoid, Exp, Log, Sqrt, \
