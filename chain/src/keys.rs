@@ -100,19 +100,32 @@ fn check_kdf(path: &Path, json: &serde_json::Value) -> Result<()> {
     Ok(())
 }
 
-/// Decrypts the keystore at `path` with `password`.
+/// Decrypts the keystore at `path` with `password`. The file is read once: the bytes whose key
+/// derivation was checked are the bytes decrypted (alloy decrypts only from a path, so they go
+/// through a private temporary copy, itself only the encrypted keystore), so a file swapped
+/// after the check cannot make us spend an unchecked derivation.
 pub fn decrypt(path: &Path, password: &str) -> Result<PrivateKeySigner> {
     let text = read_bounded(path, "keystore")?;
     let json: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| key_err(format!("keystore {}: not a JSON keystore ({e})", path.display())))?;
     check_kdf(path, &json)?;
-    PrivateKeySigner::decrypt_keystore(path, password).map_err(|e| {
+    let copy = checked_copy(&text).map_err(|e| key_err(format!("keystore {}: a private copy: {e}", path.display())))?;
+    PrivateKeySigner::decrypt_keystore(copy.path(), password).map_err(|e| {
         let reason = match e.to_string() {
             s if s.contains("Mac Mismatch") || s.contains("MacMismatch") => "wrong password".to_string(),
             s => s,
         };
         key_err(format!("keystore {}: {reason}", path.display()))
     })
+}
+
+/// `text` in a new temporary file only this user can read, removed when dropped.
+fn checked_copy(text: &str) -> std::io::Result<tempfile::NamedTempFile> {
+    use std::io::Write;
+    let mut copy = tempfile::NamedTempFile::new()?;
+    copy.write_all(text.as_bytes())?;
+    copy.flush()?;
+    Ok(copy)
 }
 
 /// The signer of a long-running service whose settings name either a keystore (and its password
