@@ -62,6 +62,15 @@ fn token_ids_beside_real_values_are_refused_naming_both_inputs() {
     assert!(err.contains("input 'ids' holds integers (token ids) and input 'input' real values"), "{err}");
 }
 
+/// Dimensions a hostile file names are bounded before anything is allocated for them.
+#[test]
+fn inputs_too_large_together_are_refused_before_allocating() {
+    let mut g = OnnxGraph::new(&[1, 4], &[1, 4]);
+    g.input("huge", &[1, 1 << 21, 1 << 21], 1).node("Relu", &["input"], "output", vec![]);
+    let err = import_error(&g, "huge");
+    assert!(err.contains("input 'huge' of shape [1, 2097152, 2097152]: the inputs together exceed"), "{err}");
+}
+
 #[test]
 fn an_output_that_is_an_input_is_refused() {
     let mut g = OnnxGraph::new(&[1, 4], &[1, 4]);

@@ -153,8 +153,8 @@ impl InputData {
     /// The one input a task proves: the first sample of a file read as
     /// [`InputData::samples_for_ports`] reads it.
     pub fn first_sample(&self, input_len: usize, ports: &[Port]) -> Result<Vec<f32>> {
-        let (mut samples, _) = self.samples_for_ports(input_len, ports)?;
-        Ok(samples.swap_remove(0))
+        let (samples, _) = self.samples_for_ports(input_len, ports)?;
+        samples.into_iter().next().ok_or_else(|| Error::Data("the input file holds no sample".into()))
     }
 }
 

@@ -205,8 +205,23 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         return Err(read_err(format!("the model has {} inputs; at most {MAX_PORTS}", inputs.len())));
     }
     let mut input_dims = Vec::with_capacity(inputs.len());
+    let mut input_len = 0usize;
     for input in &inputs {
-        input_dims.push(dims_of(input).ok_or_else(|| read_err(format!("input '{}' has no tensor shape", input.name)))?);
+        let dims = dims_of(input).ok_or_else(|| read_err(format!("input '{}' has no tensor shape", input.name)))?;
+        // A hostile file's dimensions bound nothing: the inputs together must fit one tensor.
+        input_len = dims
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .and_then(|n| input_len.checked_add(n))
+            .filter(|&n| n <= tgrid_int8::MAX_TENSOR_LEN)
+            .ok_or_else(|| {
+                read_err(format!(
+                    "input '{}' of shape {dims:?}: the inputs together exceed {} values",
+                    input.name,
+                    tgrid_int8::MAX_TENSOR_LEN
+                ))
+            })?;
+        input_dims.push(dims);
     }
     let outputs: Vec<&str> = graph.output.iter().map(|o| o.name.as_str()).collect();
     if outputs.is_empty() || outputs.len() > MAX_PORTS {
@@ -302,7 +317,7 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
     let (input_full, input_ports) = match input_dims.as_slice() {
         [one] => (one.clone(), Vec::new()),
         several => {
-            let total = several.iter().map(|d| d.iter().product::<usize>()).sum::<usize>();
+            let total = input_len;
             let ports =
                 inputs.iter().zip(several).map(|(i, d)| Port { name: i.name.clone(), shape: strip_batch(d) }).collect();
             (vec![1, total], ports)
@@ -372,6 +387,12 @@ pub fn import_onnx(path: &Path) -> Result<(FloatGraph, Vec<String>)> {
         [one] => *one,
         several => {
             let total: usize = several.iter().map(|&t| im.g.shape(t).iter().product::<usize>()).sum();
+            if total > tgrid_int8::MAX_TENSOR_LEN {
+                return Err(read_err(format!(
+                    "the outputs together hold {total} values, more than {}",
+                    tgrid_int8::MAX_TENSOR_LEN
+                )));
+            }
             im.g.ports.outputs = outputs
                 .iter()
                 .zip(several)
