@@ -2,7 +2,8 @@
 # `make bench-ezkl`: EZKL 23 (PyPI) and tgrid-prover prove the same ONNX file and input,
 # interleaved in one run (scripts/bench_ezkl.py), one JSON object per fixture. The bundled digits
 # cnn by default; `FIXTURES="vit gpt" make bench-ezkl` for the transformers,
-# `FIXTURES=corpus/keras_cnn` for a third-party model of fixtures/corpus (its opset-17 file)
+# `FIXTURES=corpus/keras_cnn` for a third-party model of fixtures/corpus (its opset-17 file, else
+# its torch.export file)
 # (EZKL's failure, if any, is reported with its step and message; EZKL_SCALE=BITS sets its input
 # and parameter scale). TGRID_PROVER=target/debug/tgrid-prover skips the release build.
 # EZKL is installed in a virtualenv under .tgrid/ezkl-venv (a benchmark dependency only).
@@ -20,6 +21,8 @@ for name in $FIXTURES; do
   dir=fixtures/$name
   model=$dir/model.onnx
   [[ -f $model ]] || model=$dir/opset17.onnx
+  # A corpus model whose TorchScript export failed (GPT-2): its torch.export file.
+  [[ -f $model ]] || model=$dir/dynamo18.onnx
   # The GPT as its tests compile it: attention scores at 16 bits (docs/quantization.md).
   flags=()
   [[ $name == gpt ]] && flags=(--wide-attention-scores)
