@@ -135,7 +135,10 @@ async fn post(a: PostArgs, g: &Globals, out: Output) -> Result<()> {
     // Everything local first: the model, the input, the terms.
     let file = load_model(&a.model)?;
     let data = InputData::from_path(&a.input).map_err(bad_input)?;
-    let sample = data.first_sample(file.model.input_len(), &file.model.ports.inputs).map_err(bad_input)?;
+    let sample = data
+        .first_sample(file.model.input_len(), &file.model.ports.inputs)
+        .with_context(|| format!("{} does not fit the model", a.input.display()))
+        .map_err(bad_input)?;
     let x = infer::quantize_input(&file.model, &sample)
         .with_context(|| format!("{} does not fit the model", a.input.display()))
         .map_err(bad_input)?;

@@ -640,7 +640,10 @@ fn settle_command(
 /// Reads the first sample of an EZKL input file and quantizes it for the model.
 pub(crate) fn quantized_input(model: &tgrid_circuits::QuantModel, path: &Path) -> Result<Vec<i8>> {
     let data = InputData::from_path(path).map_err(bad_input)?;
-    let sample = data.first_sample(model.input_len(), &model.ports.inputs).map_err(bad_input)?;
+    let sample = data
+        .first_sample(model.input_len(), &model.ports.inputs)
+        .with_context(|| format!("{} does not fit the model", path.display()))
+        .map_err(bad_input)?;
     infer::quantize_input(model, &sample)
         .with_context(|| format!("{} does not fit the model", path.display()))
         .map_err(bad_input)
