@@ -197,7 +197,10 @@ fn bad_inputs_exit_with_code_two_and_a_reason() {
         p
     };
     let short = write("short.json", r#"{"input_data": [[0.1, 0.2, 0.3]]}"#);
-    expect2(run(prover().arg("infer").arg(&tgm).arg("--input").arg(&short)), "sample 0 has 3 values, the model takes 64");
+    expect2(
+        run(prover().arg("infer").arg(&tgm).arg("--input").arg(&short)),
+        "sample 0 has 3 values, the model takes 64",
+    );
     let nan = write("nan.json", &format!(r#"{{"input_data": [[{}NaN]]}}"#, "0.5, ".repeat(63)));
     expect2(run(prover().arg("commit-input").arg(&tgm).arg("--input").arg(&nan)), "input");
     let input = fixture("mlp/input.json");
