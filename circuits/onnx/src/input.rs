@@ -113,9 +113,7 @@ impl InputData {
         });
         Ok((samples, note))
     }
-}
 
-impl InputData {
     /// The samples of a model taking `input_len` values made of `ports` (its several inputs, or
     /// none): EZKL's form, one array per input with the same number of samples in each, is
     /// zipped into samples with the inputs laid end to end; anything else is read as

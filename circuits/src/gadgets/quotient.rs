@@ -1,7 +1,7 @@
 //! The exact quotient of two int8 values ([`tgrid_int8::Op::Div`]): a witnessed sign, zero flag,
 //! magnitude, quotient and remainder, every one constrained (docs/quantization.md).
 
-use plonky2::field::types::{Field, Field64, PrimeField64};
+use plonky2::field::types::Field;
 use plonky2::iop::generator::{GeneratedValues, SimpleGenerator};
 use plonky2::iop::target::Target;
 use plonky2::iop::witness::{PartitionWitness, Witness, WitnessWrite};
@@ -11,7 +11,7 @@ use plonky2::util::serialization::{Buffer, IoResult, Read, Write};
 
 #[cfg(test)]
 use super::Fault;
-use super::{field_of, ByteTarget, Gadgets};
+use super::{field_of, signed_of, ByteTarget, Gadgets};
 use crate::{D, F};
 use tgrid_int8::{QUOTIENT_BITS, QUOTIENT_BOUND};
 
@@ -125,16 +125,6 @@ pub(super) struct QuotientHint {
     fault: Option<Fault>,
 }
 
-/// A centered int8 value (`[−255, 255]`) from its field element.
-fn signed(v: F) -> i64 {
-    let v = v.to_canonical_u64();
-    if v > F::ORDER / 2 {
-        -((F::ORDER - v) as i64)
-    } else {
-        v as i64
-    }
-}
-
 impl SimpleGenerator<F, D> for QuotientHint {
     fn id(&self) -> String {
         "tgrid::QuotientHint".into()
@@ -145,7 +135,7 @@ impl SimpleGenerator<F, D> for QuotientHint {
     }
 
     fn run_once(&self, witness: &PartitionWitness<'_, F>, out: &mut GeneratedValues<F>) -> anyhow::Result<()> {
-        let (a, b) = (signed(witness.get_target(self.a)), signed(witness.get_target(self.b)));
+        let (a, b) = (signed_of(witness.get_target(self.a)), signed_of(witness.get_target(self.b)));
         #[allow(unused_mut)]
         let (mut sigma, mut zero, mut magnitude) = (i64::from(b < 0), i64::from(b == 0), b.abs());
         #[allow(unused_mut)]
@@ -184,26 +174,24 @@ impl SimpleGenerator<F, D> for QuotientHint {
         if self.fault == Some(Fault::QuotientUnbalanced) {
             q += 1;
         }
-        let to_field =
-            |v: i64| if v < 0 { -F::from_canonical_u64(v.unsigned_abs()) } else { F::from_canonical_u64(v as u64) };
         #[allow(unused_mut)]
-        let mut q_field = to_field(q);
+        let mut q_field = field_of(q);
         // Another remainder in [0, d) and the field's quotient for it: far outside 2^25.
         #[cfg(test)]
         if self.fault == Some(Fault::QuotientWrapped) && divisor > 1 {
             // r' = r + 1 (mod d), Q' = (2^16·A·(1−2σ) − r') / d in the field.
             r = (r + 1) % divisor;
-            q_field = (to_field(scaled) - to_field(r)) * to_field(divisor).inverse();
+            q_field = (field_of(scaled) - field_of(r)) * field_of(divisor).inverse();
         }
         // 0 has no inverse: any value, `B·inv = 1 − z` holds by `z = 1` alone.
-        let inverse = if b == 0 { F::ZERO } else { to_field(b).inverse() };
+        let inverse = if b == 0 { F::ZERO } else { field_of(b).inverse() };
         let [sigma_t, zero_t, inverse_t, magnitude_t, q_t, r_t] = self.outputs;
-        out.set_target(sigma_t, to_field(sigma))?;
-        out.set_target(zero_t, to_field(zero))?;
+        out.set_target(sigma_t, field_of(sigma))?;
+        out.set_target(zero_t, field_of(zero))?;
         out.set_target(inverse_t, inverse)?;
-        out.set_target(magnitude_t, to_field(magnitude))?;
+        out.set_target(magnitude_t, field_of(magnitude))?;
         out.set_target(q_t, q_field)?;
-        out.set_target(r_t, to_field(r))
+        out.set_target(r_t, field_of(r))
     }
 
     fn serialize(&self, dst: &mut Vec<u8>, _common: &CommonCircuitData<F, D>) -> IoResult<()> {
